@@ -173,8 +173,15 @@ def score(
         check_writable(per_sentence, "per-sentence CSV")
     options = GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding)
     report = score_files(
-        gold, pred, options, src=src, tgt=tgt, corpus=corpus,
-        pred_format=pred_format.value, pred_one_based=pred_one_based, reverse_pred=reverse_pred,
+        gold,
+        pred,
+        options,
+        src=src,
+        tgt=tgt,
+        corpus=corpus,
+        pred_format=pred_format.value,
+        pred_one_based=pred_one_based,
+        reverse_pred=reverse_pred,
     )
     if as_json:
         for s in report.systems:
@@ -186,6 +193,182 @@ def score(
         with atomic_open(per_sentence) as f:
             report.per_sentence_frame().to_csv(f, index=False)
         err().print(f"per-sentence scores written to {per_sentence}", highlight=False)
+
+
+class ModelType(str, Enum):
+    rnn = "rnn"
+    transformer = "transformer"
+
+
+class AttentionType(str, Enum):
+    additive = "additive"
+    dot = "dot"
+    general = "general"
+    scaled_dot = "scaled-dot"
+
+
+class Direction(str, Enum):
+    forward = "forward"
+    reverse = "reverse"
+    both = "both"
+
+
+ModelDirOpt = Annotated[Path, typer.Option("--model", help="Model directory.")]
+LowercaseOpt = Annotated[bool, typer.Option("--lowercase", help="Lower-case the text.")]
+
+
+def _gold_for(pairs, gold: Path, options) -> list:
+    from .alignments import read_alignments
+
+    return read_alignments(
+        gold,
+        fmt=options.fmt,
+        one_based=options.one_based,
+        reverse=options.reverse,
+        src_lengths=[len(s) for s, _ in pairs],
+        tgt_lengths=[len(t) for _, t in pairs],
+        encoding=options.encoding,
+    )[0]
+
+
+@app.command()
+@handle_errors
+def train(
+    model: ModelDirOpt,
+    src: SrcOpt = None,
+    tgt: TgtOpt = None,
+    corpus: CorpusOpt = None,
+    model_type: Annotated[ModelType, typer.Option("--model-type", help="Network.")] = ModelType.rnn,
+    attention: Annotated[
+        AttentionType | None, typer.Option("--attention", help="RNN attention [default: general].")
+    ] = None,
+    cell: Annotated[str | None, typer.Option("--cell", help="RNN cell: gru or lstm [default: gru].")] = None,
+    hidden: Annotated[int | None, typer.Option("--hidden", help="RNN hidden size [default: 256].")] = None,
+    emb_dim: Annotated[
+        int | None, typer.Option("--emb-dim", help="RNN embedding size [default: 256].")
+    ] = None,
+    d_model: Annotated[
+        int | None, typer.Option("--d-model", help="Transformer width [default: 256].")
+    ] = None,
+    heads: Annotated[int | None, typer.Option("--heads", help="Transformer heads [default: 4].")] = None,
+    layers: Annotated[
+        int | None,
+        typer.Option("--layers", help="Encoder and decoder layers [default: rnn 1, transformer 3]."),
+    ] = None,
+    dropout: Annotated[
+        float | None, typer.Option("--dropout", help="Dropout [default: rnn 0.2, transformer 0.1].")
+    ] = None,
+    epochs: Annotated[int, typer.Option("--epochs", help="Passes over the training data.")] = 8,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", help="Stop after this many updates.")
+    ] = None,
+    batch_tokens: Annotated[int, typer.Option("--batch-tokens", help="Padded tokens per batch.")] = 1000,
+    lr: Annotated[
+        float | None, typer.Option("--lr", help="Peak learning rate [default: rnn 1e-3, transformer 5e-4].")
+    ] = None,
+    warmup: Annotated[int, typer.Option("--warmup", help="Warm-up steps (at most 10% of training).")] = 200,
+    clip: Annotated[float, typer.Option("--clip", help="Gradient norm clipping.")] = 1.0,
+    label_smoothing: Annotated[float, typer.Option("--label-smoothing")] = 0.1,
+    seed: Annotated[int, typer.Option("--seed", help="Same seed, data and device: same model.")] = 1,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")] = "auto",
+    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads for torch.")] = None,
+    min_freq: Annotated[int, typer.Option("--min-freq", help="Words seen fewer times are <unk>.")] = 1,
+    max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Largest vocabulary per side.")] = None,
+    lowercase: LowercaseOpt = False,
+    direction: Annotated[
+        Direction, typer.Option("--direction", help="Train src->tgt, tgt->src or both.")
+    ] = Direction.forward,
+    dev_src: Annotated[Path | None, typer.Option("--dev-src", help="Dev source text.")] = None,
+    dev_tgt: Annotated[Path | None, typer.Option("--dev-tgt", help="Dev target text.")] = None,
+    dev_gold: Annotated[
+        Path | None, typer.Option("--dev-gold", help="Dev gold alignment: select by dev AER.")
+    ] = None,
+    gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_one_based: GoldBaseOpt = None,
+    reverse_gold: ReverseGoldOpt = False,
+    save_every: Annotated[
+        int | None, typer.Option("--save-every", help="Resumable checkpoint every N steps.")
+    ] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --model.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the model in --model.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+    encoding: EncodingOpt = "utf-8",
+) -> None:
+    """Train an attention NMT model (one or both directions) into a model directory.
+
+    Example: attnalign train --src sample_data/train.en --tgt sample_data/train.fr --model runs/sample
+    """
+    from .corpus import read_corpus
+    from .progress import RichTrainReporter
+    from .scoring import GoldOptions
+    from .train import DevSet, TrainOptions
+    from .train import train as train_model
+
+    given = {
+        "attention": attention.value if attention else None,
+        "cell": cell,
+        "hidden": hidden,
+        "emb_dim": emb_dim,
+        "d_model": d_model,
+        "heads": heads,
+        "dropout": dropout,
+    }
+    if layers is not None:
+        given.update(enc_layers=layers, dec_layers=layers)
+    rnn_only, tf_only = {"attention", "cell", "hidden", "emb_dim"}, {"d_model", "heads"}
+    wrong = {k for k, v in given.items() if v is not None} & (
+        tf_only if model_type == ModelType.rnn else rnn_only
+    )
+    if wrong:
+        raise AttnAlignError(
+            f"--{', --'.join(sorted(w.replace('_', '-') for w in wrong))} do not apply to --model-type "
+            f"{model_type.value}"
+        )
+    pairs = read_corpus(src, tgt, corpus, encoding=encoding, lowercase=lowercase)
+    dev = None
+    if dev_src or dev_tgt:
+        dev_pairs = read_corpus(dev_src, dev_tgt, encoding=encoding, lowercase=lowercase)
+        gold = None
+        if dev_gold is not None:
+            gold = _gold_for(
+                dev_pairs, dev_gold, GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding)
+            )
+        dev = DevSet(dev_pairs, gold)
+    elif dev_gold is not None:
+        raise AttnAlignError("--dev-gold needs the dev text: --dev-src and --dev-tgt")
+    options = TrainOptions(
+        model_type=model_type.value,
+        model_config={k: v for k, v in given.items() if v is not None},
+        epochs=epochs,
+        max_steps=max_steps,
+        batch_tokens=batch_tokens,
+        lr=lr,
+        warmup=warmup,
+        clip=clip,
+        label_smoothing=label_smoothing,
+        seed=seed,
+        device=device,
+        threads=threads,
+        min_freq=min_freq,
+        max_vocab=max_vocab,
+        lowercase=lowercase,
+        direction=direction.value,
+        save_every=save_every,
+    )
+    reporter = None if quiet else RichTrainReporter(err())
+    summary = train_model(
+        pairs, model, options, dev=dev, overwrite=overwrite, resume=resume, reporter=reporter
+    )
+    from rich.table import Table
+
+    t = Table(title=f"Trained {model}", title_justify="left")
+    for col in ("direction", "best step", "dev loss", "dev AER (%)", "steps", "time (s)"):
+        t.add_column(col, justify="right")
+    for d, r in summary["directions"].items():
+        aer = "-" if r.get("dev_aer") is None else f"{100 * r['dev_aer']:.2f}"
+        loss = "-" if r.get("dev_loss") is None else f"{r['dev_loss']:.3f}"
+        t.add_row(d, str(r["best_step"]), loss, aer, str(r["steps"]), f"{r['elapsed_s']:.1f}")
+    out().print(t)
 
 
 def main() -> None:

@@ -1,0 +1,84 @@
+"""Length-bucketed batches under a token budget, as padded id tensors.
+
+A source sentence x_1..x_S is encoded ``x_1 .. x_S </s>`` (S+1 positions; the EOS column collects
+attention that belongs to no word). A target y_1..y_T gives the decoder input ``<s> y_1 .. y_T`` and
+the output ``y_1 .. y_T </s>`` (T+1 steps). Row t of an attention matrix is the step whose input is
+token t of the decoder input (row 0: input <s>, predicting y_1).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .vocab import BOS_ID, EOS_ID, PAD_ID
+
+
+@dataclass
+class Batch:
+    """Padded tensors of one batch; ``index`` maps rows back to corpus positions."""
+
+    index: list[int]
+    src: torch.Tensor  # [B, S+1] source ids + EOS, padded with PAD_ID
+    src_mask: torch.Tensor  # [B, S+1] True at real positions
+    tgt_in: torch.Tensor  # [B, T+1] BOS + target ids
+    tgt_out: torch.Tensor  # [B, T+1] target ids + EOS, PAD_ID where padded
+    src_len: list[int]  # words per source sentence (without EOS)
+    tgt_len: list[int]  # words per target sentence (without EOS)
+
+    def to(self, device: torch.device | str) -> Batch:
+        return Batch(self.index, self.src.to(device), self.src_mask.to(device),
+                     self.tgt_in.to(device), self.tgt_out.to(device), self.src_len, self.tgt_len)
+
+    @property
+    def n_tgt_tokens(self) -> int:
+        return sum(self.tgt_len) + len(self.tgt_len)
+
+
+def make_batch(index: Sequence[int], src_ids: Sequence[Sequence[int]],
+               tgt_ids: Sequence[Sequence[int]]) -> Batch:
+    """Pad the given encoded pairs into one :class:`Batch`."""
+    b = len(index)
+    s_max = max(len(s) for s in src_ids) + 1
+    t_max = max(len(t) for t in tgt_ids) + 1
+    src = torch.full((b, s_max), PAD_ID, dtype=torch.long)
+    tgt_in = torch.full((b, t_max), PAD_ID, dtype=torch.long)
+    tgt_out = torch.full((b, t_max), PAD_ID, dtype=torch.long)
+    for k, (s, t) in enumerate(zip(src_ids, tgt_ids, strict=True)):
+        src[k, : len(s) + 1] = torch.tensor([*s, EOS_ID])
+        tgt_in[k, : len(t) + 1] = torch.tensor([BOS_ID, *t])
+        tgt_out[k, : len(t) + 1] = torch.tensor([*t, EOS_ID])
+    return Batch(list(index), src, src != PAD_ID, tgt_in, tgt_out,
+                 [len(s) for s in src_ids], [len(t) for t in tgt_ids])
+
+
+def bucket_batches(lengths: Sequence[tuple[int, int]], batch_tokens: int,
+                   rng: random.Random | None = None) -> list[list[int]]:
+    """Group example indices into batches of similar length whose padded size (the longer side's
+    max length + 1, times the batch size) stays within ``batch_tokens``.
+
+    With ``rng`` the examples are shuffled within length buckets and the batch order is shuffled (for
+    training); without, batches come in length order (for extraction; restore corpus order after).
+    """
+    order = list(range(len(lengths)))
+    if rng is not None:
+        rng.shuffle(order)
+    order.sort(key=lambda i: (max(lengths[i]), lengths[i]))  # stable: shuffled within equal lengths
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    cur_max = 0
+    for i in order:
+        n = max(lengths[i]) + 1
+        if cur and max(cur_max, n) * (len(cur) + 1) > batch_tokens:
+            batches.append(cur)
+            cur, cur_max = [], 0
+        cur.append(i)
+        cur_max = max(cur_max, n)
+    if cur:
+        batches.append(cur)
+    if rng is not None:
+        rng.shuffle(batches)
+    return batches

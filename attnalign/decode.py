@@ -1,0 +1,35 @@
+"""Alignment decoding: soft attention matrices -> links. Pure numpy, no torch.
+
+A matrix is ``[T_tgt, S_src]`` (row j: target word j's attention over the source words). Links are
+``(src_i, tgt_j)``, 0-based. ``eos`` is the optional ``[T_tgt]`` attention mass each target word put on
+the source EOS (and no word): an argmax that lands there means "no link".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .alignments import Link
+
+
+def argmax_links(m: np.ndarray, eos: np.ndarray | None = None) -> list[Link]:
+    """Each target word to its most attended source word (none when EOS gets more)."""
+    if m.size == 0:
+        return []
+    best = m.argmax(axis=1)
+    keep = np.ones(len(best), dtype=bool) if eos is None else m.max(axis=1) >= eos
+    return [(int(i), int(j)) for j, i in enumerate(best) if keep[j]]
+
+
+def select_rows(att: np.ndarray, src_len: int, tgt_len: int, shift: int = 0
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Cut one example's attention over decoder steps ``[T+1, S+1]`` (source EOS last) into the word
+    matrix ``[T, S]`` and the EOS mass ``[T]``.
+
+    With ``shift=0`` target word t takes the row of the step that predicts it (rows 0..T-1); with
+    ``shift=1`` (Shift-Att) the row of the step where it is the decoder input (rows 1..T).
+    """
+    if shift not in (0, 1):
+        raise ValueError("shift must be 0 or 1")
+    rows = att[shift : shift + tgt_len]
+    return rows[:, :src_len], rows[:, src_len]

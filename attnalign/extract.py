@@ -1,0 +1,99 @@
+"""Teacher-forced attention extraction: token pairs -> per-pair word attention matrices.
+
+The reference target is fed to the decoder (nothing is generated); no output-vocabulary projection is
+computed. Batches are length-bucketed and run under ``torch.inference_mode()``; results come back in
+corpus order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .batching import bucket_batches, make_batch
+from .decode import select_rows
+from .errors import AttnAlignError
+from .vocab import Vocab
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """Which attention to read: Transformer ``layer`` (index, negative from the end, ``"mean"``; None:
+    the penultimate layer, or the only one), ``head`` (index or ``"mean"``), and ``shift`` (0, or 1
+    for Shift-Att). RNN models have one attention and ignore layer and head."""
+
+    layer: int | str | None = None
+    head: int | str = "mean"
+    shift: int = 0
+
+
+def reduce_attention(att: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
+    """Model attention -> one matrix per example, [B, T, S].
+
+    ``att`` is [B, T, S] (RNN) or [B, layers, heads, T, S] (Transformer).
+    """
+    if att.dim() == 3:
+        return att
+    n_layers, n_heads = att.size(1), att.size(2)
+    layer = spec.layer
+    if layer is None:
+        layer = -2 if n_layers > 1 else -1
+    if layer == "mean":
+        att = att.mean(1)
+    else:
+        if not isinstance(layer, int) or not -n_layers <= layer < n_layers:
+            raise AttnAlignError(f"the model has no layer {layer!r}; valid: 0..{n_layers - 1}, "
+                                 f"-{n_layers}..-1 or mean")
+        att = att[:, layer]
+    if spec.head == "mean":
+        return att.mean(1)
+    if not isinstance(spec.head, int) or not -n_heads <= spec.head < n_heads:
+        raise AttnAlignError(f"the model has no head {spec.head!r}; valid: 0..{n_heads - 1} or mean")
+    return att[:, spec.head]
+
+
+def iter_attention(
+    model: torch.nn.Module,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    pairs: Sequence[tuple[Sequence[str], Sequence[str]]],
+    spec: AttentionSpec = AttentionSpec(),
+    batch_tokens: int = 4000,
+    device: str | torch.device = "cpu",
+) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """Yield ``(index, matrix [T, S], eos_mass [T])`` for every pair, in length-bucket order.
+
+    Pairs with an empty side yield empty matrices without running the model.
+    """
+    src_ids = [src_vocab.encode(s) for s, _ in pairs]
+    tgt_ids = [tgt_vocab.encode(t) for _, t in pairs]
+    todo = [i for i, (s, t) in enumerate(pairs) if s and t]
+    for i, (s, t) in enumerate(pairs):
+        if not (s and t):
+            yield i, np.zeros((len(t), len(s)), np.float32), np.zeros(len(t), np.float32)
+    lengths = [(len(src_ids[i]), len(tgt_ids[i])) for i in todo]
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            for group in bucket_batches(lengths, batch_tokens):
+                idx = [todo[k] for k in group]
+                b = make_batch(idx, [src_ids[i] for i in idx], [tgt_ids[i] for i in idx]).to(device)
+                att = reduce_attention(model.attention(b.src, b.src_mask, b.tgt_in), spec)
+                att = att.float().cpu().numpy()
+                for k, i in enumerate(idx):
+                    m, eos = select_rows(att[k], b.src_len[k], b.tgt_len[k], spec.shift)
+                    yield i, m, eos
+    finally:
+        model.train(was_training)
+
+
+def corpus_attention(*args, **kwargs) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`iter_attention` collected in corpus order: a list of ``(matrix, eos_mass)``."""
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for i, m, eos in iter_attention(*args, **kwargs):
+        out[i] = (m, eos)
+    return [out[i] for i in range(len(out))]

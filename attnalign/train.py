@@ -1,0 +1,356 @@
+"""Training attention NMT models for alignment: the library behind ``attnalign train``.
+
+One call trains one or both directions into a model directory (see :mod:`.checkpoint`). Each epoch
+ends with a validation: dev loss and perplexity, and with a dev gold the dev AER of argmax-decoded
+attention; the best checkpoint is chosen by dev AER when a gold is given, else by dev loss (else by
+training loss). ``save_every`` adds resumable checkpoints inside epochs; ``resume`` continues from the
+last one and ends with the same weights as an uninterrupted run (same seed, data and device).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import random
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import torch
+import torch.nn.functional as F
+
+from . import __version__
+from .alignments import Alignment
+from .batching import bucket_batches, make_batch
+from .checkpoint import DIRECTIONS, FORMAT_VERSION, load_checkpoint, read_model_config, save_checkpoint
+from .decode import argmax_links
+from .errors import AttnAlignError, warn
+from .extract import AttentionSpec, corpus_attention
+from .fileio import atomic_open
+from .metrics import Counts, corpus_counts
+from .models import MODEL_TYPES, build_model
+from .vocab import PAD_ID, Vocab
+
+Pairs = Sequence[tuple[list[str], list[str]]]
+LOG_FIELDS = ["direction", "epoch", "step", "train_loss", "dev_loss", "dev_ppl", "dev_aer",
+              "tokens_per_s", "elapsed_s", "best"]
+
+
+@dataclass
+class TrainOptions:
+    """Everything that determines a training run besides the data."""
+
+    model_type: str = "rnn"
+    model_config: dict = field(default_factory=dict)
+    epochs: int = 8
+    max_steps: int | None = None
+    batch_tokens: int = 1000
+    lr: float | None = None  # None: 1e-3 for the RNN, 5e-4 for the Transformer
+    warmup: int = 200
+    clip: float = 1.0
+    label_smoothing: float = 0.1
+    seed: int = 1
+    device: str = "auto"
+    threads: int | None = None
+    min_freq: int = 1
+    max_vocab: int | None = None
+    lowercase: bool = False
+    direction: str = "forward"  # forward | reverse | both
+    save_every: int | None = None  # steps between resumable checkpoints inside an epoch
+
+
+class Reporter(Protocol):
+    """Receives progress; the CLI draws it with rich, a notebook may ignore it."""
+
+    def start(self, direction: str, total_steps: int, done_steps: int) -> None: ...
+    def step(self, step: int, loss: float, tokens_per_s: float) -> None: ...
+    def validation(self, row: dict) -> None: ...
+    def end(self) -> None: ...
+
+
+class _Silent:
+    def start(self, direction, total_steps, done_steps): pass
+    def step(self, step, loss, tokens_per_s): pass
+    def validation(self, row): pass
+    def end(self): pass
+
+
+@dataclass
+class DevSet:
+    pairs: Pairs
+    gold: list[Alignment] | None = None
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise AttnAlignError("--device cuda was asked for, but torch sees no CUDA GPU",
+                             hint="use --device cpu (or auto)")
+    if name not in ("cpu", "cuda") and not name.startswith("cuda:"):
+        raise AttnAlignError(f"unknown device {name!r}", hint="use auto, cpu or cuda")
+    return torch.device(name)
+
+
+def lr_at(step: int, total: int, base: float, warmup: int) -> float:
+    """Linear warm-up over ``warmup`` steps, then linear decay to 10% of ``base`` at ``total``."""
+    warm = min(1.0, (step + 1) / max(1, warmup))
+    progress = min(1.0, step / max(1, total))
+    return base * warm * (1.0 - 0.9 * progress)
+
+
+def _loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> tuple[torch.Tensor, int]:
+    """Summed token cross-entropy (with label smoothing) and the number of target tokens."""
+    n = int((target != PAD_ID).sum())
+    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1), ignore_index=PAD_ID,
+                           label_smoothing=smoothing, reduction="sum")
+    return loss, n
+
+
+def evaluate(model, src_vocab: Vocab, tgt_vocab: Vocab, dev: DevSet, batch_tokens: int,
+             device: torch.device) -> dict:
+    """Dev loss (no smoothing), perplexity and, with a gold, the AER of argmax-decoded attention."""
+    pairs = [(s, t) for s, t in dev.pairs]
+    usable = [i for i, (s, t) in enumerate(pairs) if s and t]
+    src_ids = [src_vocab.encode(pairs[i][0]) for i in usable]
+    tgt_ids = [tgt_vocab.encode(pairs[i][1]) for i in usable]
+    lengths = [(len(s), len(t)) for s, t in zip(src_ids, tgt_ids, strict=True)]
+    total, n_tok = 0.0, 0
+    model.eval()
+    with torch.inference_mode():
+        for group in bucket_batches(lengths, batch_tokens):
+            b = make_batch(group, [src_ids[k] for k in group], [tgt_ids[k] for k in group]).to(device)
+            logits, _ = model(b.src, b.src_mask, b.tgt_in)
+            loss, n = _loss(logits, b.tgt_out, 0.0)
+            total += float(loss)
+            n_tok += n
+    dev_loss = total / max(1, n_tok)
+    row = {"dev_loss": dev_loss, "dev_ppl": math.exp(min(dev_loss, 50.0)), "dev_aer": None}
+    if dev.gold is not None:
+        mats = corpus_attention(model, src_vocab, tgt_vocab, pairs, AttentionSpec(), batch_tokens, device)
+        hyps = [Alignment.from_links(argmax_links(m, eos)) for m, eos in mats]
+        row["dev_aer"] = sum(corpus_counts(hyps, dev.gold), Counts()).aer
+    model.train()
+    return row
+
+
+def _prepare_dir(model_dir: Path, overwrite: bool, resume: bool) -> None:
+    cfg = model_dir / "config.json"
+    if resume:
+        read_model_config(model_dir)
+        return
+    if model_dir.exists() and any(model_dir.iterdir()):
+        if not overwrite:
+            what = "a model" if cfg.exists() else "files"
+            raise AttnAlignError(f"the model directory already holds {what}", path=model_dir,
+                                 hint="pass --overwrite to replace it, --resume to continue its training, "
+                                      "or choose another --model directory")
+        if not cfg.exists():
+            raise AttnAlignError("--overwrite refuses to empty a directory that is not a model directory",
+                                 path=model_dir, hint="choose another --model directory")
+        shutil.rmtree(model_dir)
+    model_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _write_config(model_dir: Path, options: TrainOptions, directions: list[str], model_config: dict) -> None:
+    data = {
+        "format_version": FORMAT_VERSION,
+        "attnalign_version": __version__,
+        "model_type": options.model_type,
+        "model_config": model_config,
+        "directions": directions,
+        "lowercase": options.lowercase,
+        "train_options": asdict(options),
+    }
+    with atomic_open(model_dir / "config.json") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+
+
+def _append_log(model_dir: Path, row: dict) -> None:
+    path = model_dir / "log.csv"
+    new = not path.exists()
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=LOG_FIELDS)
+        if new:
+            w.writeheader()
+        w.writerow({k: row.get(k) for k in LOG_FIELDS})
+
+
+def _swap(pairs: Pairs) -> list[tuple[list[str], list[str]]]:
+    return [(t, s) for s, t in pairs]
+
+
+def train(
+    pairs: Pairs,
+    model_dir: str | os.PathLike,
+    options: TrainOptions = TrainOptions(),
+    *,
+    dev: DevSet | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    reporter: Reporter | None = None,
+) -> dict:
+    """Train the requested direction(s) on ``pairs`` (token lists) into ``model_dir``.
+
+    Returns a summary: for each direction its best step, dev loss and dev AER, and the elapsed time.
+    """
+    model_dir = Path(model_dir)
+    if resume:  # continue with the options the run started with
+        options = TrainOptions(**read_model_config(model_dir)["train_options"])
+    if options.model_type not in MODEL_TYPES:
+        raise AttnAlignError(f"unknown model type {options.model_type!r}; choose {', '.join(MODEL_TYPES)}")
+    if options.direction not in (*DIRECTIONS, "both"):
+        raise AttnAlignError(f"unknown direction {options.direction!r}; choose forward, reverse or both")
+    cfg_cls = MODEL_TYPES[options.model_type][0]
+    try:
+        model_config = asdict(cfg_cls(**options.model_config))
+    except TypeError as e:
+        raise AttnAlignError(f"bad model option: {e}") from None
+    train_pairs = [(s, t) for s, t in pairs if s and t]
+    if not train_pairs:
+        raise AttnAlignError("the training corpus has no pair with both sides non-empty",
+                             hint="check the --src/--tgt (or --corpus) files")
+    _prepare_dir(model_dir, overwrite, resume)
+    if dev is None:
+        warn("no dev set given (--dev-src/--dev-tgt): the checkpoint with the lowest training loss is kept")
+    directions = list(DIRECTIONS) if options.direction == "both" else [options.direction]
+    _write_config(model_dir, options, directions, model_config)
+    if options.threads:
+        torch.set_num_threads(options.threads)
+    device = resolve_device(options.device)
+    reporter = reporter or _Silent()
+    summary: dict = {"model_dir": str(model_dir), "directions": {}}
+    for direction in directions:
+        data = train_pairs if direction == "forward" else _swap(train_pairs)
+        d = None
+        if dev is not None:
+            d = dev if direction == "forward" else DevSet(
+                _swap(dev.pairs),
+                None if dev.gold is None else [Alignment(frozenset((j, i) for i, j in g.sure),
+                                                         frozenset((j, i) for i, j in g.possible))
+                                               for g in dev.gold])
+        summary["directions"][direction] = _train_direction(
+            data, model_dir, direction, options, model_config, d, resume, device, reporter)
+    return summary
+
+
+def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, model_config: dict,
+                     dev: DevSet | None, resume: bool, device: torch.device, reporter: Reporter) -> dict:
+    last_path = model_dir / f"{direction}.last.pt"
+    best_path = model_dir / f"{direction}.pt"
+    state = None
+    if resume and last_path.exists():
+        state = load_checkpoint(last_path)
+        if state.get("finished"):
+            return state["summary"]
+        src_vocab, tgt_vocab = Vocab(state["src_vocab"]), Vocab(state["tgt_vocab"])
+    else:
+        src_vocab = Vocab.build((s for s, _ in pairs), o.min_freq, o.max_vocab)
+        tgt_vocab = Vocab.build((t for _, t in pairs), o.min_freq, o.max_vocab)
+    torch.manual_seed(o.seed)
+    model = build_model(o.model_type, model_config, len(src_vocab), len(tgt_vocab)).to(device)
+    base_lr = o.lr or (1e-3 if o.model_type == "rnn" else 5e-4)
+    opt = torch.optim.Adam(model.parameters(), lr=base_lr, betas=(0.9, 0.98))
+    src_ids = [src_vocab.encode(s) for s, _ in pairs]
+    tgt_ids = [tgt_vocab.encode(t) for _, t in pairs]
+    lengths = [(len(s), len(t)) for s, t in zip(src_ids, tgt_ids, strict=True)]
+    per_epoch = len(bucket_batches(lengths, o.batch_tokens))
+    total = per_epoch * o.epochs if o.max_steps is None else min(o.max_steps, per_epoch * o.epochs)
+    step, epoch, offset, best, elapsed = 0, 0, 0, None, 0.0
+    ep_loss, ep_tok = 0.0, 0  # training loss of the current epoch (for the log and no-dev selection)
+    if state is not None:
+        model.load_state_dict(state["state_dict"])
+        opt.load_state_dict(state["optimizer"])
+        step, epoch, offset, best = state["step"], state["epoch"], state["offset"], state["best"]
+        elapsed, ep_loss, ep_tok = state["elapsed"], state["ep_loss"], state["ep_tok"]
+        torch.set_rng_state(state["torch_rng"])
+        if device.type == "cuda" and state.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(state["cuda_rng"], device)
+    meta = {"model_type": o.model_type, "config": model_config, "src_vocab": src_vocab.itos,
+            "tgt_vocab": tgt_vocab.itos, "direction": direction}
+
+    def snapshot(finished: bool = False, summary: dict | None = None) -> None:
+        save_checkpoint(last_path, {
+            **meta, "state_dict": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
+            "epoch": epoch, "offset": offset, "best": best, "elapsed": elapsed,
+            "ep_loss": ep_loss, "ep_tok": ep_tok,
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+            "finished": finished, "summary": summary or {},
+        })
+
+    reporter.start(direction, total, step)
+    model.train()
+    t0 = time.perf_counter() - elapsed
+    win_loss, win_tok, win_t = 0.0, 0, time.perf_counter()
+    tok_rate = 0.0
+    while step < total:
+        batches = bucket_batches(lengths, o.batch_tokens, random.Random(o.seed * 100_003 + epoch))
+        for group in batches[offset:]:
+            if step >= total:
+                break
+            b = make_batch(group, [src_ids[k] for k in group], [tgt_ids[k] for k in group]).to(device)
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step, total, base_lr, min(o.warmup, total // 10))
+            try:
+                logits, _ = model(b.src, b.src_mask, b.tgt_in)
+                loss, n = _loss(logits, b.tgt_out, o.label_smoothing)
+                if not torch.isfinite(loss):
+                    raise AttnAlignError(
+                        f"the training loss became {float(loss)} at step {step + 1} ({direction})",
+                        hint=f"lower --lr (now {base_lr}) or raise --warmup; the last good checkpoint "
+                             f"is kept in {model_dir}")
+                opt.zero_grad(set_to_none=True)
+                (loss / n).backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), o.clip)
+                opt.step()
+            except torch.OutOfMemoryError:
+                raise AttnAlignError(
+                    f"out of memory on a batch of {b.src.numel() + b.tgt_in.numel()} padded tokens",
+                    hint=f"lower --batch-tokens (now {o.batch_tokens})") from None
+            step += 1
+            offset += 1
+            loss_value = loss.item()
+            win_loss += loss_value
+            win_tok += n
+            ep_loss += loss_value
+            ep_tok += n
+            now = time.perf_counter()
+            if now - win_t >= 1.0 or step == total:
+                tok_rate = win_tok / (now - win_t)
+                reporter.step(step, win_loss / max(1, win_tok), tok_rate)
+                win_loss, win_tok, win_t = 0.0, 0, now
+            elapsed = time.perf_counter() - t0
+            if o.save_every and step % o.save_every == 0 and step < total:
+                snapshot()
+        else:
+            epoch, offset = epoch + 1, 0
+        # end of an epoch (or of training): validate and keep the best checkpoint
+        row = {"direction": direction, "epoch": epoch, "step": step,
+               "train_loss": ep_loss / max(1, ep_tok),
+               "tokens_per_s": round(tok_rate), "elapsed_s": round(time.perf_counter() - t0, 1)}
+        if dev is not None:
+            row.update(evaluate(model, src_vocab, tgt_vocab, dev, o.batch_tokens, device))
+        key = row["dev_aer"] if row.get("dev_aer") is not None else row.get("dev_loss", row["train_loss"])
+        row["best"] = best is None or key <= best
+        if row["best"]:
+            best = key
+            save_checkpoint(best_path, {**meta, "state_dict": model.state_dict(), "step": step,
+                                        "dev": {k: row.get(k) for k in ("dev_loss", "dev_aer")}})
+        _append_log(model_dir, {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()})
+        reporter.validation(row)
+        ep_loss, ep_tok = 0.0, 0
+        elapsed = time.perf_counter() - t0
+        snapshot()
+    reporter.end()
+    best_ck = load_checkpoint(best_path)
+    summary = {"best_step": best_ck["step"], **best_ck["dev"], "steps": step,
+               "elapsed_s": round(time.perf_counter() - t0, 1)}
+    snapshot(finished=True, summary=summary)
+    return summary
