@@ -303,7 +303,7 @@ def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, mo
                 loss, n = _loss(logits, b.tgt_out, o.label_smoothing)
                 if not torch.isfinite(loss):
                     raise AttnAlignError(
-                        f"the training loss became {float(loss)} at step {step + 1} ({direction})",
+                        f"the training loss became {loss.item()} at step {step + 1} ({direction})",
                         hint=f"lower --lr (now {base_lr}) or raise --warmup; the last good checkpoint "
                              f"is kept in {model_dir}")
                 opt.zero_grad(set_to_none=True)

@@ -113,6 +113,9 @@ class TransformerModel(nn.Module):
         self.enc_norm, self.dec_norm = nn.LayerNorm(d), nn.LayerNorm(d)
         self.drop = nn.Dropout(cfg.dropout)
         self.out = nn.Linear(d, tgt_vocab_size)
+        for emb in (self.src_emb, self.tgt_emb):  # scaled by sqrt(d) in _embed: unit variance
+            nn.init.normal_(emb.weight, std=d**-0.5)
+            nn.init.zeros_(emb.weight[PAD_ID])
 
     def _embed(self, emb: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
         if ids.size(1) > self.cfg.max_len:

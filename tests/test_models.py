@@ -1,0 +1,85 @@
+"""Model shapes and attention masking: every attention variant, both cells, the Transformer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnalign.batching import bucket_batches, make_batch
+from attnalign.models import build_model
+from attnalign.models.attention import ATTENTION_TYPES
+
+# Two pairs of different lengths: source lengths 3 and 1 (+EOS), target lengths 2 and 4 (+BOS/EOS).
+BATCH = make_batch([0, 1], [[5, 6, 7], [5]], [[4, 5], [6, 7, 8, 9]])
+
+
+def check_attention(att: torch.Tensor) -> None:
+    """[..., T, S]: rows sum to 1, padded source positions exactly 0."""
+    assert torch.allclose(att.sum(-1), torch.ones(att.shape[:-1]), atol=1e-5)
+    assert torch.all(att[1, ..., 2:] == 0)  # pair 1 has 1 word + EOS: columns 2, 3 are padding
+
+
+def test_batch_layout():
+    assert BATCH.src.tolist() == [[5, 6, 7, 3], [5, 3, 0, 0]]
+    assert BATCH.tgt_in.tolist() == [[2, 4, 5, 0, 0], [2, 6, 7, 8, 9]]
+    assert BATCH.tgt_out.tolist() == [[4, 5, 3, 0, 0], [6, 7, 8, 9, 3]]
+    assert BATCH.src_mask.tolist() == [[True] * 4, [True, True, False, False]]
+
+
+@pytest.mark.parametrize("attention", ATTENTION_TYPES)
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_rnn_shapes_and_masking(attention, cell):
+    torch.manual_seed(0)
+    m = build_model("rnn", {"attention": attention, "cell": cell, "hidden": 16, "emb_dim": 8}, 12, 11)
+    logits, att = m(BATCH.src, BATCH.src_mask, BATCH.tgt_in)
+    assert logits.shape == (2, 5, 11) and att.shape == (2, 5, 4)
+    check_attention(att)
+    m.eval()
+    args = (BATCH.src, BATCH.src_mask, BATCH.tgt_in)
+    assert torch.equal(m.attention(*args), m(*args)[1])
+
+
+def test_rnn_without_input_feeding_and_deeper():
+    m = build_model("rnn", {"hidden": 16, "emb_dim": 8, "input_feeding": False, "enc_layers": 2,
+                            "dec_layers": 2}, 12, 11)
+    logits, att = m(BATCH.src, BATCH.src_mask, BATCH.tgt_in)
+    assert logits.shape == (2, 5, 11)
+    check_attention(att)
+
+
+def test_transformer_keeps_every_layer_and_head():
+    m = build_model("transformer", {"d_model": 16, "heads": 4, "ff_dim": 32, "enc_layers": 2,
+                                    "dec_layers": 3}, 12, 11)
+    logits, att = m(BATCH.src, BATCH.src_mask, BATCH.tgt_in)
+    assert logits.shape == (2, 5, 11) and att.shape == (2, 3, 4, 5, 4)  # [B, layers, heads, T, S]
+    check_attention(att)
+
+
+def test_transformer_is_causal():
+    """Changing a later target token must not change earlier rows of attention or logits."""
+    m = build_model("transformer", {"d_model": 16, "heads": 2, "ff_dim": 32, "enc_layers": 1,
+                                    "dec_layers": 2}, 12, 11).eval()
+    a = m(BATCH.src, BATCH.src_mask, BATCH.tgt_in)
+    tgt = BATCH.tgt_in.clone()
+    tgt[1, 4] = 10
+    b = m(BATCH.src, BATCH.src_mask, tgt)
+    assert torch.allclose(a[0][1, :4], b[0][1, :4], atol=1e-6)
+    assert torch.allclose(a[1][1, :, :, :4], b[1][1, :, :, :4], atol=1e-6)
+
+
+def test_bad_configs():
+    with pytest.raises(ValueError, match="attention"):
+        build_model("rnn", {"attention": "cosine"}, 10, 10)
+    with pytest.raises(ValueError, match="divisible"):
+        build_model("transformer", {"d_model": 10, "heads": 3}, 10, 10)
+
+
+def test_bucket_batches_respect_the_budget_and_cover_everything():
+    import random
+
+    lengths = [(random.Random(i).randint(1, 30), random.Random(-i).randint(1, 30)) for i in range(500)]
+    batches = bucket_batches(lengths, 200, random.Random(0))
+    assert sorted(i for b in batches for i in b) == list(range(500))
+    for b in batches:
+        assert len(b) == 1 or max(max(lengths[i]) + 1 for i in b) * len(b) <= 200
+    assert bucket_batches(lengths, 200, random.Random(0)) == batches  # deterministic

@@ -1,0 +1,197 @@
+"""Training: known-answer alignment tasks, checkpoints, resume, errors, the CLI."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+from helpers import SAMPLE, write
+from typer.testing import CliRunner
+
+import attnalign.train as train_mod
+from attnalign.alignments import Alignment
+from attnalign.batching import make_batch
+from attnalign.checkpoint import load_checkpoint, load_model
+from attnalign.cli import app
+from attnalign.errors import AttnAlignError
+from attnalign.train import DevSet, TrainOptions, train
+
+RNN_TINY = {"hidden": 64, "emb_dim": 32, "dropout": 0.0}
+TF_TINY = {"d_model": 64, "heads": 2, "ff_dim": 128, "enc_layers": 2, "dec_layers": 2, "dropout": 0.0}
+
+
+def symbol_task(n: int, seed: int, reverse: bool):
+    """Random symbol strings and their copy (gold: diagonal) or reversal (gold: anti-diagonal)."""
+    r = random.Random(seed)
+    pairs, gold = [], []
+    for _ in range(n):
+        s = [f"w{r.randint(0, 19)}" for _ in range(r.randint(3, 8))]
+        pairs.append((s, s[::-1] if reverse else list(s)))
+        gold.append(Alignment.from_links([(len(s) - 1 - j if reverse else j, j) for j in range(len(s))]))
+    return pairs, gold
+
+
+@pytest.mark.parametrize(
+    ("model_type", "config", "reverse", "epochs"),
+    [("rnn", RNN_TINY, False, 8), ("rnn", RNN_TINY, True, 8), ("transformer", TF_TINY, False, 10)],
+    ids=["rnn-copy", "rnn-reversal", "transformer-copy"],
+)
+def test_known_answer_alignment(tmp_path, model_type, config, reverse, epochs):
+    torch.set_num_threads(2)
+    pairs, _ = symbol_task(2000, 1, reverse)
+    dev_pairs, gold = symbol_task(50, 2, reverse)
+    opts = TrainOptions(model_type=model_type, model_config=config, epochs=epochs, batch_tokens=400,
+                        lr=3e-3 if model_type == "rnn" else 1e-3, warmup=20, label_smoothing=0.0)
+    res = train(pairs, tmp_path / "m", opts, dev=DevSet(dev_pairs, gold))
+    assert res["directions"]["forward"]["dev_aer"] < 0.05
+
+
+def tiny_options(**kw) -> TrainOptions:
+    base = dict(model_config={"hidden": 16, "emb_dim": 8}, epochs=2, batch_tokens=300, seed=3)
+    return TrainOptions(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def sample_pairs():
+    from attnalign.corpus import read_corpus
+
+    return read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:300]
+
+
+def test_save_load_round_trip_gives_identical_outputs(tmp_path, sample_pairs):
+    train(sample_pairs, tmp_path / "m", tiny_options(direction="both"))
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["directions"] == ["forward", "reverse"] and cfg["model_type"] == "rnn"
+    for direction in ("forward", "reverse"):
+        lm = load_model(tmp_path / "m", direction)
+        ck = load_checkpoint(tmp_path / "m" / f"{direction}.pt")
+        fresh = type(lm.model)(type(lm.model.cfg)(**ck["config"]), len(lm.src_vocab), len(lm.tgt_vocab))
+        fresh.load_state_dict(ck["state_dict"])
+        fresh.eval()
+        s, t = sample_pairs[0] if direction == "forward" else sample_pairs[0][::-1]
+        b = make_batch([0], [lm.src_vocab.encode(s)], [lm.tgt_vocab.encode(t)])
+        a1 = lm.model(b.src, b.src_mask, b.tgt_in)
+        a2 = fresh(b.src, b.src_mask, b.tgt_in)
+        assert torch.equal(a1[0], a2[0]) and torch.equal(a1[1], a2[1])
+    assert load_model(tmp_path / "m", "reverse").src_vocab.stoi.get("le") is not None  # French side
+
+
+def test_same_seed_same_model(tmp_path, sample_pairs):
+    train(sample_pairs, tmp_path / "a", tiny_options(epochs=1))
+    train(sample_pairs, tmp_path / "b", tiny_options(epochs=1))
+    a = load_checkpoint(tmp_path / "a" / "forward.pt")["state_dict"]
+    b = load_checkpoint(tmp_path / "b" / "forward.pt")["state_dict"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+class Kill(Exception):
+    pass
+
+
+class KillAt:
+    def __init__(self, step):
+        self.at = step
+
+    def start(self, *a): pass
+    def validation(self, row): pass
+    def end(self): pass
+
+    def step(self, step, loss, tps):
+        if step >= self.at:
+            raise Kill
+
+
+def test_resume_equals_an_uninterrupted_run(tmp_path, sample_pairs, monkeypatch):
+    opts = tiny_options(epochs=3, save_every=2)
+    dev = DevSet(sample_pairs[:20])
+    train(sample_pairs, tmp_path / "full", opts, dev=dev)
+    # Report every step, so the kill comes at an exact step (after the step-4 checkpoint at step 5).
+    monkeypatch.setattr(train_mod.time, "perf_counter", iter(range(0, 10**6, 2)).__next__)
+    with pytest.raises(Kill):
+        train(sample_pairs, tmp_path / "killed", opts, dev=dev, reporter=KillAt(11))
+    monkeypatch.undo()
+    assert load_checkpoint(tmp_path / "killed" / "forward.last.pt")["step"] == 10
+    train(sample_pairs, tmp_path / "killed", TrainOptions(), dev=dev, resume=True)
+    for name in ("forward.pt", "forward.last.pt"):
+        a = load_checkpoint(tmp_path / "full" / name)
+        b = load_checkpoint(tmp_path / "killed" / name)
+        assert a["step"] == b["step"]
+        assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"]), name
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, sample_pairs, monkeypatch):
+    probe = train(sample_pairs, tmp_path / "probe", tiny_options(epochs=1))
+    per_epoch = probe["directions"]["forward"]["steps"]
+    real = train_mod._loss
+    calls = iter(range(10**6))
+
+    def poisoned(logits, target, smoothing):  # NaN from the 4th update of the second epoch on
+        loss, n = real(logits, target, smoothing)
+        return (loss * float("nan"), n) if next(calls) >= per_epoch + 3 else (loss, n)
+
+    monkeypatch.setattr(train_mod, "_loss", poisoned)
+    with pytest.raises(AttnAlignError, match=f"loss became nan at step {per_epoch + 4}"):
+        train(sample_pairs, tmp_path / "m", tiny_options(epochs=2, save_every=2))
+    # the best checkpoint (end of epoch 1) and the last resumable state are intact and loadable
+    assert load_checkpoint(tmp_path / "m" / "forward.pt")["step"] == per_epoch
+    assert load_model(tmp_path / "m").model is not None
+    assert per_epoch <= load_checkpoint(tmp_path / "m" / "forward.last.pt")["step"] < per_epoch + 4
+
+
+def test_refuses_an_existing_model_without_overwrite(tmp_path, sample_pairs):
+    train(sample_pairs[:50], tmp_path / "m", tiny_options(epochs=1))
+    with pytest.raises(AttnAlignError, match="already holds a model") as e:
+        train(sample_pairs[:50], tmp_path / "m", tiny_options(epochs=1))
+    assert "--overwrite" in e.value.hint
+    (tmp_path / "other").mkdir()
+    write(tmp_path / "other" / "notes.txt", "mine")
+    with pytest.raises(AttnAlignError, match="not a model directory"):
+        train(sample_pairs[:50], tmp_path / "other", tiny_options(epochs=1), overwrite=True)
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def test_corrupt_and_foreign_checkpoints(tmp_path, sample_pairs):
+    train(sample_pairs[:50], tmp_path / "m", tiny_options(epochs=1))
+    (tmp_path / "m" / "forward.pt").write_bytes(b"garbage")
+    with pytest.raises(AttnAlignError, match="cannot read the checkpoint"):
+        load_model(tmp_path / "m")
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    cfg["format_version"] = 99
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(AttnAlignError, match="format 99"):
+        load_model(tmp_path / "m")
+    with pytest.raises(AttnAlignError, match="not an attnalign model directory"):
+        load_model(tmp_path)
+    with pytest.raises(AttnAlignError, match="no reverse direction"):
+        cfg["format_version"] = 1
+        (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+        load_model(tmp_path / "m", "reverse")
+
+
+def test_empty_training_corpus(tmp_path):
+    with pytest.raises(AttnAlignError, match="no pair with both sides"):
+        train([([], ["a"]), (["b"], [])], tmp_path / "m", tiny_options())
+
+
+def test_cli_train(tmp_path):
+    runner = CliRunner()
+    src = write(tmp_path / "t.en", "".join(f"a{i % 7} b{i % 5} c\n" for i in range(60)))
+    tgt = write(tmp_path / "t.fr", "".join(f"x{i % 5} y{i % 7} z\n" for i in range(60)))
+    gold = write(tmp_path / "g", "0-1 1-0 2-2\n" * 10)
+    dev_src = write(tmp_path / "d.en", "a1 b1 c\n" * 10)
+    dev_tgt = write(tmp_path / "d.fr", "x1 y1 z\n" * 10)
+    args = ["train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--hidden", "16",
+            "--emb-dim", "8", "--epochs", "2", "--dev-src", dev_src, "--dev-tgt", dev_tgt,
+            "--dev-gold", gold, "--quiet"]
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == 0, r.stderr
+    assert "dev AER" in r.stdout and "forward" in r.stdout
+    log = (tmp_path / "m" / "log.csv").read_text().splitlines()
+    assert log[0].startswith("direction,epoch,step") and len(log) == 3
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == 1 and "already holds a model" in r.stderr and "Traceback" not in r.stderr
+    r = runner.invoke(app, ["train", "--src", str(src), "--tgt", str(tgt), "--model", str(tmp_path / "x"),
+                            "--heads", "4"])
+    assert r.exit_code == 1 and "--heads do not apply to --model-type rnn" in r.stderr
