@@ -26,6 +26,7 @@ from . import __version__
 from .errors import AttnAlignError
 from .fileio import atomic_open
 from .models import build_model
+from .subword import Segmenter
 from .vocab import Vocab
 
 FORMAT_VERSION = 1
@@ -69,9 +70,11 @@ class LoadedModel:
     config: dict
     src_vocab: Vocab
     tgt_vocab: Vocab
-    direction: str
-    lowercase: bool
-    meta: dict
+    direction: str = "forward"
+    lowercase: bool = False
+    meta: dict | None = None
+    src_seg: Segmenter | None = None
+    tgt_seg: Segmenter | None = None
 
 
 def read_model_config(model_dir: str | os.PathLike) -> dict:
@@ -106,4 +109,5 @@ def load_model(model_dir: str | os.PathLike, direction: str = "forward",
     model.load_state_dict(ck["state_dict"])
     model.to(device).eval()
     return LoadedModel(model, ck["model_type"], ck["config"], src_vocab, tgt_vocab, direction,
-                       bool(meta.get("lowercase", False)), meta)
+                       bool(meta.get("lowercase", False)), meta,
+                       Segmenter.from_tensor(ck.get("src_spm")), Segmenter.from_tensor(ck.get("tgt_spm")))

@@ -286,6 +286,11 @@ def train(
     gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False,
+    subword: Annotated[
+        int | None,
+        typer.Option("--subword", help="Sentencepiece vocabulary size per side (default: whole words)."),
+    ] = None,
+    subword_type: Annotated[str, typer.Option("--subword-type", help="unigram or bpe.")] = "unigram",
     save_every: Annotated[
         int | None, typer.Option("--save-every", help="Resumable checkpoint every N steps.")
     ] = None,

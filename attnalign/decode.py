@@ -33,3 +33,23 @@ def select_rows(att: np.ndarray, src_len: int, tgt_len: int, shift: int = 0
         raise ValueError("shift must be 0 or 1")
     rows = att[shift : shift + tgt_len]
     return rows[:, :src_len], rows[:, src_len]
+
+
+def tokens_to_words(m: np.ndarray, eos: np.ndarray, src_index: list[int], tgt_index: list[int],
+                    n_src: int, n_tgt: int) -> tuple[np.ndarray, np.ndarray]:
+    """Map a token-level matrix ``[T_tok, S_tok]`` (and EOS mass ``[T_tok]``) to words: a source word
+    gets the sum of its pieces' columns, a target word the mean of its pieces' rows.
+
+    ``src_index[k]`` / ``tgt_index[k]`` is the word of token k. Rows of each result still sum to 1
+    (with the EOS mass) when the token rows did.
+    """
+    cols = np.zeros((m.shape[0], n_src), dtype=m.dtype)
+    np.add.at(cols.T, np.asarray(src_index, dtype=np.intp), m.T)  # sum over a source word's pieces
+    rows = np.zeros((n_tgt, n_src), dtype=m.dtype)
+    t_idx = np.asarray(tgt_index, dtype=np.intp)
+    np.add.at(rows, t_idx, cols)
+    e = np.zeros(n_tgt, dtype=m.dtype)
+    np.add.at(e, t_idx, eos)
+    count = np.bincount(t_idx, minlength=n_tgt).astype(m.dtype)  # mean over a target word's pieces
+    count[count == 0] = 1
+    return rows / count[:, None], e / count

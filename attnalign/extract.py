@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from .batching import bucket_batches, make_batch
-from .decode import select_rows
+from .decode import select_rows, tokens_to_words
 from .errors import AttnAlignError
-from .vocab import Vocab
+from .subword import Segmenter
+
+if TYPE_CHECKING:
+    from .checkpoint import LoadedModel
 
 
 @dataclass(frozen=True)
@@ -56,25 +60,28 @@ def reduce_attention(att: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
 
 
 def iter_attention(
-    model: torch.nn.Module,
-    src_vocab: Vocab,
-    tgt_vocab: Vocab,
+    lm: LoadedModel,
     pairs: Sequence[tuple[Sequence[str], Sequence[str]]],
     spec: AttentionSpec = AttentionSpec(),
     batch_tokens: int = 4000,
     device: str | torch.device = "cpu",
 ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-    """Yield ``(index, matrix [T, S], eos_mass [T])`` for every pair, in length-bucket order.
+    """Yield ``(index, matrix [T, S], eos_mass [T])`` over words for every pair, in length-bucket order.
 
-    Pairs with an empty side yield empty matrices without running the model.
+    Subword models run on pieces; the piece matrix is cut (with ``spec.shift`` applied to pieces) and
+    mapped back to words. Pairs with an empty side yield empty matrices without running the model.
     """
-    src_ids = [src_vocab.encode(s) for s, _ in pairs]
-    tgt_ids = [tgt_vocab.encode(t) for _, t in pairs]
+    src_seg = lm.src_seg or Segmenter()
+    tgt_seg = lm.tgt_seg or Segmenter()
+    seg = [(src_seg.segment(s), tgt_seg.segment(t)) for s, t in pairs]
+    src_ids = [lm.src_vocab.encode(s[0]) for s, _ in seg]
+    tgt_ids = [lm.tgt_vocab.encode(t[0]) for _, t in seg]
     todo = [i for i, (s, t) in enumerate(pairs) if s and t]
     for i, (s, t) in enumerate(pairs):
         if not (s and t):
             yield i, np.zeros((len(t), len(s)), np.float32), np.zeros(len(t), np.float32)
     lengths = [(len(src_ids[i]), len(tgt_ids[i])) for i in todo]
+    model = lm.model
     was_training = model.training
     model.eval()
     try:
@@ -86,6 +93,9 @@ def iter_attention(
                 att = att.float().cpu().numpy()
                 for k, i in enumerate(idx):
                     m, eos = select_rows(att[k], b.src_len[k], b.tgt_len[k], spec.shift)
+                    if src_seg.is_subword or tgt_seg.is_subword:
+                        (_, s_idx), (_, t_idx) = seg[i]
+                        m, eos = tokens_to_words(m, eos, s_idx, t_idx, len(pairs[i][0]), len(pairs[i][1]))
                     yield i, m, eos
     finally:
         model.train(was_training)

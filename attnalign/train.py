@@ -27,13 +27,21 @@ import torch.nn.functional as F
 from . import __version__
 from .alignments import Alignment
 from .batching import bucket_batches, make_batch
-from .checkpoint import DIRECTIONS, FORMAT_VERSION, load_checkpoint, read_model_config, save_checkpoint
+from .checkpoint import (
+    DIRECTIONS,
+    FORMAT_VERSION,
+    LoadedModel,
+    load_checkpoint,
+    read_model_config,
+    save_checkpoint,
+)
 from .decode import argmax_links
 from .errors import AttnAlignError, warn
 from .extract import AttentionSpec, corpus_attention
 from .fileio import atomic_open
 from .metrics import Counts, corpus_counts
 from .models import MODEL_TYPES, build_model
+from .subword import Segmenter, train_segmenter
 from .vocab import PAD_ID, Vocab
 
 Pairs = Sequence[tuple[list[str], list[str]]]
@@ -61,6 +69,8 @@ class TrainOptions:
     max_vocab: int | None = None
     lowercase: bool = False
     direction: str = "forward"  # forward | reverse | both
+    subword: int | None = None  # sentencepiece vocabulary size per side; None: words
+    subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
 
 
@@ -112,15 +122,13 @@ def _loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> tuple
     return loss, n
 
 
-def evaluate(model, src_vocab: Vocab, tgt_vocab: Vocab, dev: DevSet, batch_tokens: int,
-             device: torch.device) -> dict:
+def evaluate(lm: LoadedModel, dev: DevSet, batch_tokens: int, device: torch.device) -> dict:
     """Dev loss (no smoothing), perplexity and, with a gold, the AER of argmax-decoded attention."""
     pairs = [(s, t) for s, t in dev.pairs]
-    usable = [i for i, (s, t) in enumerate(pairs) if s and t]
-    src_ids = [src_vocab.encode(pairs[i][0]) for i in usable]
-    tgt_ids = [tgt_vocab.encode(pairs[i][1]) for i in usable]
+    src_ids, tgt_ids = _encode(lm, [(s, t) for s, t in pairs if s and t])
     lengths = [(len(s), len(t)) for s, t in zip(src_ids, tgt_ids, strict=True)]
     total, n_tok = 0.0, 0
+    model = lm.model
     model.eval()
     with torch.inference_mode():
         for group in bucket_batches(lengths, batch_tokens):
@@ -132,11 +140,19 @@ def evaluate(model, src_vocab: Vocab, tgt_vocab: Vocab, dev: DevSet, batch_token
     dev_loss = total / max(1, n_tok)
     row = {"dev_loss": dev_loss, "dev_ppl": math.exp(min(dev_loss, 50.0)), "dev_aer": None}
     if dev.gold is not None:
-        mats = corpus_attention(model, src_vocab, tgt_vocab, pairs, AttentionSpec(), batch_tokens, device)
+        mats = corpus_attention(lm, pairs, AttentionSpec(), batch_tokens, device)
         hyps = [Alignment.from_links(argmax_links(m, eos)) for m, eos in mats]
         row["dev_aer"] = sum(corpus_counts(hyps, dev.gold), Counts()).aer
     model.train()
     return row
+
+
+def _encode(lm: LoadedModel, pairs: Pairs) -> tuple[list[list[int]], list[list[int]]]:
+    """Word pairs -> model token ids (through the segmenters and vocabularies)."""
+    ss, ts = lm.src_seg or Segmenter(), lm.tgt_seg or Segmenter()
+    src = [lm.src_vocab.encode(ss.segment(s)[0]) for s, _ in pairs]
+    tgt = [lm.tgt_vocab.encode(ts.segment(t)[0]) for _, t in pairs]
+    return src, tgt
 
 
 def _prepare_dir(model_dir: Path, overwrite: bool, resume: bool) -> None:
@@ -250,15 +266,21 @@ def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, mo
         if state.get("finished"):
             return state["summary"]
         src_vocab, tgt_vocab = Vocab(state["src_vocab"]), Vocab(state["tgt_vocab"])
+        src_seg, tgt_seg = Segmenter.from_tensor(state["src_spm"]), Segmenter.from_tensor(state["tgt_spm"])
     else:
-        src_vocab = Vocab.build((s for s, _ in pairs), o.min_freq, o.max_vocab)
-        tgt_vocab = Vocab.build((t for _, t in pairs), o.min_freq, o.max_vocab)
+        src_seg = tgt_seg = Segmenter()
+        if o.subword:
+            src_seg = train_segmenter((s for s, _ in pairs), o.subword, o.subword_type)
+            tgt_seg = train_segmenter((t for _, t in pairs), o.subword, o.subword_type)
+        src_vocab = Vocab.build((src_seg.segment(s)[0] for s, _ in pairs), o.min_freq, o.max_vocab)
+        tgt_vocab = Vocab.build((tgt_seg.segment(t)[0] for _, t in pairs), o.min_freq, o.max_vocab)
     torch.manual_seed(o.seed)
     model = build_model(o.model_type, model_config, len(src_vocab), len(tgt_vocab)).to(device)
+    lm = LoadedModel(model, o.model_type, model_config, src_vocab, tgt_vocab, direction, o.lowercase,
+                     None, src_seg, tgt_seg)
     base_lr = o.lr or (1e-3 if o.model_type == "rnn" else 5e-4)
     opt = torch.optim.Adam(model.parameters(), lr=base_lr, betas=(0.9, 0.98))
-    src_ids = [src_vocab.encode(s) for s, _ in pairs]
-    tgt_ids = [tgt_vocab.encode(t) for _, t in pairs]
+    src_ids, tgt_ids = _encode(lm, pairs)
     lengths = [(len(s), len(t)) for s, t in zip(src_ids, tgt_ids, strict=True)]
     per_epoch = len(bucket_batches(lengths, o.batch_tokens))
     total = per_epoch * o.epochs if o.max_steps is None else min(o.max_steps, per_epoch * o.epochs)
@@ -273,7 +295,8 @@ def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, mo
         if device.type == "cuda" and state.get("cuda_rng") is not None:
             torch.cuda.set_rng_state(state["cuda_rng"], device)
     meta = {"model_type": o.model_type, "config": model_config, "src_vocab": src_vocab.itos,
-            "tgt_vocab": tgt_vocab.itos, "direction": direction}
+            "tgt_vocab": tgt_vocab.itos, "direction": direction, "src_spm": src_seg.to_tensor(),
+            "tgt_spm": tgt_seg.to_tensor()}
 
     def snapshot(finished: bool = False, summary: dict | None = None) -> None:
         save_checkpoint(last_path, {
@@ -336,7 +359,7 @@ def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, mo
                "train_loss": ep_loss / max(1, ep_tok),
                "tokens_per_s": round(tok_rate), "elapsed_s": round(time.perf_counter() - t0, 1)}
         if dev is not None:
-            row.update(evaluate(model, src_vocab, tgt_vocab, dev, o.batch_tokens, device))
+            row.update(evaluate(lm, dev, o.batch_tokens, device))
         key = row["dev_aer"] if row.get("dev_aer") is not None else row.get("dev_loss", row["train_loss"])
         row["best"] = best is None or key <= best
         if row["best"]:

@@ -195,3 +195,17 @@ def test_cli_train(tmp_path):
     r = runner.invoke(app, ["train", "--src", str(src), "--tgt", str(tgt), "--model", str(tmp_path / "x"),
                             "--heads", "4"])
     assert r.exit_code == 1 and "--heads do not apply to --model-type rnn" in r.stderr
+
+
+def test_subword_model_aligns_words(tmp_path, sample_pairs):
+    from attnalign.extract import corpus_attention
+
+    train(sample_pairs, tmp_path / "m", tiny_options(epochs=1, subword=120))
+    lm = load_model(tmp_path / "m")
+    assert lm.src_seg.is_subword and lm.tgt_seg.is_subword
+    words = [(["the", "unseenword", "cat"], ["le", "chat", "inconnu", "."])]
+    tokens, index = lm.src_seg.segment(words[0][0])
+    assert len(tokens) > 3 and index[0] == 0 and index[-1] == 2 and sorted(index) == index
+    (m, eos), = corpus_attention(lm, words)
+    assert m.shape == (4, 3)  # target words x source words, whatever the pieces
+    assert abs((m.sum(1) + eos) - 1).max() < 1e-5

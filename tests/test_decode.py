@@ -1,0 +1,31 @@
+"""Decoding attention matrices into links: hand-worked cases on small matrices."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnalign.decode import argmax_links, select_rows, tokens_to_words
+
+
+def test_argmax_and_eos_means_no_link():
+    m = np.array([[0.7, 0.2], [0.1, 0.3], [0.5, 0.5]])
+    assert argmax_links(m) == [(0, 0), (1, 1), (0, 2)]  # ties go to the first source word
+    eos = np.array([0.1, 0.6, 0.0])
+    assert argmax_links(m, eos) == [(0, 0), (0, 2)]  # target 1 put most mass on EOS
+    assert argmax_links(np.zeros((0, 3))) == []
+
+
+def test_select_rows_and_shift():
+    # decoder steps x (2 source words + EOS) for a 2-word target: 3 steps
+    att = np.array([[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.0, 0.1, 0.9]])
+    m, eos = select_rows(att, src_len=2, tgt_len=2, shift=0)
+    assert m.tolist() == [[0.8, 0.1], [0.2, 0.7]] and eos.tolist() == [0.1, 0.1]
+    m, eos = select_rows(att, src_len=2, tgt_len=2, shift=1)
+    assert m.tolist() == [[0.2, 0.7], [0.0, 0.1]] and eos.tolist() == [0.1, 0.9]
+
+
+def test_tokens_to_words_sums_source_pieces_and_averages_target_pieces():
+    # source words: [p0 p1] [p2 p3]; target words: [q0] [q1 q2]
+    m = np.array([[0.1, 0.2, 0.3, 0.4], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5]])
+    w, eos = tokens_to_words(m, np.zeros(3), [0, 0, 1, 1], [0, 1, 1], 2, 2)
+    assert np.allclose(w, [[0.3, 0.7], [0.5, 0.5]]) and np.allclose(eos, 0)
