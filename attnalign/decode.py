@@ -21,6 +21,48 @@ def argmax_links(m: np.ndarray, eos: np.ndarray | None = None) -> list[Link]:
     return [(int(i), int(j)) for j, i in enumerate(best) if keep[j]]
 
 
+def argmax_src_links(m: np.ndarray, eos: np.ndarray | None = None) -> list[Link]:
+    """Each source word to its most attended-from target word (column argmax of ``[T, S]``).
+
+    ``eos`` here is per source word ``[S]`` (e.g. a reverse model's EOS mass): more mass there means
+    no link for that source word.
+    """
+    if m.size == 0:
+        return []
+    best = m.argmax(axis=0)
+    keep = np.ones(len(best), dtype=bool) if eos is None else m.max(axis=0) >= eos
+    return sorted((int(i), int(j)) for i, j in enumerate(best) if keep[i])
+
+
+def inter_links(m: np.ndarray, eos: np.ndarray | None = None) -> list[Link]:
+    """Links where the row argmax and the column argmax agree (within one matrix)."""
+    cols = set(argmax_src_links(m))
+    return [link for link in argmax_links(m, eos) if link in cols]
+
+
+def threshold_links(m: np.ndarray, threshold: float) -> list[Link]:
+    """Every (source, target) cell whose weight exceeds ``threshold``."""
+    tj, si = np.nonzero(m > threshold)
+    return sorted((int(i), int(j)) for j, i in zip(tj, si, strict=True))
+
+
+DECODERS = ("argmax", "argmax-src", "inter", "threshold")
+
+
+def decode_matrix(m: np.ndarray, decoder: str = "argmax", eos: np.ndarray | None = None,
+                  threshold: float = 0.5) -> list[Link]:
+    """Decode one ``[T, S]`` matrix with a named decoder (see :data:`DECODERS`)."""
+    if decoder == "argmax":
+        return argmax_links(m, eos)
+    if decoder == "argmax-src":
+        return argmax_src_links(m)
+    if decoder == "inter":
+        return inter_links(m, eos)
+    if decoder == "threshold":
+        return threshold_links(m, threshold)
+    raise ValueError(f"unknown decoder {decoder!r}; choose one of {', '.join(DECODERS)}")
+
+
 def select_rows(att: np.ndarray, src_len: int, tgt_len: int, shift: int = 0
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Cut one example's attention over decoder steps ``[T+1, S+1]`` (source EOS last) into the word

@@ -29,3 +29,17 @@ def test_tokens_to_words_sums_source_pieces_and_averages_target_pieces():
     m = np.array([[0.1, 0.2, 0.3, 0.4], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5]])
     w, eos = tokens_to_words(m, np.zeros(3), [0, 0, 1, 1], [0, 1, 1], 2, 2)
     assert np.allclose(w, [[0.3, 0.7], [0.5, 0.5]]) and np.allclose(eos, 0)
+
+
+def test_argmax_src_inter_threshold():
+    from attnalign.decode import argmax_src_links, decode_matrix, inter_links, threshold_links
+
+    # rows: target words 0..2; columns: source words 0..2
+    m = np.array([[0.6, 0.3, 0.1], [0.5, 0.4, 0.1], [0.1, 0.2, 0.7]])
+    # column argmax: source 0 -> target 0, source 1 -> target 1 (0.4 > 0.3, 0.2), source 2 -> target 2
+    assert argmax_src_links(m) == [(0, 0), (1, 1), (2, 2)]
+    # row argmax: 0->0, 1->0, 2->2; agreeing with the columns: 0-0 and 2-2
+    assert inter_links(m) == [(0, 0), (2, 2)]
+    assert threshold_links(m, 0.45) == [(0, 0), (0, 1), (2, 2)]
+    assert decode_matrix(m, "argmax") == [(0, 0), (0, 1), (2, 2)]
+    assert argmax_src_links(m, eos=np.array([0.0, 0.9, 0.0])) == [(0, 0), (2, 2)]
