@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from enum import Enum
@@ -374,6 +375,211 @@ def train(
         loss = "-" if r.get("dev_loss") is None else f"{r['dev_loss']:.3f}"
         t.add_row(d, str(r["best_step"]), loss, aer, str(r["steps"]), f"{r['elapsed_s']:.1f}")
     out().print(t)
+
+
+align_app = typer.Typer(
+    help="Align a corpus or one sentence pair with a trained model.", no_args_is_help=True
+)
+app.add_typer(align_app, name="align")
+
+
+class Decoder(str, Enum):
+    argmax = "argmax"
+    argmax_src = "argmax-src"
+    inter = "inter"
+    threshold = "threshold"
+
+
+class Sym(str, Enum):
+    auto = "auto"
+    none = "none"
+    intersection = "intersection"
+    union = "union"
+    grow_diag = "grow-diag"
+    grow_diag_final = "grow-diag-final"
+    grow_diag_final_and = "grow-diag-final-and"
+    soft = "soft"
+
+
+def _layer_head(value: str | None, what: str) -> int | str | None:
+    if value is None or value == "mean":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise AttnAlignError(f"--{what} must be an integer or 'mean', not {value!r}") from None
+
+
+DecoderOpt = Annotated[Decoder, typer.Option("--decoder", help="How a matrix becomes links.")]
+SymOpt = Annotated[
+    Sym,
+    typer.Option(
+        "--sym",
+        help="Combine both directions (model trained with --direction both) "
+        "[auto: grow-diag-final-and if the model has both, else none].",
+    ),
+]
+ThresholdOpt = Annotated[float, typer.Option("--threshold", help="Weight cut for --decoder threshold.")]
+LayerOpt = Annotated[
+    str | None,
+    typer.Option("--layer", help="Transformer layer: index (negative from the end) or mean [default: -2]."),
+]
+HeadOpt = Annotated[str, typer.Option("--head", help="Transformer head: index or mean.")]
+ShiftOpt = Annotated[
+    int, typer.Option("--shift", help="1: read word t's attention where t is the decoder input (Shift-Att).")
+]
+DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")]
+
+
+def _align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length):
+    from .align import AlignOptions
+    from .train import resolve_device
+
+    return AlignOptions(
+        decoder=decoder.value, threshold=threshold, sym=sym.value, layer=_layer_head(layer, "layer"),
+        head=_layer_head(head, "head"), shift=shift, batch_tokens=batch_tokens,
+        device=str(resolve_device(device)), max_length=max_length,
+    )
+
+
+@align_app.command("corpus")
+@handle_errors
+def align_corpus(
+    model: ModelDirOpt,
+    src: SrcOpt = None,
+    tgt: TgtOpt = None,
+    corpus: CorpusOpt = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Pharaoh output file [default: stdout].")
+    ] = None,
+    decoder: DecoderOpt = Decoder.argmax,
+    sym: SymOpt = Sym.auto,
+    threshold: ThresholdOpt = 0.5,
+    layer: LayerOpt = None,
+    head: HeadOpt = "mean",
+    shift: ShiftOpt = 0,
+    scores: Annotated[bool, typer.Option("--scores", help="Write links as i-j:weight.")] = False,
+    json_lines: Annotated[
+        bool, typer.Option("--json-lines", help="One JSON object per pair instead of Pharaoh.")
+    ] = False,
+    save_attention: Annotated[
+        Path | None, typer.Option("--save-attention", help="Save every soft matrix to this .npz file.")
+    ] = None,
+    gold: Annotated[Path | None, typer.Option("--gold", help="Score against this gold at the end.")] = None,
+    gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_one_based: GoldBaseOpt = None,
+    reverse_gold: ReverseGoldOpt = False,
+    lowercase: Annotated[
+        bool | None,
+        typer.Option(
+            "--lowercase/--no-lowercase", help="[default: as the model was trained]", show_default=False
+        ),
+    ] = None,
+    batch_tokens: Annotated[int, typer.Option("--batch-tokens", help="Padded tokens per batch.")] = 4000,
+    max_length: Annotated[
+        int, typer.Option("--max-length", help="Longer pairs (model tokens) are skipped with a warning.")
+    ] = 250,
+    device: DeviceOpt = "auto",
+    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads for torch.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+    encoding: EncodingOpt = "utf-8",
+) -> None:
+    """Align a parallel corpus: one Pharaoh line (0-based, source first) per input pair.
+
+    Example: attnalign align corpus --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from .pipeline import align_corpus_files
+    from .scoring import GoldOptions
+    from .tables import score_table
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    options = _align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length)
+    gold_options = GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding)
+    columns = (TextColumn("aligning"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rate]} pairs/s"), TimeRemainingColumn())
+    with Progress(*columns, console=err(), disable=quiet) as bar:
+        task = bar.add_task("align", total=None, rate="-")
+        start = time.perf_counter()
+
+        def progress(done: int, total: int) -> None:
+            if done % 100 == 0 or done == total:
+                rate = done / max(1e-9, time.perf_counter() - start)
+                bar.update(task, completed=done, total=total, rate=f"{rate:,.0f}")
+
+        summary = align_corpus_files(
+            model, src=src, tgt=tgt, corpus=corpus, output=output, options=options, scores=scores,
+            json_lines=json_lines, save_attention=save_attention, gold=gold, gold_options=gold_options,
+            lowercase=lowercase, encoding=encoding, progress=progress,
+        )
+    e = err()
+    e.print(
+        f"aligned {summary.pairs} pairs ({summary.skipped} skipped) in {summary.seconds:.1f} s "
+        f"({summary.pairs_per_s:,.0f} pairs/s); {summary.links} links; "
+        f"attention mass on EOS {100 * summary.eos_mass:.1f}% per target word, "
+        f"{summary.eos_argmax} target words left unlinked by an EOS argmax",
+        highlight=False,
+    )
+    e.print("settings: " + _describe(summary.settings), highlight=False)
+    if output is not None:
+        e.print(f"alignment written to {output}", highlight=False)
+    if summary.report is not None:  # on stdout unless the alignment itself went there
+        (out() if output is not None else e).print(score_table(summary.report))
+
+
+@align_app.command("sentence")
+@handle_errors
+def align_sentence(
+    model: ModelDirOpt,
+    src: Annotated[str, typer.Option("--src", help="Source sentence (whitespace-tokenized).")],
+    tgt: Annotated[str, typer.Option("--tgt", help="Target sentence (whitespace-tokenized).")],
+    decoder: DecoderOpt = Decoder.argmax,
+    sym: SymOpt = Sym.auto,
+    threshold: ThresholdOpt = 0.5,
+    layer: LayerOpt = None,
+    head: HeadOpt = "mean",
+    shift: ShiftOpt = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    device: DeviceOpt = "auto",
+) -> None:
+    """Align one sentence pair typed on the command line and show its links.
+
+    Example: attnalign align sentence --model runs/sample --src "the red car ." --tgt "la voiture rouge ."
+    """
+    from rich.table import Table
+
+    from .align import Aligner
+    from .corpus import tokenize
+
+    aligner = Aligner(model, _align_options(decoder, sym, threshold, layer, head, shift, 4000, device, 10**6))
+    s, t = tokenize(src, aligner.lowercase), tokenize(tgt, aligner.lowercase)
+    if not s or not t:
+        raise AttnAlignError("both --src and --tgt need at least one word")
+    (pair,) = aligner.align_pairs([(s, t)])
+    if as_json:
+        from .pipeline import pair_json
+
+        sys.stdout.write(json.dumps(pair_json(pair), ensure_ascii=False) + "\n")
+        return
+    table = Table(title="Links", caption=_describe(aligner.description), title_justify="left")
+    for col in ("src", "source word", "tgt", "target word", "weight"):
+        table.add_column(col, justify="right" if col in ("src", "tgt", "weight") else "left")
+    for i, j in sorted(pair.links, key=lambda link: (link[1], link[0])):
+        table.add_row(str(i), s[i], str(j), t[j], f"{pair.scores.get((i, j), 0.0):.3f}")
+    out().print(table)
+    out().print(" ".join(f"{i}-{j}" for i, j in pair.links), highlight=False)
+    if pair.eos is not None and len(pair.eos):
+        mass = 100 * float(pair.eos.mean())
+        err().print(f"attention mass on EOS: {mass:.1f}% per target word", highlight=False)
+
+
+def _describe(d: dict) -> str:
+    parts = [f"{k}={v}" for k, v in d.items() if v is not None and k != "directions"]
+    return " ".join(parts)
 
 
 def main() -> None:

@@ -1,0 +1,204 @@
+"""Corpus alignment: model directory + parallel corpus -> word alignments, streamed in corpus order.
+
+The library behind ``attnalign align``. The corpus is read in chunks; each chunk is extracted
+(length-bucketed, ``inference_mode``), decoded and yielded in corpus order, so memory stays flat
+however large the corpus.
+
+Decoding one pair (all pure functions of :mod:`.decode` and :mod:`.symmetrize`):
+
+* one direction (``sym="none"``): the forward matrix ``[T, S]`` with ``decoder``;
+* hard symmetrization (``intersection``, ``union``, ``grow-diag``, ``grow-diag-final``,
+  ``grow-diag-final-and``): forward links by ``decoder`` on the forward matrix, reverse links by the
+  column argmax of the reverse model's matrix turned to ``[T, S]`` (each source word to its best target
+  word), then the grow rules;
+* ``soft``: the mean of the forward and the turned reverse matrix, decoded with ``decoder``.
+
+A link's score is the weight of its cell in the forward matrix (hard symmetrization: the mean of the
+forward and reverse weights; soft: the mean matrix).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+
+import numpy as np
+
+from .alignments import Link
+from .checkpoint import LoadedModel, load_model, read_model_config
+from .decode import DECODERS, argmax_src_links, decode_matrix
+from .errors import AttnAlignError, warn
+from .extract import AttentionSpec, iter_attention
+from .symmetrize import METHODS, symmetrize
+
+SYMMETRIZATIONS = ("auto", "none", *METHODS, "soft")
+
+
+@dataclass(frozen=True)
+class AlignOptions:
+    decoder: str = "argmax"
+    threshold: float = 0.5
+    sym: str = "auto"  # auto: grow-diag-final-and for a bidirectional model, else none
+    layer: int | str | None = None
+    head: int | str = "mean"
+    shift: int = 0
+    batch_tokens: int = 4000
+    device: str = "cpu"
+    max_length: int = 250  # model tokens per side; longer pairs are skipped (empty line, warning)
+    chunk_size: int = 5000  # pairs extracted at once (bounds memory)
+
+
+@dataclass
+class AlignedPair:
+    """One aligned pair, with what produced its links."""
+
+    index: int
+    src: list[str]
+    tgt: list[str]
+    links: list[Link]
+    scores: dict[Link, float] = field(default_factory=dict)
+    matrix: np.ndarray | None = None  # [T, S] forward (or soft-combined) attention
+    eos: np.ndarray | None = None  # [T] forward attention mass on the source EOS
+    reverse: np.ndarray | None = None  # [T, S] reverse attention turned around, if used
+    skipped: bool = False
+
+
+def decode_pair(fwd: np.ndarray, fwd_eos: np.ndarray | None, rev: np.ndarray | None,
+                rev_eos: np.ndarray | None, decoder: str = "argmax", sym: str = "none",
+                threshold: float = 0.5) -> tuple[list[Link], dict[Link, float], np.ndarray]:
+    """Links, their scores and the matrix they were read from, for one pair (see module doc).
+
+    ``fwd`` and ``rev`` are ``[T, S]``; ``fwd_eos`` is ``[T]``, ``rev_eos`` ``[S]`` (per source word).
+    """
+    if sym == "none" or rev is None:
+        links = decode_matrix(fwd, decoder, fwd_eos, threshold)
+        return links, {(i, j): float(fwd[j, i]) for i, j in links}, fwd
+    if sym == "soft":
+        m = (fwd + rev) / 2
+        eos = None if fwd_eos is None else fwd_eos
+        links = decode_matrix(m, decoder, eos, threshold)
+        return links, {(i, j): float(m[j, i]) for i, j in links}, m
+    forward = decode_matrix(fwd, decoder, fwd_eos, threshold)
+    reverse = argmax_src_links(rev, rev_eos)
+    links = sorted(symmetrize(forward, reverse, sym))
+    return links, {(i, j): float((fwd[j, i] + rev[j, i]) / 2) for i, j in links}, fwd
+
+
+class Aligner:
+    """Loads the model(s) a configuration needs and aligns pairs of word lists."""
+
+    def __init__(self, model_dir: str | os.PathLike, options: AlignOptions = AlignOptions()):
+        if options.decoder not in DECODERS:
+            raise AttnAlignError(f"unknown decoder {options.decoder!r}; choose {', '.join(DECODERS)}")
+        if options.sym not in SYMMETRIZATIONS:
+            raise AttnAlignError(f"unknown symmetrization {options.sym!r}; "
+                                 f"choose {', '.join(SYMMETRIZATIONS)}")
+        if options.shift not in (0, 1):
+            raise AttnAlignError("--shift must be 0 or 1")
+        meta = read_model_config(model_dir)
+        sym = options.sym
+        if sym == "auto":
+            sym = "grow-diag-final-and" if "reverse" in meta["directions"] else "none"
+        self.sym = sym
+        self.options = options
+        self.meta = meta
+        self.spec = AttentionSpec(options.layer, options.head, options.shift)
+        first = "forward" if "forward" in meta["directions"] else "reverse"
+        if sym != "none" and meta["directions"] != ["forward", "reverse"]:
+            raise AttnAlignError(
+                f"--sym {sym} needs a model trained in both directions; this one has "
+                f"{', '.join(meta['directions'])}", path=model_dir,
+                hint="train with --direction both, or use --sym none")
+        if first == "reverse" and sym == "none":
+            raise AttnAlignError("the model has only the reverse direction", path=model_dir,
+                                 hint="align with the corpus sides swapped, or train --direction forward")
+        self.forward: LoadedModel = load_model(model_dir, "forward", options.device)
+        self.reverse: LoadedModel | None = (
+            load_model(model_dir, "reverse", options.device) if sym != "none" else None)
+        self.lowercase = self.forward.lowercase
+        self._check_layer_head(self.forward)
+
+    def _check_layer_head(self, lm: LoadedModel) -> None:
+        if lm.model_type != "transformer":
+            if self.options.layer not in (None,) or self.options.head != "mean":
+                warn("--layer and --head apply to Transformer models only; this RNN has one attention")
+            return
+        import torch
+
+        from .extract import reduce_attention
+
+        cfg = lm.config
+        dummy = torch.zeros(1, cfg["dec_layers"], cfg["heads"], 1, 1)
+        reduce_attention(dummy, self.spec)  # raises with the valid choices
+
+    @property
+    def description(self) -> dict:
+        """The settings, for titles, signatures and saved-attention metadata."""
+        o = self.options
+        tf = self.forward.model_type == "transformer"
+        layer = o.layer if o.layer is not None else (-2 if self.forward.config.get("dec_layers", 1) > 1 else -1)
+        return {"model_type": self.forward.model_type, "directions": self.meta["directions"],
+                "sym": self.sym, "decoder": o.decoder, "layer": layer if tf else None,
+                "head": o.head if tf else None, "shift": o.shift,
+                "threshold": o.threshold if o.decoder == "threshold" else None}
+
+    def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:
+        seg = lm.src_seg if side == "src" else lm.tgt_seg
+        n = len(seg.segment(words)[0]) if seg is not None and seg.is_subword else len(words)
+        return n + 1 > self.options.max_length
+
+    def align_pairs(self, pairs: Sequence[tuple[list[str], list[str]]], start: int = 0
+                    ) -> list[AlignedPair]:
+        """Align a list of pairs (one chunk) and return them in order; ``start`` numbers them."""
+        o = self.options
+        ok = [k for k, (s, t) in enumerate(pairs)
+              if not (self._too_long(self.forward, s, "src") or self._too_long(self.forward, t, "tgt"))]
+        for k in sorted(set(range(len(pairs))) - set(ok)):
+            warn(f"pair {start + k + 1} (line {start + k + 1}) is longer than --max-length "
+                 f"{o.max_length} tokens: skipped, its output line is empty")
+        sub = [pairs[k] for k in ok]
+        fwd = [None] * len(sub)
+        for i, m, eos in iter_attention(self.forward, sub, self.spec, o.batch_tokens, o.device):
+            fwd[i] = (m, eos)
+        rev = [None] * len(sub)
+        if self.reverse is not None:
+            swapped = [(t, s) for s, t in sub]
+            for i, m, eos in iter_attention(self.reverse, swapped, self.spec, o.batch_tokens, o.device):
+                rev[i] = (m.T, eos)  # reverse [S, T] -> [T, S]; its EOS mass is per source word
+        out = [AlignedPair(start + k, list(s), list(t), [], skipped=True) for k, (s, t) in enumerate(pairs)]
+        for n, k in enumerate(ok):
+            m, eos = fwd[n]
+            r, r_eos = rev[n] if rev[n] is not None else (None, None)
+            links, scores, mat = decode_pair(m, eos, r, r_eos, o.decoder, self.sym, o.threshold)
+            p = out[k]
+            p.links, p.scores, p.matrix, p.eos, p.reverse, p.skipped = links, scores, mat, eos, r, False
+        return out
+
+    def align(self, pairs: Iterable[tuple[list[str], list[str]]]) -> Iterator[AlignedPair]:
+        """Align any iterable of pairs, chunk by chunk, yielding results in corpus order."""
+        it = iter(pairs)
+        start = 0
+        checked = False
+        while chunk := list(islice(it, self.options.chunk_size)):
+            if not checked:
+                self._check_coverage(chunk)
+                checked = True
+            yield from self.align_pairs(chunk, start)
+            start += len(chunk)
+
+    def _check_coverage(self, pairs: Sequence[tuple[list[str], list[str]]]) -> None:
+        """Warn when the corpus looks like the wrong language order for the model."""
+        lm = self.forward
+        if lm.src_seg is not None and lm.src_seg.is_subword:
+            return
+        src = [s for s, _ in pairs[:2000]]
+        tgt = [t for _, t in pairs[:2000]]
+        straight = min(lm.src_vocab.coverage(src), lm.tgt_vocab.coverage(tgt))
+        swapped = min(lm.src_vocab.coverage(tgt), lm.tgt_vocab.coverage(src))
+        if straight < 0.2:
+            hint = (" The swapped order fits much better: swap --src and --tgt."
+                    if swapped > 2 * straight + 0.1 else "")
+            warn(f"only {100 * straight:.0f}% of the corpus words are in the model's vocabulary: is this "
+                 f"the language pair and order the model was trained on?{hint}")
