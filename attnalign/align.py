@@ -138,7 +138,9 @@ class Aligner:
         """The settings, for titles, signatures and saved-attention metadata."""
         o = self.options
         tf = self.forward.model_type == "transformer"
-        layer = o.layer if o.layer is not None else (-2 if self.forward.config.get("dec_layers", 1) > 1 else -1)
+        layer = o.layer
+        if layer is None:
+            layer = -2 if self.forward.config.get("dec_layers", 1) > 1 else -1
         return {"model_type": self.forward.model_type, "directions": self.meta["directions"],
                 "sym": self.sym, "decoder": o.decoder, "layer": layer if tf else None,
                 "head": o.head if tf else None, "shift": o.shift,

@@ -1,5 +1,7 @@
 """Alignment decoding: soft attention matrices -> links. Pure numpy, no torch.
 
+Every decoder returns its links sorted in Pharaoh order (by source index, then target index).
+
 A matrix is ``[T_tgt, S_src]`` (row j: target word j's attention over the source words). Links are
 ``(src_i, tgt_j)``, 0-based. ``eos`` is the optional ``[T_tgt]`` attention mass each target word put on
 the source EOS (and no word): an argmax that lands there means "no link".
@@ -18,7 +20,7 @@ def argmax_links(m: np.ndarray, eos: np.ndarray | None = None) -> list[Link]:
         return []
     best = m.argmax(axis=1)
     keep = np.ones(len(best), dtype=bool) if eos is None else m.max(axis=1) >= eos
-    return [(int(i), int(j)) for j, i in enumerate(best) if keep[j]]
+    return sorted((int(i), int(j)) for j, i in enumerate(best) if keep[j])
 
 
 def argmax_src_links(m: np.ndarray, eos: np.ndarray | None = None) -> list[Link]:

@@ -9,7 +9,7 @@ from attnalign.decode import argmax_links, select_rows, tokens_to_words
 
 def test_argmax_and_eos_means_no_link():
     m = np.array([[0.7, 0.2], [0.1, 0.3], [0.5, 0.5]])
-    assert argmax_links(m) == [(0, 0), (1, 1), (0, 2)]  # ties go to the first source word
+    assert argmax_links(m) == [(0, 0), (0, 2), (1, 1)]  # ties go to the first source word
     eos = np.array([0.1, 0.6, 0.0])
     assert argmax_links(m, eos) == [(0, 0), (0, 2)]  # target 1 put most mass on EOS
     assert argmax_links(np.zeros((0, 3))) == []
@@ -41,5 +41,5 @@ def test_argmax_src_inter_threshold():
     # row argmax: 0->0, 1->0, 2->2; agreeing with the columns: 0-0 and 2-2
     assert inter_links(m) == [(0, 0), (2, 2)]
     assert threshold_links(m, 0.45) == [(0, 0), (0, 1), (2, 2)]
-    assert decode_matrix(m, "argmax") == [(0, 0), (0, 1), (2, 2)]
+    assert decode_matrix(m, "argmax") == [(0, 0), (0, 1), (2, 2)]  # sorted by (source, target)
     assert argmax_src_links(m, eos=np.array([0.0, 0.9, 0.0])) == [(0, 0), (2, 2)]
