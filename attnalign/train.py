@@ -311,6 +311,7 @@ def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, mo
     reporter.start(direction, total, step)
     model.train()
     t0 = time.perf_counter() - elapsed
+    run_seconds, run_tokens, run_pairs = 0.0, 0, 0  # throughput of the updates run by this process
     win_loss, win_tok, win_t = 0.0, 0, time.perf_counter()
     tok_rate = 0.0
     while step < total:
@@ -318,6 +319,7 @@ def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, mo
         for group in batches[offset:]:
             if step >= total:
                 break
+            t_step = time.perf_counter()
             b = make_batch(group, [src_ids[k] for k in group], [tgt_ids[k] for k in group]).to(device)
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, total, base_lr, min(o.warmup, total // 10))
@@ -340,6 +342,9 @@ def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, mo
             step += 1
             offset += 1
             loss_value = loss.item()
+            run_seconds += time.perf_counter() - t_step
+            run_tokens += n
+            run_pairs += len(group)
             win_loss += loss_value
             win_tok += n
             ep_loss += loss_value
@@ -374,6 +379,8 @@ def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, mo
     reporter.end()
     best_ck = load_checkpoint(best_path)
     summary = {"best_step": best_ck["step"], **best_ck["dev"], "steps": step,
+               "tokens_per_s": round(run_tokens / run_seconds) if run_seconds else None,
+               "pairs_per_s": round(run_pairs / run_seconds, 1) if run_seconds else None,
                "elapsed_s": round(time.perf_counter() - t0, 1)}
     snapshot(finished=True, summary=summary)
     return summary

@@ -1,0 +1,39 @@
+"""Shared helpers for the benchmarks: where the shared data is, and skipping clearly without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("ATTNALIGN_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def shared(*parts: str) -> Path:
+    """A path under the shared benchmark data, or exit 0 with a clear message if it is absent."""
+    p = SHARED.joinpath(*parts)
+    if not p.exists():
+        print(f"SKIPPED: benchmark data not found: {p}\n(set ATTNALIGN_SHARED_DATA to the folder that "
+              "holds enfr-hansards/, roen-wpt03/, esen-europarl/)", file=sys.stderr)
+        sys.exit(0)
+    return p
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def emit(record: dict) -> None:
+    """A worker's result: one JSON line on stdout."""
+    print("RESULT " + json.dumps(record), flush=True)
+
+
+def parse_result(stdout: str) -> dict:
+    for line in stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError("worker printed no RESULT line:\n" + stdout[-2000:])

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Training throughput of attnalign's default RNN and Transformer vs JoeyNMT's comparable RNN.
+
+Trains each configuration for a fixed number of updates on the English-French Hansards training
+pairs (lower-cased, ../shared/data/enfr-hansards/train10k) with the same 1,000-token batches and the
+same thread count, each in its own process, and prints target tokens/s, sentence pairs/s, peak memory
+and the dev (trial) AER of argmax attention after N steps (attnalign only: JoeyNMT has no aligner).
+
+    python bench/train_speed.py --steps 300 --threads 2 [--joeynmt-python /path/to/venv/bin/python]
+
+JoeyNMT 2.3.0 runs when ``--joeynmt-python`` names a Python with it installed (e.g. a venv made with
+``pip install torch==2.13.0 joeynmt==2.3.0``); otherwise its row is skipped with a message.
+This is a benchmark, not a test: it prints numbers and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import emit, parse_result, peak_rss_mb, shared  # noqa: E402
+
+
+def prepare(tmp: Path) -> Path:
+    """Lower-cased training pairs and the trial set as plain files (JoeyNMT's layout: train.en ...)."""
+    d = shared("enfr-hansards")
+    for split, name in (("train10k", "train"), ("trial", "dev")):
+        for lang in ("en", "fr"):
+            text = (d / f"{split}.{lang}").read_text(encoding="utf-8").lower()
+            (tmp / f"{name}.{lang}").write_text(text, encoding="utf-8")
+    return d
+
+
+def worker(args) -> None:
+    """Train one attnalign configuration in this process and emit its numbers."""
+    import torch
+
+    from attnalign.alignments import read_alignments
+    from attnalign.corpus import read_corpus
+    from attnalign.train import DevSet, TrainOptions, train
+
+    torch.set_num_threads(args.threads)
+    tmp = Path(args.data)
+    pairs = read_corpus(tmp / "train.en", tmp / "train.fr")
+    dev_pairs = read_corpus(tmp / "dev.en", tmp / "dev.fr")
+    gold, _ = read_alignments(shared("enfr-hansards", "trial.gold.naacl"),
+                              src_lengths=[len(s) for s, _ in dev_pairs],
+                              tgt_lengths=[len(t) for _, t in dev_pairs])
+    t = time.perf_counter()
+    res = train(pairs, tmp / f"model_{args.worker}",
+                TrainOptions(model_type=args.worker, max_steps=args.steps, epochs=1000,
+                             batch_tokens=args.batch_tokens, threads=args.threads, device="cpu"),
+                dev=DevSet(dev_pairs, gold), overwrite=True)["directions"]["forward"]
+    emit({"system": f"attnalign {args.worker}", "tokens_per_s": res["tokens_per_s"],
+          "pairs_per_s": res["pairs_per_s"], "peak_mb": round(peak_rss_mb()), "dev_aer": res["dev_aer"],
+          "seconds": round(time.perf_counter() - t, 1)})
+
+
+JOEY_CONFIG = """\
+name: "bench"
+joeynmt_version: "2.3.0"
+data:
+    train: "{tmp}/train"
+    dev: "{tmp}/dev"
+    dataset_type: "plain"
+    src: {{lang: "en", level: "word", lowercase: False, max_length: 1000, voc_min_freq: 1}}
+    trg: {{lang: "fr", level: "word", lowercase: False, max_length: 1000, voc_min_freq: 1}}
+testing:
+    beam_size: 1
+    eval_metrics: ["bleu"]
+training:
+    random_seed: 1
+    optimizer: "adam"
+    learning_rate: 0.001
+    scheduling: "warmupinversesquareroot"
+    learning_rate_warmup: 200
+    clip_grad_norm: 1.0
+    label_smoothing: 0.1
+    batch_size: {batch_tokens}
+    batch_type: "token"
+    normalization: "tokens"
+    epochs: 1000
+    updates: {steps}
+    validation_freq: 1000000
+    logging_freq: 10
+    model_dir: "{tmp}/joey_model"
+    overwrite: True
+    shuffle: True
+    use_cuda: False
+    keep_best_ckpts: 1
+model:
+    encoder:
+        type: "recurrent"
+        rnn_type: "gru"
+        embeddings: {{embedding_dim: 256}}
+        hidden_size: 256
+        bidirectional: True
+        dropout: 0.2
+        num_layers: 1
+    decoder:
+        type: "recurrent"
+        rnn_type: "gru"
+        embeddings: {{embedding_dim: 256}}
+        hidden_size: 256
+        dropout: 0.2
+        hidden_dropout: 0.2
+        num_layers: 1
+        input_feeding: True
+        init_hidden: "bridge"
+        attention: "luong"
+"""
+
+JOEY_RUNNER = """\
+import resource, runpy, sys, time, torch
+torch.set_num_threads({threads})
+sys.argv = ["joeynmt", "train", "{cfg}"]
+t = time.perf_counter()
+try:
+    runpy.run_module("joeynmt", run_name="__main__")
+finally:
+    print("JOEY_DONE", time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def run_joey(python: str, tmp: Path, args) -> dict | None:
+    cfg = tmp / "joey.yaml"
+    cfg.write_text(JOEY_CONFIG.format(tmp=tmp, steps=args.steps, batch_tokens=args.batch_tokens))
+    code = JOEY_RUNNER.format(threads=args.threads, cfg=cfg)
+    p = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    log = p.stdout + p.stderr
+    rates = [float(x) for x in re.findall(r"Tokens per Sec:\s*([\d.]+)", log)]
+    done = re.search(r"JOEY_DONE ([\d.]+) ([\d.]+)", log)
+    if not rates or not done:
+        print(f"JoeyNMT run failed (exit {p.returncode}); last output:\n{log[-3000:]}", file=sys.stderr)
+        return None
+    steady = rates[1:] or rates  # the first logging window includes start-up
+    return {"system": "JoeyNMT 2.3.0 rnn", "tokens_per_s": round(sum(steady) / len(steady)),
+            "pairs_per_s": None, "peak_mb": round(float(done.group(2))), "dev_aer": None,
+            "seconds": round(float(done.group(1)), 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch-tokens", type=int, default=1000)
+    ap.add_argument("--joeynmt-python", help="a Python interpreter that has joeynmt 2.3.0")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--data", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        prepare(tmp)
+        rows = []
+        for kind in ("rnn", "transformer"):
+            p = subprocess.run([sys.executable, __file__, "--worker", kind, "--data", str(tmp),
+                                "--steps", str(args.steps), "--threads", str(args.threads),
+                                "--batch-tokens", str(args.batch_tokens)], capture_output=True, text=True)
+            if p.returncode:
+                sys.exit(f"attnalign {kind} failed:\n{p.stderr[-3000:]}")
+            rows.append(parse_result(p.stdout))
+        if args.joeynmt_python:
+            joey = run_joey(args.joeynmt_python, tmp, args)
+            if joey:
+                rows.append(joey)
+        else:
+            print("JoeyNMT skipped: pass --joeynmt-python (a Python with joeynmt 2.3.0)", file=sys.stderr)
+    print(f"\nEnglish-French Hansards train10k (lower-cased), {args.steps} updates, "
+          f"{args.batch_tokens}-token batches, {args.threads} CPU threads")
+    print(f"{'system':<22}{'tgt tok/s':>10}{'pairs/s':>9}{'peak MiB':>10}{'trial AER':>11}{'time s':>8}")
+    for r in rows:
+        aer = "-" if r["dev_aer"] is None else f"{100 * r['dev_aer']:.1f}"
+        pps = "-" if r["pairs_per_s"] is None else f"{r['pairs_per_s']:.0f}"
+        print(f"{r['system']:<22}{r['tokens_per_s']:>10}{pps:>9}{r['peak_mb']:>10}{aer:>11}{r['seconds']:>8}")
+    joey = next((r for r in rows if r["system"].startswith("JoeyNMT")), None)
+    if joey:
+        ratio = rows[0]["tokens_per_s"] / joey["tokens_per_s"]
+        print(f"\nattnalign rnn / JoeyNMT rnn training throughput: {ratio:.2f}x")
+    print(textwrap.dedent("""
+        tokens/s counts target tokens incl. EOS over the update steps (JoeyNMT: mean of its logged
+        'Tokens per Sec' after the first window); trial AER: argmax attention on the 37 trial pairs."""))
+
+
+if __name__ == "__main__":
+    main()
