@@ -436,9 +436,15 @@ def _align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, de
     from .train import resolve_device
 
     return AlignOptions(
-        decoder=decoder.value, threshold=threshold, sym=sym.value, layer=_layer_head(layer, "layer"),
-        head=_layer_head(head, "head"), shift=shift, batch_tokens=batch_tokens,
-        device=str(resolve_device(device)), max_length=max_length,
+        decoder=decoder.value,
+        threshold=threshold,
+        sym=sym.value,
+        layer=_layer_head(layer, "layer"),
+        head=_layer_head(head, "head"),
+        shift=shift,
+        batch_tokens=batch_tokens,
+        device=str(resolve_device(device)),
+        max_length=max_length,
     )
 
 
@@ -500,8 +506,13 @@ def align_corpus(
         torch.set_num_threads(threads)
     options = _align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length)
     gold_options = GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding)
-    columns = (TextColumn("aligning"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[rate]} pairs/s"), TimeRemainingColumn())
+    columns = (
+        TextColumn("aligning"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]} pairs/s"),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=err(), disable=quiet) as bar:
         task = bar.add_task("align", total=None, rate="-")
         start = time.perf_counter()
@@ -512,9 +523,20 @@ def align_corpus(
                 bar.update(task, completed=done, total=total, rate=f"{rate:,.0f}")
 
         summary = align_corpus_files(
-            model, src=src, tgt=tgt, corpus=corpus, output=output, options=options, scores=scores,
-            json_lines=json_lines, save_attention=save_attention, gold=gold, gold_options=gold_options,
-            lowercase=lowercase, encoding=encoding, progress=progress,
+            model,
+            src=src,
+            tgt=tgt,
+            corpus=corpus,
+            output=output,
+            options=options,
+            scores=scores,
+            json_lines=json_lines,
+            save_attention=save_attention,
+            gold=gold,
+            gold_options=gold_options,
+            lowercase=lowercase,
+            encoding=encoding,
+            progress=progress,
         )
     e = err()
     e.print(
@@ -575,6 +597,153 @@ def align_sentence(
     if pair.eos is not None and len(pair.eos):
         mass = 100 * float(pair.eos.mean())
         err().print(f"attention mass on EOS: {mass:.1f}% per target word", highlight=False)
+
+
+plot_app = typer.Typer(help="Draw attention heatmaps with their alignments.", no_args_is_help=True)
+app.add_typer(plot_app, name="plot")
+
+
+@plot_app.command("sentence")
+@handle_errors
+def plot_sentence(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Image file: .png, .svg or .pdf.")
+    ] = None,
+    model: Annotated[Path | None, typer.Option("--model", help="Model directory.")] = None,
+    src: Annotated[
+        str | None, typer.Option("--src", help="Source sentence; with --index: the source file.")
+    ] = None,
+    tgt: Annotated[
+        str | None, typer.Option("--tgt", help="Target sentence; with --index: the target file.")
+    ] = None,
+    corpus: CorpusOpt = None,
+    index: Annotated[
+        int | None, typer.Option("--index", help="0-based pair index into --corpus/--src/--tgt files.")
+    ] = None,
+    attention: Annotated[
+        Path | None, typer.Option("--attention", help="Saved attention file (align corpus --save-attention).")
+    ] = None,
+    gold: Annotated[Path | None, typer.Option("--gold", help="Gold alignment (with --index).")] = None,
+    gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_one_based: GoldBaseOpt = None,
+    reverse_gold: ReverseGoldOpt = False,
+    decoder: DecoderOpt = Decoder.argmax,
+    sym: SymOpt = Sym.auto,
+    threshold: ThresholdOpt = 0.5,
+    layer: Annotated[
+        str | None, typer.Option("--layer", help="Transformer layer: index, mean or all (a grid).")
+    ] = None,
+    head: Annotated[
+        str, typer.Option("--head", help="Transformer head: index, mean or all (a grid).")
+    ] = "mean",
+    shift: ShiftOpt = 0,
+    compare: Annotated[
+        bool, typer.Option("--compare", help="Decoders (or both directions) side by side.")
+    ] = False,
+    eos: Annotated[
+        bool, typer.Option("--eos", help="Show the attention on the source EOS as a column.")
+    ] = False,
+    terminal: Annotated[bool, typer.Option("--terminal", help="Draw the matrix in the terminal.")] = False,
+    lowercase: Annotated[
+        bool | None,
+        typer.Option(
+            "--lowercase/--no-lowercase", help="[default: as the model was trained]", show_default=False
+        ),
+    ] = None,
+    device: DeviceOpt = "auto",
+    encoding: EncodingOpt = "utf-8",
+) -> None:
+    """Draw one pair's attention heatmap with its links (and the gold's, if given).
+
+    Example: attnalign plot sentence --model runs/sample --src "the red car ." --tgt "la voiture rouge ."
+    -o pair.png
+    """
+    from .alignments import read_alignments
+    from .corpus import open_corpus, tokenize
+    from .fileio import check_writable
+    from .plot import figure_for, save_figure, settings_text, terminal_view
+    from .views import model_panels, saved_panels
+
+    if output is None and not terminal:
+        raise AttnAlignError("give --output FILE (.png, .svg, .pdf) or --terminal")
+    if output is not None:
+        check_writable(output, "image file")
+        if output.suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise AttnAlignError(f"unknown image type {output.suffix!r}", hint="use .png, .svg or .pdf")
+    grid_layers, grid_heads = layer == "all", head == "all"
+    options = _align_options(
+        decoder,
+        sym,
+        threshold,
+        None if grid_layers else layer,
+        "mean" if grid_heads else head,
+        shift,
+        4000,
+        device,
+        10**6,
+    )
+    gold_pair = None
+    if gold is not None:
+        if index is None:
+            raise AttnAlignError("--gold needs --index (which gold sentence to draw)")
+        golds, _ = read_alignments(
+            gold, fmt=gold_format.value, one_based=gold_one_based, reverse=reverse_gold, encoding=encoding
+        )
+        if index >= len(golds):
+            raise AttnAlignError(f"the gold has {len(golds)} sentences; --index {index} is past its end")
+        gold_pair = golds[index]
+    if attention is not None:
+        if index is None:
+            raise AttnAlignError("--attention needs --index (which pair to draw)")
+        panels = saved_panels(attention, index, options, gold=gold_pair, compare=compare, show_eos=eos)
+    else:
+        if model is None:
+            raise AttnAlignError("give --model DIR (or --attention FILE)")
+        from .checkpoint import read_model_config
+
+        lower = bool(read_model_config(model).get("lowercase")) if lowercase is None else lowercase
+        if index is not None:
+            pairs = open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lower)
+            if index < 0 or index >= len(pairs):
+                raise AttnAlignError(f"--index {index} is out of range: the corpus has {len(pairs)} pairs")
+            s, t = next(p for k, p in enumerate(pairs) if k == index)
+        else:
+            if src is None or tgt is None:
+                raise AttnAlignError('give the pair as --src "..." --tgt "..." (or --index N with files)')
+            s, t = tokenize(src, lower), tokenize(tgt, lower)
+        panels = model_panels(
+            model,
+            s,
+            t,
+            options,
+            gold=gold_pair,
+            compare=compare,
+            all_layers=grid_layers,
+            all_heads=grid_heads,
+            show_eos=eos,
+        )
+    if terminal:
+        for p in panels:
+            out().print(terminal_view(p))
+    if output is not None:
+        grid = grid_layers or grid_heads
+        cols = (
+            (len(panels) if not grid_layers else max(1, len(panels) // max(1, _n_layers(panels))))
+            if grid
+            else None
+        )
+        fig = figure_for(
+            panels,
+            cols=cols if grid else (2 if len(panels) == 4 else None),
+            compact=grid,
+            suptitle=settings_text(panels[0].settings) if len(panels) > 1 else "",
+        )
+        save_figure(fig, output)
+        err().print(f"figure written to {output}", highlight=False)
+
+
+def _n_layers(panels) -> int:
+    return len({p.title.split(" head ")[0] for p in panels})
 
 
 def _describe(d: dict) -> str:

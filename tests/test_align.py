@@ -11,34 +11,15 @@ from typer.testing import CliRunner
 
 from attnalign.align import Aligner, AlignOptions, decode_pair
 from attnalign.attnfile import read_attention, saved_indices
+from attnalign.cli import app
 from attnalign.corpus import read_corpus
 from attnalign.errors import AttnAlignError, AttnAlignWarning
-from attnalign.train import TrainOptions, train
 
 runner = CliRunner()
 
 
 def invoke(*args):
-    return runner.invoke(app_(), [str(a) for a in args])
-
-
-def app_():
-    from attnalign.cli import app
-
-    return app
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    """Tiny bidirectional RNN and Transformer models trained on 400 sample pairs (seconds)."""
-    root = tmp_path_factory.mktemp("models")
-    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:300]
-    train(pairs, root / "rnn", TrainOptions(model_config={"hidden": 32, "emb_dim": 16}, epochs=1,
-                                            batch_tokens=400, direction="both"))
-    train(pairs, root / "tf", TrainOptions(model_type="transformer", epochs=1, batch_tokens=400,
-                                           model_config={"d_model": 32, "heads": 2, "ff_dim": 64,
-                                                         "enc_layers": 2, "dec_layers": 2}))
-    return root
+    return runner.invoke(app, [str(a) for a in args])
 
 
 @pytest.fixture

@@ -1,0 +1,22 @@
+"""Session fixtures: tiny models trained once for the align, plot and report tests."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import SAMPLE
+
+from attnalign.corpus import read_corpus
+from attnalign.train import TrainOptions, train
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory):
+    """Tiny bidirectional RNN and Transformer models trained on 300 sample pairs (seconds)."""
+    root = tmp_path_factory.mktemp("models")
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:300]
+    train(pairs, root / "rnn", TrainOptions(model_config={"hidden": 32, "emb_dim": 16}, epochs=1,
+                                            batch_tokens=400, direction="both"))
+    train(pairs, root / "tf", TrainOptions(model_type="transformer", epochs=1, batch_tokens=400,
+                                           model_config={"d_model": 32, "heads": 2, "ff_dim": 64,
+                                                         "enc_layers": 2, "dec_layers": 2}))
+    return root

@@ -1,0 +1,128 @@
+"""`attnalign plot sentence`: real image files with the expected content, labels, overlays, errors."""
+
+from __future__ import annotations
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+from helpers import SAMPLE
+from test_align import invoke
+
+from attnalign.alignments import Alignment
+from attnalign.plot import Panel, figure_for, terminal_view
+
+SRC = ["the", "red", "car", "."]
+TGT = ["la", "voiture", "rouge", "."]
+
+
+def diag_panel(**kw):
+    m = np.full((4, 4), 0.02)
+    for j, i in enumerate([0, 2, 1, 3]):
+        m[j, i] = 0.94
+    return Panel(m, SRC, TGT, [(0, 0), (2, 1), (1, 2), (3, 3)], **kw)
+
+
+def test_figure_labels_match_the_tokens():
+    fig = figure_for([diag_panel()])
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == SRC
+    assert [t.get_text() for t in ax.get_yticklabels()] == TGT
+    im = ax.images[0]
+    assert im.get_clim() == (0.0, 1.0)  # a fixed 0-1 colour scale
+
+
+def test_overlays_tell_hits_misses_and_false_positives_apart():
+    gold = Alignment(frozenset({(0, 0), (2, 1), (1, 2)}), frozenset({(3, 3)}))
+    p = diag_panel(gold=gold)
+    p.links = [(0, 0), (2, 1), (3, 2)]  # two hits, one false positive; gold 1-2 missed
+    ax = figure_for([p]).axes[0]
+    markers = {line.get_marker(): len(line.get_xdata()) for line in ax.lines}
+    assert markers == {"o": 2, "x": 1}
+    styles = sorted(patch.get_linestyle() for patch in ax.patches)
+    assert styles == ["-", "-", "-", "--"]  # three sure squares, one possible (dashed)
+    assert "AER" in ax.get_title()
+
+
+def png_pixels(path):
+    img = mpimg.imread(path)
+    assert img.ndim == 3 and img.shape[0] > 200 and img.shape[1] > 200
+    return img
+
+
+def test_cli_png_from_strings_has_a_heatmap(models, tmp_path):
+    out = tmp_path / "pair.png"
+    r = invoke("plot", "sentence", "--model", models / "rnn", "--src", "the red car .", "--tgt",
+               "la voiture rouge .", "-o", out, "--sym", "none")
+    assert r.exit_code == 0, r.stderr
+    img = png_pixels(out)
+    rgb = img[..., :3]
+    assert rgb.std() > 0.05  # not blank
+    blue = (rgb[..., 2] > rgb[..., 0] + 0.3).mean()  # attention cells are shades of blue
+    assert blue > 0.01
+
+
+@pytest.mark.parametrize(("ext", "magic"), [(".svg", b"<svg"), (".pdf", b"%PDF")])
+def test_cli_other_formats(models, tmp_path, ext, magic):
+    out = tmp_path / f"pair{ext}"
+    r = invoke("plot", "sentence", "--model", models / "rnn", "--src", "the car", "--tgt", "la voiture",
+               "-o", out)
+    assert r.exit_code == 0, r.stderr
+    assert magic in out.read_bytes()[:400]
+
+
+def test_cli_index_gold_compare_and_terminal(models, tmp_path):
+    out = tmp_path / "cmp.png"
+    r = invoke("plot", "sentence", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt",
+               SAMPLE / "test.fr", "--index", 4, "--gold", SAMPLE / "test.gold.pharaoh", "--compare",
+               "-o", out, "--terminal")
+    assert r.exit_code == 0, r.stderr
+    png_pixels(out)
+    words = (SAMPLE / "test.fr").read_text().splitlines()[4].split()
+    assert all(w in r.stdout for w in words[:3]) and "AER" in r.stdout
+
+
+def test_cli_saved_attention(models, tmp_path):
+    att = tmp_path / "a.npz"
+    r = invoke("align", "corpus", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt",
+               SAMPLE / "test.fr", "--save-attention", att, "--quiet")
+    assert r.exit_code == 0
+    r = invoke("plot", "sentence", "--attention", att, "--index", 2, "-o", tmp_path / "s.png",
+               "--gold", SAMPLE / "test.gold.pharaoh", "--eos")
+    assert r.exit_code == 0, r.stderr
+    png_pixels(tmp_path / "s.png")
+
+
+def test_cli_transformer_grid(models, tmp_path):
+    out = tmp_path / "grid.png"
+    r = invoke("plot", "sentence", "--model", models / "tf", "--src", "the red car .", "--tgt",
+               "la voiture rouge .", "--layer", "all", "--head", "all", "-o", out)
+    assert r.exit_code == 0, r.stderr
+    png_pixels(out)
+
+
+def test_terminal_view_marks_links():
+    from rich.console import Console
+
+    console = Console(record=True, width=120)
+    console.print(terminal_view(diag_panel()))
+    text = console.export_text()
+    assert text.count("●") == 4 and "voiture" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--src", "a", "--tgt", "b"], "--output FILE"),
+        (["--src", "a", "--tgt", "b", "-o", "x.gif"], "unknown image type"),
+        (["--src", "a", "--tgt", "b", "-o", "x.png", "--gold", "g"], "--gold needs --index"),
+        (["--src", "a", "-o", "x.png"], "give the pair"),
+        (["--index", "9999", "-o", "x.png"], "out of range"),
+        (["--src", "a", "--tgt", "b", "-o", "x.png", "--layer", "all"], "need a Transformer"),
+    ],
+)
+def test_cli_errors(models, tmp_path, args, message):
+    args = [tmp_path / a if a.startswith("x.") else a for a in args]
+    if "--index" in args:
+        args += ["--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr"]
+    r = invoke("plot", "sentence", "--model", models / "rnn", *args)
+    assert r.exit_code == 1 and message in r.stderr, r.stderr
