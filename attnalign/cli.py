@@ -742,6 +742,74 @@ def plot_sentence(
         err().print(f"figure written to {output}", highlight=False)
 
 
+@app.command()
+@handle_errors
+def report(
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Report directory (index.html + CSV + PNG).")
+    ],
+    gold: Annotated[Path, typer.Option("--gold", help="Gold alignment of the corpus's first sentences.")],
+    model: Annotated[Path | None, typer.Option("--model", help="Model directory.")] = None,
+    src: SrcOpt = None,
+    tgt: TgtOpt = None,
+    corpus: CorpusOpt = None,
+    attention: Annotated[
+        Path | None, typer.Option("--attention", help="A saved attention file instead of a model.")
+    ] = None,
+    gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_one_based: GoldBaseOpt = None,
+    reverse_gold: ReverseGoldOpt = False,
+    gallery: Annotated[int, typer.Option("--gallery", help="Worst and best sentences to draw.")] = 4,
+    lowercase: Annotated[
+        bool | None,
+        typer.Option(
+            "--lowercase/--no-lowercase", help="[default: as the model was trained]", show_default=False
+        ),
+    ] = None,
+    device: DeviceOpt = "auto",
+    encoding: EncodingOpt = "utf-8",
+) -> None:
+    """Write an HTML report (scores of every configuration, plots, error tables, a gallery).
+
+    Example: attnalign report --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
+    --gold sample_data/test.gold.pharaoh -o report/
+    """
+    from .alignments import read_alignments
+    from .report import build_report
+    from .train import resolve_device
+
+    if output.exists() and not output.is_dir():
+        raise AttnAlignError("the report output must be a directory", path=output)
+    golds, _ = read_alignments(
+        gold, fmt=gold_format.value, one_based=gold_one_based, reverse=reverse_gold, encoding=encoding
+    )
+    pairs = None
+    if attention is None:
+        if model is None:
+            raise AttnAlignError("give --model DIR with a corpus, or --attention FILE")
+        from .checkpoint import read_model_config
+        from .corpus import open_corpus
+
+        lower = bool(read_model_config(model).get("lowercase")) if lowercase is None else lowercase
+        it = iter(open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lower))
+        pairs = [p for _, p in zip(range(len(golds)), it, strict=False)]
+    summary = build_report(
+        output,
+        golds,
+        model=model,
+        pairs=pairs,
+        attention=attention,
+        device=str(resolve_device(device)),
+        gallery=gallery,
+    )
+    out().print(
+        f"best: {summary['best']}: AER {100 * summary['aer']:.2f}, P {100 * summary['precision']:.2f}, "
+        f"R {100 * summary['recall']:.2f} ({summary['configurations']} configurations)",
+        highlight=False,
+    )
+    err().print(f"report written to {summary['index']}", highlight=False)
+
+
 def _n_layers(panels) -> int:
     return len({p.title.split(" head ")[0] for p in panels})
 

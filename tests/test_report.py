@@ -1,0 +1,70 @@
+"""`attnalign report`: a self-contained directory whose links resolve and whose tables add up."""
+
+from __future__ import annotations
+
+import re
+
+import matplotlib.image as mpimg
+import pandas as pd
+from helpers import SAMPLE
+from test_align import invoke
+
+
+def check_report(out):
+    page = (out / "index.html").read_text()
+    refs = set(re.findall(r'(?:href|src)="([^"]+)"', page))
+    assert refs and all((out / r).is_file() for r in refs), [r for r in refs if not (out / r).is_file()]
+    assert not any(r.startswith(("http:", "https:", "/")) for r in refs)  # no network, no absolute paths
+    for r in refs:
+        if r.endswith(".png"):
+            img = mpimg.imread(out / r)
+            assert img.shape[0] > 100 and img[..., :3].std() > 0.02
+    scores = pd.read_csv(out / "scores.csv")
+    assert scores.best.sum() == 1
+    best = scores[scores.best].iloc[0]
+    assert best.aer == scores.aer.min()
+    per = pd.read_csv(out / "per_sentence.csv")
+    by_len = pd.read_csv(out / "by_length.csv")
+    for col in ("links", "sure", "possible", "hits_sure", "hits_possible"):
+        assert per[col].sum() == best[col] == by_len[col].sum(), col
+    assert by_len.sentences.sum() == len(per) == best.sentences
+    wrong = pd.read_csv(out / "wrong_pairs.csv")
+    assert wrong["count"].is_monotonic_decreasing
+    assert wrong["count"].sum() <= best.links - best.hits_possible  # wrong links, the top ones
+    return page, scores
+
+
+def test_report_from_a_bidirectional_rnn(models, tmp_path):
+    out = tmp_path / "rep"
+    r = invoke("report", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+               "--gold", SAMPLE / "test.gold.pharaoh", "-o", out, "--gallery", "2")
+    assert r.exit_code == 0, r.stderr
+    page, scores = check_report(out)
+    assert {"grow-diag-final-and", "soft", "intersection"} <= set(scores.sym)
+    assert set(scores["shift"]) == {0, 1}
+    assert "worst_2.png" in page and "best_1.png" in page and "best:" in r.stdout
+
+
+def test_report_from_a_transformer_has_layers(models, tmp_path):
+    out = tmp_path / "rep"
+    r = invoke("report", "--model", models / "tf", "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+               "--gold", SAMPLE / "test.gold.naacl", "-o", out, "--gallery", "1")
+    assert r.exit_code == 0, r.stderr
+    page, scores = check_report(out)
+    assert "aer_by_layer.png" in page
+    assert {"0", "1", "mean"} <= set(scores.layer.astype(str))
+
+
+def test_report_from_saved_attention(models, tmp_path):
+    att = tmp_path / "a.npz"
+    r = invoke("align", "corpus", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt",
+               SAMPLE / "test.fr", "--save-attention", att, "--quiet", "-o", tmp_path / "o")
+    assert r.exit_code == 0
+    r = invoke("report", "--attention", att, "--gold", SAMPLE / "test.gold.pharaoh", "-o", tmp_path / "rep")
+    assert r.exit_code == 0, r.stderr
+    check_report(tmp_path / "rep")
+
+
+def test_report_errors(models, tmp_path):
+    r = invoke("report", "--gold", SAMPLE / "test.gold.pharaoh", "-o", tmp_path / "rep")
+    assert r.exit_code == 1 and "--model" in r.stderr
