@@ -287,6 +287,15 @@ def train(
     gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False,
+    guide: Annotated[
+        str | None,
+        typer.Option(
+            "--guide",
+            help="Guided alignment: 'auto' (the built-in IBM2-diagonal aligner, both directions, "
+            "grow-diag-final-and) or a Pharaoh file of links for the training corpus.",
+        ),
+    ] = None,
+    guide_weight: Annotated[float, typer.Option("--guide-weight", help="Weight of the guide loss.")] = 1.0,
     subword: Annotated[
         int | None,
         typer.Option("--subword", help="Sentencepiece vocabulary size per side (default: whole words)."),
@@ -360,10 +369,32 @@ def train(
         lowercase=lowercase,
         direction=direction.value,
         save_every=save_every,
+        subword=subword,
+        subword_type=subword_type,
+        guide=guide,
+        guide_weight=guide_weight,
     )
+    guide_links = None
+    if guide not in (None, "auto"):
+        from .alignments import read_alignments
+
+        lengths = [len(s) for s, _ in pairs], [len(t) for _, t in pairs]
+        guide_links = [
+            sorted(a.links)
+            for a in read_alignments(
+                guide, fmt="pharaoh", src_lengths=lengths[0], tgt_lengths=lengths[1], encoding=encoding
+            )[0]
+        ]
     reporter = None if quiet else RichTrainReporter(err())
     summary = train_model(
-        pairs, model, options, dev=dev, overwrite=overwrite, resume=resume, reporter=reporter
+        pairs,
+        model,
+        options,
+        dev=dev,
+        guide=guide_links,
+        overwrite=overwrite,
+        resume=resume,
+        reporter=reporter,
     )
     from rich.table import Table
 

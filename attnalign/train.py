@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from . import __version__
-from .alignments import Alignment
+from .alignments import Alignment, Link
 from .batching import bucket_batches, make_batch
 from .checkpoint import (
     DIRECTIONS,
@@ -37,7 +37,7 @@ from .checkpoint import (
 )
 from .decode import argmax_links
 from .errors import AttnAlignError, warn
-from .extract import AttentionSpec, corpus_attention
+from .extract import AttentionSpec, corpus_attention, reduce_attention
 from .fileio import atomic_open
 from .metrics import Counts, corpus_counts
 from .models import MODEL_TYPES, build_model
@@ -70,6 +70,8 @@ class TrainOptions:
     lowercase: bool = False
     direction: str = "forward"  # forward | reverse | both
     subword: int | None = None  # sentencepiece vocabulary size per side; None: words
+    guide: str | None = None  # guided alignment: "auto" (built-in statistical aligner) or a file
+    guide_weight: float = 1.0  # weight of the guided-alignment loss
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
 
@@ -208,11 +210,16 @@ def train(
     options: TrainOptions = TrainOptions(),
     *,
     dev: DevSet | None = None,
+    guide: Sequence[Sequence[Link]] | None = None,
     overwrite: bool = False,
     resume: bool = False,
     reporter: Reporter | None = None,
 ) -> dict:
     """Train the requested direction(s) on ``pairs`` (token lists) into ``model_dir``.
+
+    ``guide``: alignment links (source first) for every pair, to supervise the attention (guided
+    alignment, Garg et al. 2019); with ``options.guide == "auto"`` and no ``guide``, the built-in
+    statistical aligner (:mod:`.statistical`) makes them.
 
     Returns a summary: for each direction its best step, dev loss and dev AER, and the elapsed time.
     """
@@ -228,7 +235,18 @@ def train(
         model_config = asdict(cfg_cls(**options.model_config))
     except TypeError as e:
         raise AttnAlignError(f"bad model option: {e}") from None
-    train_pairs = [(s, t) for s, t in pairs if s and t]
+    keep = [k for k, (s, t) in enumerate(pairs) if s and t]
+    train_pairs = [pairs[k] for k in keep]
+    if guide is None and options.guide == "auto":
+        from .statistical import align_statistical
+
+        guide = align_statistical(train_pairs)
+        keep = list(range(len(train_pairs)))
+    elif guide is not None:
+        if len(guide) != len(pairs):
+            raise AttnAlignError(f"the guide alignment has {len(guide)} lines for {len(pairs)} pairs",
+                                 hint="give one alignment line per training pair")
+        guide = [guide[k] for k in keep]
     if not train_pairs:
         raise AttnAlignError("the training corpus has no pair with both sides non-empty",
                              hint="check the --src/--tgt (or --corpus) files")
@@ -244,6 +262,9 @@ def train(
     summary: dict = {"model_dir": str(model_dir), "directions": {}}
     for direction in directions:
         data = train_pairs if direction == "forward" else _swap(train_pairs)
+        links = None
+        if guide is not None:
+            links = guide if direction == "forward" else [[(j, i) for i, j in g] for g in guide]
         d = None
         if dev is not None:
             d = dev if direction == "forward" else DevSet(
@@ -252,12 +273,48 @@ def train(
                                                          frozenset((j, i) for i, j in g.possible))
                                                for g in dev.gold])
         summary["directions"][direction] = _train_direction(
-            data, model_dir, direction, options, model_config, d, resume, device, reporter)
+            data, model_dir, direction, options, model_config, d, resume, device, reporter, links)
     return summary
 
 
+def guide_targets(batch, tok_links: Sequence[Sequence[tuple[int, int]]]) -> torch.Tensor:
+    """Target attention for guided training, [B, T+1, S+1]: row j (the step predicting target token j)
+    is uniform over the source tokens linked to token j; rows without links are all zero."""
+    B, T = batch.tgt_in.shape
+    g = torch.zeros(B, T, batch.src.size(1))
+    for k, links in enumerate(tok_links):
+        if links:
+            ii = torch.tensor([i for i, _ in links])
+            jj = torch.tensor([j for _, j in links])
+            g[k, jj, ii] = 1.0
+    return g / g.sum(-1, keepdim=True).clamp(min=1.0)
+
+
+def guide_loss(att: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of attention rows [B, T, S] against guide rows, averaged over guided rows."""
+    rows = target.sum(-1) > 0
+    if not rows.any():
+        return att.new_zeros(())
+    ce = -(target * torch.log(att.clamp(min=1e-9))).sum(-1)
+    return ce[rows].mean()
+
+
+def _token_links(lm: LoadedModel, pairs: Pairs, links: Sequence[Sequence[Link]]
+                 ) -> list[list[tuple[int, int]]]:
+    """Word links -> model-token links (every piece of the source word x every piece of the target)."""
+    ss, ts = lm.src_seg or Segmenter(), lm.tgt_seg or Segmenter()
+    out = []
+    for (s, t), lk in zip(pairs, links, strict=True):
+        si, ti = ss.segment(s)[1], ts.segment(t)[1]
+        s_of = {w: [k for k, x in enumerate(si) if x == w] for w in {i for i, _ in lk}}
+        t_of = {w: [k for k, x in enumerate(ti) if x == w] for w in {j for _, j in lk}}
+        out.append([(a, b) for i, j in lk if i < len(s) and j < len(t) for a in s_of[i] for b in t_of[j]])
+    return out
+
+
 def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, model_config: dict,
-                     dev: DevSet | None, resume: bool, device: torch.device, reporter: Reporter) -> dict:
+                     dev: DevSet | None, resume: bool, device: torch.device, reporter: Reporter,
+                     links: Sequence[Sequence[Link]] | None = None) -> dict:
     last_path = model_dir / f"{direction}.last.pt"
     best_path = model_dir / f"{direction}.pt"
     state = None
@@ -281,6 +338,7 @@ def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, mo
     base_lr = o.lr or (1e-3 if o.model_type == "rnn" else 5e-4)
     opt = torch.optim.Adam(model.parameters(), lr=base_lr, betas=(0.9, 0.98))
     src_ids, tgt_ids = _encode(lm, pairs)
+    tok_links = _token_links(lm, pairs, links) if links is not None else None
     lengths = [(len(s), len(t)) for s, t in zip(src_ids, tgt_ids, strict=True)]
     per_epoch = len(bucket_batches(lengths, o.batch_tokens))
     total = per_epoch * o.epochs if o.max_steps is None else min(o.max_steps, per_epoch * o.epochs)
@@ -324,15 +382,20 @@ def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, mo
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, total, base_lr, min(o.warmup, total // 10))
             try:
-                logits, _ = model(b.src, b.src_mask, b.tgt_in)
+                logits, att = model(b.src, b.src_mask, b.tgt_in)
                 loss, n = _loss(logits, b.tgt_out, o.label_smoothing)
-                if not torch.isfinite(loss):
+                objective = loss / n
+                if tok_links is not None:
+                    target = guide_targets(b, [tok_links[k] for k in group]).to(device)
+                    guided = guide_loss(reduce_attention(att, AttentionSpec()), target)
+                    objective = objective + o.guide_weight * guided
+                if not torch.isfinite(objective):
                     raise AttnAlignError(
-                        f"the training loss became {loss.item()} at step {step + 1} ({direction})",
+                        f"the training loss became {objective.item()} at step {step + 1} ({direction})",
                         hint=f"lower --lr (now {base_lr}) or raise --warmup; the last good checkpoint "
                              f"is kept in {model_dir}")
                 opt.zero_grad(set_to_none=True)
-                (loss / n).backward()
+                objective.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), o.clip)
                 opt.step()
             except torch.OutOfMemoryError:

@@ -209,3 +209,20 @@ def test_subword_model_aligns_words(tmp_path, sample_pairs):
     (m, eos), = corpus_attention(lm, words)
     assert m.shape == (4, 3)  # target words x source words, whatever the pieces
     assert abs((m.sum(1) + eos) - 1).max() < 1e-5
+
+
+def test_cli_train_subword_and_guide_options_reach_the_model(tmp_path):
+    runner = CliRunner()
+    src = write(tmp_path / "t.en", "".join(f"a{i % 7} b{i % 5} c\n" for i in range(40)))
+    tgt = write(tmp_path / "t.fr", "".join(f"x{i % 5} y{i % 7} z\n" for i in range(40)))
+    guide = write(tmp_path / "g.align", "0-1 1-0 2-2\n" * 40)
+    args = ["train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--hidden", "16", "--emb-dim", "8",
+            "--epochs", "1", "--quiet", "--subword", "30", "--guide", guide, "--guide-weight", "0.5"]
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == 0, r.stderr
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["train_options"]["subword"] == 30 and cfg["train_options"]["guide_weight"] == 0.5
+    assert load_model(tmp_path / "m").src_seg.is_subword
+    bad = write(tmp_path / "bad.align", "0-1 1-0 9-9\n" * 40)
+    r = runner.invoke(app, [str(a) for a in args[:-4]] + ["--guide", str(bad), "--overwrite"])
+    assert r.exit_code == 1 and "out of range" in r.stderr

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Alignment quality on the real gold sets in ../shared/data, beside the statistical aligners.
+
+For each pair, builds the corpus as the standard protocol does (lower-cased; the gold test sentences
+first, then the training pairs; the test side tokenized exactly as its gold; training sides tokenized
+to match), trains the configuration under test in both directions, extracts and decodes the test
+sentences with every symmetrization, scores them, and prints one table (also written as CSV and JSON
+to bench/results/).
+
+    python bench/quality.py --pair enfr --config default
+    python bench/quality.py --pair all --config default
+
+Only the trial/dev sets are used for selection (English-French: the 37 trial sentences choose the
+checkpoint); the test gold is for reporting only. Work files (corpora, models) go to bench/work/.
+A benchmark, not a test: it prints numbers and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+import unicodedata
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, shared  # noqa: E402
+
+from attnalign.align import Aligner, AlignOptions  # noqa: E402
+from attnalign.alignments import Alignment, read_alignments  # noqa: E402
+from attnalign.corpus import read_corpus, read_lines  # noqa: E402
+from attnalign.metrics import Counts, corpus_counts  # noqa: E402
+from attnalign.train import DevSet, TrainOptions, train  # noqa: E402
+
+WORK = ROOT / "bench" / "work"
+RESULTS = ROOT / "bench" / "results"
+
+# Peers, measured by the team on the same files with default settings (AER %, issue 6).
+PEERS = {
+    "enfr": {"fast_align": 15.3, "eflomal": 8.9},
+    "roen": {"fast_align": 37.7, "eflomal": 30.1},
+    "esen": {"fast_align": 36.2, "eflomal": 27.6},
+}
+
+# Configurations under test: training options (both directions always) and decoding variants.
+CONFIGS = {
+    "default": TrainOptions(direction="both", epochs=8, batch_tokens=1000, min_freq=1),
+    "rnn-small": TrainOptions(direction="both", epochs=8, batch_tokens=1000,
+                              model_config={"hidden": 128, "emb_dim": 128}),
+    "transformer": TrainOptions(model_type="transformer", direction="both", epochs=10, batch_tokens=2000),
+    "guided": TrainOptions(direction="both", epochs=4, batch_tokens=1000, guide="auto"),
+    "statistical": None,  # the built-in IBM2-diagonal aligner alone (the guide's teacher), no NMT
+}
+SYMS = ["none", "intersection", "grow-diag", "grow-diag-final", "grow-diag-final-and", "soft"]
+
+_PUNCT = re.compile(r"""([.,!?;:"()\[\]«»“”„%])""")
+
+
+def fold(text: str) -> str:
+    """Strip diacritics (the Romanian test set has none): ă â î ș ț -> a a i s t."""
+    return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+
+
+def tok(text: str, english: bool = False) -> str:
+    """Lower-case, split punctuation (and English 's) off words: the Romanian test set's style."""
+    text = _PUNCT.sub(r" \1 ", text.lower())
+    if english:
+        text = re.sub(r"(\w)'s\b", r"\1 's", text)
+    return " ".join(text.split())
+
+
+def two(a: Path, b: Path) -> list[tuple[str, str]]:
+    return list(zip(read_lines(a), read_lines(b), strict=True))
+
+
+def build(pair: str) -> dict:
+    """Write the protocol corpus for a pair; return paths and sizes."""
+    out = WORK / pair
+    out.mkdir(parents=True, exist_ok=True)
+    if pair == "enfr":
+        d = shared("enfr-hansards")
+        test = [(s.lower(), t.lower()) for s, t in two(d / "test.en", d / "test.fr")]
+        trial = [(s.lower(), t.lower()) for s, t in two(d / "trial.en", d / "trial.fr")]
+        rest = two(d / "train10k.en", d / "train10k.fr")
+        gold, dev_gold = d / "test.gold.naacl", d / "trial.gold.naacl"
+        body = test + trial + rest
+        dev = (len(test), len(trial))
+    elif pair == "roen":
+        d = shared("roen-wpt03")
+        test = []
+        for line in read_lines(d / "test.ro-en"):
+            ro, en = line.split("|||")
+            test.append((ro.lower(), en.lower()))
+        rest = []
+        for split in ("train", "dev"):
+            rest += [(tok(fold(ro)), tok(en, english=True))
+                     for ro, en in two(d / f"rosts.{split}.ro", d / f"rosts.{split}.en")]
+        gold, dev_gold, body, dev = d / "test.gold.talp", None, test + rest, None
+    elif pair == "esen":
+        d = shared("esen-europarl")
+        test = two(d / "dev.en", d / "dev.es")
+        rest = two(d / "train.en", d / "train.es")
+        gold, dev_gold, body, dev = d / "dev.gold.key", None, test + rest, None
+    else:
+        raise SystemExit(f"unknown pair {pair!r}")
+    (out / "corpus.src").write_text("".join(" ".join(s.split()) + "\n" for s, _ in body), encoding="utf-8")
+    (out / "corpus.tgt").write_text("".join(" ".join(t.split()) + "\n" for _, t in body), encoding="utf-8")
+    return {"dir": out, "n_test": len(test), "n": len(body), "gold": gold, "dev_gold": dev_gold, "dev": dev,
+            "gold_one_based": True if pair == "roen" else None}
+
+
+def run(pair: str, config: str, retrain: bool, threads: int) -> list[dict]:
+    import torch
+
+    torch.set_num_threads(threads)
+    info = build(pair)
+    pairs = read_corpus(info["dir"] / "corpus.src", info["dir"] / "corpus.tgt")
+    n_test = info["n_test"]
+    test_pairs = pairs[:n_test]
+    gold, _ = read_alignments(info["gold"], one_based=info["gold_one_based"],
+                              src_lengths=[len(s) for s, _ in test_pairs],
+                              tgt_lengths=[len(t) for _, t in test_pairs])
+    dev = None
+    if info["dev_gold"] is not None:
+        start, n = info["dev"]
+        dev_pairs = pairs[start:start + n]
+        dev_gold, _ = read_alignments(info["dev_gold"], src_lengths=[len(s) for s, _ in dev_pairs],
+                                      tgt_lengths=[len(t) for _, t in dev_pairs])
+        dev = DevSet(dev_pairs, dev_gold)
+    if CONFIGS[config] is None:
+        return run_statistical(pair, config, pairs, gold)
+    model_dir = info["dir"] / config
+    opts = replace(CONFIGS[config], threads=threads, device="cpu")
+    t0 = time.perf_counter()
+    if retrain or not (model_dir / "forward.pt").exists() or not (model_dir / "reverse.pt").exists():
+        train(pairs, model_dir, opts, dev=dev, overwrite=True)
+    train_s = time.perf_counter() - t0
+    rows = []
+    for shift in (0, 1):
+        for sym in SYMS:
+            t1 = time.perf_counter()
+            aligner = Aligner(model_dir, AlignOptions(sym=sym, shift=shift, device="cpu"))
+            hyps = [Alignment.from_links(p.links) for p in aligner.align_pairs(test_pairs)]
+            c = sum(corpus_counts(hyps, gold), Counts())
+            dev_aer = None
+            if dev is not None:
+                dh = [Alignment.from_links(p.links) for p in aligner.align_pairs(list(dev.pairs))]
+                dev_aer = sum(corpus_counts(dh, dev.gold), Counts()).aer
+            rows.append({"pair": pair, "config": config, "shift": shift, "sym": sym, "aer": c.aer,
+                         "precision": c.precision, "recall": c.recall, "f1": c.f1, "dev_aer": dev_aer,
+                         "train_s": round(train_s), "extract_s": round(time.perf_counter() - t1, 1),
+                         "train_pairs": len(pairs)})
+    return rows
+
+
+def run_statistical(pair: str, config: str, pairs, gold) -> list[dict]:
+    from attnalign.statistical import align_statistical
+
+    rows = []
+    for sym in SYMS[:-1]:
+        t = time.perf_counter()
+        links = align_statistical(pairs, sym=sym)
+        c = sum(corpus_counts([Alignment.from_links(x) for x in links[: len(gold)]], gold), Counts())
+        rows.append({"pair": pair, "config": config, "shift": 0, "sym": sym, "aer": c.aer,
+                     "precision": c.precision, "recall": c.recall, "f1": c.f1, "dev_aer": None,
+                     "train_s": round(time.perf_counter() - t), "extract_s": 0.0, "train_pairs": len(pairs)})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pair", default="all", help="enfr, roen, esen or all")
+    ap.add_argument("--config", default="default", choices=sorted(CONFIGS))
+    ap.add_argument("--retrain", action="store_true", help="train even if a model is in bench/work")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    pairs = ["enfr", "roen", "esen"] if args.pair == "all" else [args.pair]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for p in pairs:
+        rows += run(p, args.config, args.retrain, args.threads)
+    name = f"quality_{args.pair}_{args.config}"
+    (RESULTS / f"{name}.json").write_text(json.dumps(rows, indent=1))
+    import pandas as pd
+
+    pd.DataFrame(rows).to_csv(RESULTS / f"{name}.csv", index=False)
+    print(f"\n{'pair':<6}{'config':<14}{'shift':>6} {'sym':<21}{'AER':>7}{'P':>7}{'R':>7}{'F1':>7}"
+          f"{'dev AER':>9}{'train s':>9}{'extract s':>10}   peers (AER)")
+    for r in rows:
+        dev = "-" if r["dev_aer"] is None else f"{100 * r['dev_aer']:.1f}"
+        peers = ", ".join(f"{k} {v}" for k, v in PEERS[r["pair"]].items())
+        print(f"{r['pair']:<6}{r['config']:<14}{r['shift']:>6} {r['sym']:<21}{100 * r['aer']:>7.1f}"
+              f"{100 * r['precision']:>7.1f}{100 * r['recall']:>7.1f}{100 * r['f1']:>7.1f}{dev:>9}"
+              f"{r['train_s']:>9}{r['extract_s']:>10}   {peers}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The built-in IBM2-diagonal aligner and guided-alignment training."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from helpers import SAMPLE
+
+from attnalign.alignments import Alignment, read_alignments
+from attnalign.batching import make_batch
+from attnalign.corpus import read_corpus
+from attnalign.errors import AttnAlignError
+from attnalign.metrics import Counts, corpus_counts
+from attnalign.statistical import _digamma, align_statistical, train_posteriors, viterbi_links
+from attnalign.train import TrainOptions, guide_loss, guide_targets, train
+
+
+@pytest.mark.parametrize(("x", "value"), [(1.0, -0.5772156649), (0.5, -1.9635100260), (10.0, 2.2517525891)])
+def test_digamma(x, value):
+    assert _digamma(np.array([x]))[0] == pytest.approx(value, abs=1e-8)
+
+
+def test_em_finds_the_word_translations():
+    # 'a' always comes with 'x'; 'b' with 'y'; 'c' with 'z'. Orders differ so position alone can't tell.
+    pairs = [(["a", "b"], ["y", "x"]), (["a", "c"], ["x", "z"]), (["b", "c"], ["z", "y"]),
+             (["a"], ["x"])] * 3
+    post = train_posteriors(pairs, iterations=10, tension=0.0, alpha=0.0)
+    assert viterbi_links(post[0]) == [(0, 1), (1, 0)]  # a-x, b-y
+    assert viterbi_links(post[2]) == [(0, 1), (1, 0)]  # b-y, c-z
+    assert post[3].shape == (1, 2) and np.allclose(post[3].sum(1), 1)
+
+
+def test_empty_sides_and_null():
+    post = train_posteriors([([], ["x"]), (["a"], ["x"])])
+    assert post[0].shape == (1, 1) and viterbi_links(post[0]) == []
+    assert viterbi_links(np.array([[0.2, 0.8]])) == []  # NULL (last column) wins: no link
+
+
+def test_statistical_aligner_on_the_sample_data():
+    pairs = read_corpus(SAMPLE / "test.en", SAMPLE / "test.fr") + read_corpus(SAMPLE / "train.en",
+                                                                            SAMPLE / "train.fr")
+    gold, _ = read_alignments(SAMPLE / "test.gold.pharaoh")
+    links = align_statistical(pairs, sym="grow-diag-final-and")[:200]
+    aer = sum(corpus_counts([Alignment.from_links(x) for x in links], gold), Counts()).aer
+    assert aer < 0.15
+
+
+def test_guide_targets_and_loss_by_hand():
+    b = make_batch([0], [[5, 6]], [[7, 8]])  # 2 source words + EOS, 2 target words (+ EOS row)
+    g = guide_targets(b, [[(0, 0), (1, 0), (1, 1)]])
+    assert g.shape == (1, 3, 3)
+    assert g[0].tolist() == [[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]]
+    att = torch.tensor([[[0.5, 0.25, 0.25], [0.5, 0.5, 0.0], [0.1, 0.1, 0.8]]])
+    # row 0: -(0.5 log 0.5 + 0.5 log 0.25); row 1: -log 0.5; row 2 has no links
+    expected = (-(0.5 * math.log(0.5) + 0.5 * math.log(0.25)) - math.log(0.5)) / 2
+    assert guide_loss(att, g).item() == pytest.approx(expected)
+
+
+def test_guided_training_teaches_the_attention(tmp_path):
+    """With the gold as guide, six short epochs give a far better AER than without."""
+    import random
+
+    r = random.Random(0)
+    pairs, gold = [], []
+    for _ in range(600):
+        s = [f"w{r.randint(0, 19)}" for _ in range(r.randint(3, 7))]
+        pairs.append((s, s[::-1]))
+        gold.append([(len(s) - 1 - j, j) for j in range(len(s))])
+    from attnalign.train import DevSet
+
+    dev = DevSet(pairs[:50], [Alignment.from_links(g) for g in gold[:50]])
+    opts = TrainOptions(model_config={"hidden": 32, "emb_dim": 16, "dropout": 0.0}, epochs=6,
+                        batch_tokens=300, lr=3e-3, warmup=5)
+    plain = train(pairs, tmp_path / "plain", opts, dev=dev)["directions"]["forward"]["dev_aer"]
+    guided = train(pairs, tmp_path / "guided", TrainOptions(**{**opts.__dict__, "guide_weight": 1.0}),
+                   dev=dev, guide=gold)["directions"]["forward"]["dev_aer"]
+    assert guided < 0.1 < plain
+
+
+def test_guide_must_match_the_corpus(tmp_path):
+    with pytest.raises(AttnAlignError, match="2 lines for 1 pairs"):
+        train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1), guide=[[], []])
