@@ -216,8 +216,9 @@ def test_cli_train_subword_and_guide_options_reach_the_model(tmp_path):
     src = write(tmp_path / "t.en", "".join(f"a{i % 7} b{i % 5} c\n" for i in range(40)))
     tgt = write(tmp_path / "t.fr", "".join(f"x{i % 5} y{i % 7} z\n" for i in range(40)))
     guide = write(tmp_path / "g.align", "0-1 1-0 2-2\n" * 40)
-    args = ["train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--hidden", "16", "--emb-dim", "8",
-            "--epochs", "1", "--quiet", "--subword", "30", "--guide", guide, "--guide-weight", "0.5"]
+    args = ["train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--hidden", "16",
+            "--emb-dim", "8", "--epochs", "1", "--quiet", "--subword", "30", "--guide", guide,
+            "--guide-weight", "0.5"]
     r = runner.invoke(app, [str(a) for a in args])
     assert r.exit_code == 0, r.stderr
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
