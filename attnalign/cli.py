@@ -460,6 +460,19 @@ ShiftOpt = Annotated[
     int, typer.Option("--shift", help="1: read word t's attention where t is the decoder input (Shift-Att).")
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")]
+ModelLowercaseOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--lowercase/--no-lowercase", help="[default: as the model was trained]", show_default=False
+    ),
+]
+
+
+def _model_lowercase(model: Path, lowercase: bool | None) -> bool:
+    """The --lowercase choice, defaulting to the model's training setting."""
+    from .checkpoint import read_model_config
+
+    return bool(read_model_config(model).get("lowercase")) if lowercase is None else lowercase
 
 
 def _align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length):
@@ -506,12 +519,7 @@ def align_corpus(
     gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False,
-    lowercase: Annotated[
-        bool | None,
-        typer.Option(
-            "--lowercase/--no-lowercase", help="[default: as the model was trained]", show_default=False
-        ),
-    ] = None,
+    lowercase: ModelLowercaseOpt = None,
     batch_tokens: Annotated[int, typer.Option("--batch-tokens", help="Padded tokens per batch.")] = 4000,
     max_length: Annotated[
         int, typer.Option("--max-length", help="Longer pairs (model tokens) are skipped with a warning.")
@@ -675,12 +683,7 @@ def plot_sentence(
         bool, typer.Option("--eos", help="Show the attention on the source EOS as a column.")
     ] = False,
     terminal: Annotated[bool, typer.Option("--terminal", help="Draw the matrix in the terminal.")] = False,
-    lowercase: Annotated[
-        bool | None,
-        typer.Option(
-            "--lowercase/--no-lowercase", help="[default: as the model was trained]", show_default=False
-        ),
-    ] = None,
+    lowercase: ModelLowercaseOpt = None,
     device: DeviceOpt = "auto",
     encoding: EncodingOpt = "utf-8",
 ) -> None:
@@ -730,9 +733,7 @@ def plot_sentence(
     else:
         if model is None:
             raise AttnAlignError("give --model DIR (or --attention FILE)")
-        from .checkpoint import read_model_config
-
-        lower = bool(read_model_config(model).get("lowercase")) if lowercase is None else lowercase
+        lower = _model_lowercase(model, lowercase)
         if index is not None:
             pairs = open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lower)
             if index < 0 or index >= len(pairs):
@@ -791,12 +792,7 @@ def report(
     gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False,
     gallery: Annotated[int, typer.Option("--gallery", help="Worst and best sentences to draw.")] = 4,
-    lowercase: Annotated[
-        bool | None,
-        typer.Option(
-            "--lowercase/--no-lowercase", help="[default: as the model was trained]", show_default=False
-        ),
-    ] = None,
+    lowercase: ModelLowercaseOpt = None,
     device: DeviceOpt = "auto",
     encoding: EncodingOpt = "utf-8",
 ) -> None:
@@ -818,10 +814,9 @@ def report(
     if attention is None:
         if model is None:
             raise AttnAlignError("give --model DIR with a corpus, or --attention FILE")
-        from .checkpoint import read_model_config
         from .corpus import open_corpus
 
-        lower = bool(read_model_config(model).get("lowercase")) if lowercase is None else lowercase
+        lower = _model_lowercase(model, lowercase)
         it = iter(open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lower))
         pairs = [p for _, p in zip(range(len(golds)), it, strict=False)]
     summary = build_report(

@@ -2,8 +2,9 @@
 """Extraction throughput and memory of ``attnalign align corpus`` on the raw ISI Hansards corpus.
 
 For each default model (RNN, Transformer), trains a model briefly on the first 20,000 raw pairs (the
-weights do not change the cost of extraction), then aligns a prefix of the 310k-pair corpus with
-``align_corpus_files`` (the library behind the CLI: streaming, output written as it goes), on CPU
+weights do not change the cost of extraction; in a process of its own), then, in a fresh process,
+aligns a prefix of the 310k-pair corpus with ``align_corpus_files`` (the library behind the CLI:
+streaming, output written as it goes), on CPU
 with the given threads, and prints pairs/s and the peak resident memory after 10%, 50% and 100% of
 the pairs (flat memory: the three stay close).
 
@@ -39,10 +40,11 @@ def worker(args) -> None:
     d = shared("enfr-hansards")
     src, tgt = d / "isi310k.raw.en", d / "isi310k.raw.fr"
     model = tmp / f"model_{args.worker}"
-    if not model.exists():
+    if args.train_only:  # in its own process, so the alignment's peak memory is its own
         pairs = list(islice(open_corpus(src, tgt, lowercase=True), 20000))
         train(pairs, model, TrainOptions(model_type=args.worker, max_steps=args.train_steps, epochs=100,
                                          lowercase=True, device="cpu", max_vocab=30000))
+        return
     if args.pairs < 310661:
         for side, path in (("en", src), ("fr", tgt)):
             with open(path, "rb") as f, open(tmp / f"prefix.{side}", "wb") as g:
@@ -73,6 +75,7 @@ def main() -> None:
     ap.add_argument("--models", default="rnn,transformer")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--tmp", help=argparse.SUPPRESS)
+    ap.add_argument("--train-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args)
@@ -81,12 +84,13 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for kind in args.models.split(","):
-            p = subprocess.run([sys.executable, __file__, "--worker", kind, "--tmp", tmp,
-                                "--pairs", str(args.pairs), "--threads", str(args.threads),
-                                "--batch-tokens", str(args.batch_tokens),
-                                "--train-steps", str(args.train_steps)], capture_output=True, text=True)
-            if p.returncode:
-                sys.exit(f"{kind} failed:\n{p.stderr[-3000:]}")
+            cmd = [sys.executable, __file__, "--worker", kind, "--tmp", tmp, "--pairs", str(args.pairs),
+                   "--threads", str(args.threads), "--batch-tokens", str(args.batch_tokens),
+                   "--train-steps", str(args.train_steps)]
+            for extra in (["--train-only"], []):
+                p = subprocess.run(cmd + extra, capture_output=True, text=True)
+                if p.returncode:
+                    sys.exit(f"{kind} failed:\n{p.stderr[-3000:]}")
             rows.append(parse_result(p.stdout))
     print(f"\nalign corpus on the raw ISI Hansards ({args.pairs} pairs, lower-cased, whitespace tokens), "
           f"{args.threads} CPU threads, {args.batch_tokens}-token batches, forward argmax")
