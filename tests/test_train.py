@@ -227,3 +227,15 @@ def test_cli_train_subword_and_guide_options_reach_the_model(tmp_path):
     bad = write(tmp_path / "bad.align", "0-1 1-0 9-9\n" * 40)
     r = runner.invoke(app, [str(a) for a in args[:-4]] + ["--guide", str(bad), "--overwrite"])
     assert r.exit_code == 1 and "out of range" in r.stderr
+
+
+def test_out_of_memory_names_the_option_to_lower(tmp_path, sample_pairs, monkeypatch):
+    from attnalign.models.rnn import RNNModel
+
+    def oom(self, *a, **kw):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr(RNNModel, "forward", oom)
+    with pytest.raises(AttnAlignError, match="out of memory") as e:
+        train(sample_pairs[:50], tmp_path / "m", tiny_options(epochs=1))
+    assert "--batch-tokens" in e.value.hint
