@@ -468,6 +468,12 @@ ModelLowercaseOpt = Annotated[
 ]
 
 
+def _settings_text(settings: dict) -> str:
+    from .plot import settings_text
+
+    return settings_text(settings)
+
+
 def _model_lowercase(model: Path, lowercase: bool | None) -> bool:
     """The --lowercase choice, defaulting to the model's training setting."""
     from .checkpoint import read_model_config
@@ -585,7 +591,7 @@ def align_corpus(
         f"{summary.eos_argmax} target words left unlinked by an EOS argmax",
         highlight=False,
     )
-    e.print("settings: " + _describe(summary.settings), highlight=False)
+    e.print("settings: " + _settings_text(summary.settings), highlight=False)
     if output is not None:
         e.print(f"alignment written to {output}", highlight=False)
     if summary.report is not None:  # on stdout unless the alignment itself went there
@@ -626,7 +632,7 @@ def align_sentence(
 
         sys.stdout.write(json.dumps(pair_json(pair), ensure_ascii=False) + "\n")
         return
-    table = Table(title="Links", caption=_describe(aligner.description), title_justify="left")
+    table = Table(title="Links", caption=_settings_text(aligner.description), title_justify="left")
     for col in ("src", "source word", "tgt", "target word", "weight"):
         table.add_column(col, justify="right" if col in ("src", "tgt", "weight") else "left")
     for i, j in sorted(pair.links, key=lambda link: (link[1], link[0])):
@@ -759,14 +765,10 @@ def plot_sentence(
             out().print(terminal_view(p))
     if output is not None:
         grid = grid_layers or grid_heads
-        cols = (
-            (len(panels) if not grid_layers else max(1, len(panels) // max(1, _n_layers(panels))))
-            if grid
-            else None
-        )
+        cols = panels[0].settings.get("grid_cols") if grid else (2 if len(panels) == 4 else None)
         fig = figure_for(
             panels,
-            cols=cols if grid else (2 if len(panels) == 4 else None),
+            cols=cols,
             compact=grid,
             suptitle=settings_text(panels[0].settings) if len(panels) > 1 else "",
         )
@@ -834,15 +836,6 @@ def report(
         highlight=False,
     )
     err().print(f"report written to {summary['index']}", highlight=False)
-
-
-def _n_layers(panels) -> int:
-    return len({p.title.split(" head ")[0] for p in panels})
-
-
-def _describe(d: dict) -> str:
-    parts = [f"{k}={v}" for k, v in d.items() if v is not None and k != "directions"]
-    return " ".join(parts)
 
 
 def main() -> None:

@@ -190,10 +190,3 @@ def read_corpus(
     """Read a whole parallel corpus into memory (see :func:`open_corpus`)."""
     return list(open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lowercase))
 
-
-def read_side(
-    path: str | os.PathLike, *, encoding: str = "utf-8", lowercase: bool = False
-) -> list[Tokens]:
-    """Read one side of a corpus (one sentence per line) as token lists."""
-    p = check_readable(path)
-    return [tokenize(line, lowercase) for line in read_lines(p, encoding)]

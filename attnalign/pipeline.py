@@ -15,7 +15,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .align import AlignedPair, Aligner, AlignOptions
 from .alignments import Alignment, format_pharaoh_line, read_alignments
@@ -126,6 +125,3 @@ def align_corpus_files(
         summary.report = report
     return summary
 
-
-def default_output_name(model: str | os.PathLike) -> str:
-    return Path(model).name + ".align"

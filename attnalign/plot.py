@@ -104,7 +104,8 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False):
 
 
 def settings_text(settings: dict) -> str:
-    return "  ".join(f"{k}={v}" for k, v in settings.items() if v is not None and k != "directions")
+    skip = ("directions", "grid_cols")
+    return "  ".join(f"{k}={v}" for k, v in settings.items() if v is not None and k not in skip)
 
 
 def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool = False,

@@ -61,6 +61,7 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
         layers = range(L) if all_layers else [aligner.spec.layer if aligner.spec.layer is not None else -2]
         heads = range(H) if all_heads else [aligner.spec.head]
         panels = []
+        settings = {**settings, "grid_cols": len(heads) if all_heads else min(4, len(layers))}
         for layer in layers:
             for head in heads:
                 spec = AttentionSpec(layer, head, options.shift)

@@ -52,6 +52,7 @@ CONFIGS = {
                               model_config={"hidden": 128, "emb_dim": 128}),
     "transformer": TrainOptions(model_type="transformer", direction="both", epochs=10, batch_tokens=2000),
     "guided": TrainOptions(direction="both", epochs=4, batch_tokens=1000, guide="auto"),
+    "guided-8": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto"),
     "statistical": None,  # the built-in IBM2-diagonal aligner alone (the guide's teacher), no NMT
 }
 SYMS = ["none", "intersection", "grow-diag", "grow-diag-final", "grow-diag-final-and", "soft"]
