@@ -21,7 +21,9 @@ import typer
 from rich.console import Console
 
 from . import __version__
+from .decode import DECODERS
 from .errors import AttnAlignError, AttnAlignWarning
+from .symmetrize import METHODS
 
 app = typer.Typer(
     name="attnalign",
@@ -414,22 +416,13 @@ align_app = typer.Typer(
 app.add_typer(align_app, name="align")
 
 
-class Decoder(str, Enum):
-    argmax = "argmax"
-    argmax_src = "argmax-src"
-    inter = "inter"
-    threshold = "threshold"
+def _choices(name: str, values) -> type[Enum]:
+    """A str Enum for Typer from a library's tuple of names (one source of truth for the choices)."""
+    return Enum(name, {v.replace("-", "_"): v for v in values}, type=str)
 
 
-class Sym(str, Enum):
-    auto = "auto"
-    none = "none"
-    intersection = "intersection"
-    union = "union"
-    grow_diag = "grow-diag"
-    grow_diag_final = "grow-diag-final"
-    grow_diag_final_and = "grow-diag-final-and"
-    soft = "soft"
+Decoder = _choices("Decoder", DECODERS)
+Sym = _choices("Sym", ("auto", "none", *METHODS, "soft"))
 
 
 def _layer_head(value: str | None, what: str) -> int | str | None:
