@@ -220,17 +220,18 @@ ModelDirOpt = Annotated[Path, typer.Option("--model", help="Model directory.")]
 LowercaseOpt = Annotated[bool, typer.Option("--lowercase", help="Lower-case the text.")]
 
 
-def _gold_for(pairs, gold: Path, options) -> list:
+def _read_gold(gold: Path, gold_format, gold_one_based, reverse_gold, encoding, pairs=None) -> list:
+    """The gold alignments as the shared gold options say; range-checked against ``pairs`` if given."""
     from .alignments import read_alignments
 
     return read_alignments(
         gold,
-        fmt=options.fmt,
-        one_based=options.one_based,
-        reverse=options.reverse,
-        src_lengths=[len(s) for s, _ in pairs],
-        tgt_lengths=[len(t) for _, t in pairs],
-        encoding=options.encoding,
+        fmt=gold_format.value,
+        one_based=gold_one_based,
+        reverse=reverse_gold,
+        src_lengths=None if pairs is None else [len(s) for s, _ in pairs],
+        tgt_lengths=None if pairs is None else [len(t) for _, t in pairs],
+        encoding=encoding,
     )[0]
 
 
@@ -317,7 +318,6 @@ def train(
     """
     from .corpus import read_corpus
     from .progress import RichTrainReporter
-    from .scoring import GoldOptions
     from .train import DevSet, TrainOptions
     from .train import train as train_model
 
@@ -347,9 +347,7 @@ def train(
         dev_pairs = read_corpus(dev_src, dev_tgt, encoding=encoding, lowercase=lowercase)
         gold = None
         if dev_gold is not None:
-            gold = _gold_for(
-                dev_pairs, dev_gold, GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding)
-            )
+            gold = _read_gold(dev_gold, gold_format, gold_one_based, reverse_gold, encoding, dev_pairs)
         dev = DevSet(dev_pairs, gold)
     elif dev_gold is not None:
         raise AttnAlignError("--dev-gold needs the dev text: --dev-src and --dev-tgt")
@@ -691,7 +689,6 @@ def plot_sentence(
     Example: attnalign plot sentence --model runs/sample --src "the red car ." --tgt "la voiture rouge ."
     -o pair.png
     """
-    from .alignments import read_alignments
     from .corpus import open_corpus, tokenize
     from .fileio import check_writable
     from .plot import figure_for, save_figure, settings_text, terminal_view
@@ -719,9 +716,7 @@ def plot_sentence(
     if gold is not None:
         if index is None:
             raise AttnAlignError("--gold needs --index (which gold sentence to draw)")
-        golds, _ = read_alignments(
-            gold, fmt=gold_format.value, one_based=gold_one_based, reverse=reverse_gold, encoding=encoding
-        )
+        golds = _read_gold(gold, gold_format, gold_one_based, reverse_gold, encoding)
         if index >= len(golds):
             raise AttnAlignError(f"the gold has {len(golds)} sentences; --index {index} is past its end")
         gold_pair = golds[index]
@@ -796,15 +791,12 @@ def report(
     Example: attnalign report --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
     --gold sample_data/test.gold.pharaoh -o report/
     """
-    from .alignments import read_alignments
     from .report import build_report
     from .train import resolve_device
 
     if output.exists() and not output.is_dir():
         raise AttnAlignError("the report output must be a directory", path=output)
-    golds, _ = read_alignments(
-        gold, fmt=gold_format.value, one_based=gold_one_based, reverse=reverse_gold, encoding=encoding
-    )
+    golds = _read_gold(gold, gold_format, gold_one_based, reverse_gold, encoding)
     pairs = None
     if attention is None:
         if model is None:

@@ -305,10 +305,13 @@ def _token_links(lm: LoadedModel, pairs: Pairs, links: Sequence[Sequence[Link]]
     ss, ts = lm.src_seg or Segmenter(), lm.tgt_seg or Segmenter()
     out = []
     for (s, t), lk in zip(pairs, links, strict=True):
-        si, ti = ss.segment(s)[1], ts.segment(t)[1]
-        s_of = {w: [k for k, x in enumerate(si) if x == w] for w in {i for i, _ in lk}}
-        t_of = {w: [k for k, x in enumerate(ti) if x == w] for w in {j for _, j in lk}}
-        out.append([(a, b) for i, j in lk if i < len(s) and j < len(t) for a in s_of[i] for b in t_of[j]])
+        s_of: dict[int, list[int]] = {}
+        t_of: dict[int, list[int]] = {}
+        for k, w in enumerate(ss.segment(s)[1]):
+            s_of.setdefault(w, []).append(k)
+        for k, w in enumerate(ts.segment(t)[1]):
+            t_of.setdefault(w, []).append(k)
+        out.append([(a, b) for i, j in lk for a in s_of.get(i, ()) for b in t_of.get(j, ())])
     return out
 
 
