@@ -121,6 +121,12 @@ class Aligner:
         self._check_layer_head(self.forward)
 
     def _check_layer_head(self, lm: LoadedModel) -> None:
+        from .extract import uses_align_head
+
+        if uses_align_head(lm.model, self.spec):  # raises for --layer align without a head
+            if self.options.head != "mean":
+                warn("--head applies to Transformer layers; the alignment head is a single attention")
+            return
         if lm.model_type != "transformer":
             if self.options.layer not in (None,) or self.options.head != "mean":
                 warn("--layer and --head apply to Transformer models only; this RNN has one attention")
@@ -139,11 +145,14 @@ class Aligner:
         o = self.options
         tf = self.forward.model_type == "transformer"
         layer = o.layer
-        if layer is None:
+        head = o.head if tf else None
+        if self.forward.config.get("align_head") and layer in (None, "align"):
+            layer, head = "align", None
+        elif layer is None:
             layer = -2 if self.forward.config.get("dec_layers", 1) > 1 else -1
         return {"model_type": self.forward.model_type, "directions": self.meta["directions"],
-                "sym": self.sym, "decoder": o.decoder, "layer": layer if tf else None,
-                "head": o.head if tf else None, "shift": o.shift,
+                "sym": self.sym, "decoder": o.decoder, "layer": layer if tf or layer == "align" else None,
+                "head": head, "shift": o.shift,
                 "threshold": o.threshold if o.decoder == "threshold" else None}
 
     def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:

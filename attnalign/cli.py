@@ -23,6 +23,7 @@ from rich.console import Console
 from . import __version__
 from .decode import DECODERS
 from .errors import AttnAlignError, AttnAlignWarning
+from .statistical import MODELS as GUIDE_MODELS
 from .symmetrize import METHODS
 
 app = typer.Typer(
@@ -210,6 +211,15 @@ class AttentionType(str, Enum):
     scaled_dot = "scaled-dot"
 
 
+def _choices(name: str, values) -> type[Enum]:
+    """A str Enum for Typer from a library's tuple of names (one source of truth for the choices)."""
+    return Enum(name, {v.replace("-", "_"): v for v in values}, type=str)
+
+
+GuideModel = _choices("GuideModel", GUIDE_MODELS)
+GuideSym = _choices("GuideSym", METHODS)
+
+
 class Direction(str, Enum):
     forward = "forward"
     reverse = "reverse"
@@ -280,8 +290,9 @@ def train(
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Largest vocabulary per side.")] = None,
     lowercase: LowercaseOpt = False,
     direction: Annotated[
-        Direction, typer.Option("--direction", help="Train src->tgt, tgt->src or both.")
-    ] = Direction.forward,
+        Direction | None,
+        typer.Option("--direction", help="Train src->tgt, tgt->src or both [default: forward]."),
+    ] = None,
     dev_src: Annotated[Path | None, typer.Option("--dev-src", help="Dev source text.")] = None,
     dev_tgt: Annotated[Path | None, typer.Option("--dev-tgt", help="Dev target text.")] = None,
     dev_gold: Annotated[
@@ -299,6 +310,28 @@ def train(
         ),
     ] = None,
     guide_weight: Annotated[float, typer.Option("--guide-weight", help="Weight of the guide loss.")] = 1.0,
+    guide_model: Annotated[
+        GuideModel, typer.Option("--guide-model", help="The statistical aligner behind --guide auto.")
+    ] = GuideModel.hmm,
+    guide_sym: Annotated[
+        GuideSym, typer.Option("--guide-sym", help="How --guide auto combines its two directions.")
+    ] = GuideSym.grow_diag_final_and,
+    align_head: Annotated[
+        bool | None,
+        typer.Option(
+            "--align-head/--no-align-head",
+            help="Add an alignment head (sees the whole target sentence; trained by --guide only) "
+            "and align with it.",
+        ),
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            "--preset",
+            help="Named options; others given beside it override it. align: --direction both --guide "
+            "auto --align-head (the benchmarked aligner).",
+        ),
+    ] = None,
     subword: Annotated[
         int | None,
         typer.Option("--subword", help="Sentencepiece vocabulary size per side (default: whole words)."),
@@ -318,7 +351,7 @@ def train(
     """
     from .corpus import read_corpus
     from .progress import RichTrainReporter
-    from .train import DevSet, TrainOptions
+    from .train import DevSet, preset_options
     from .train import train as train_model
 
     given = {
@@ -329,6 +362,7 @@ def train(
         "d_model": d_model,
         "heads": heads,
         "dropout": dropout,
+        "align_head": align_head,
     }
     if layers is not None:
         given.update(enc_layers=layers, dec_layers=layers)
@@ -351,7 +385,8 @@ def train(
         dev = DevSet(dev_pairs, gold)
     elif dev_gold is not None:
         raise AttnAlignError("--dev-gold needs the dev text: --dev-src and --dev-tgt")
-    options = TrainOptions(
+    options = preset_options(
+        preset,
         model_type=model_type.value,
         model_config={k: v for k, v in given.items() if v is not None},
         epochs=epochs,
@@ -367,13 +402,16 @@ def train(
         min_freq=min_freq,
         max_vocab=max_vocab,
         lowercase=lowercase,
-        direction=direction.value,
+        direction=direction.value if direction else None,
         save_every=save_every,
         subword=subword,
         subword_type=subword_type,
         guide=guide,
         guide_weight=guide_weight,
+        guide_model=guide_model.value,
+        guide_sym=guide_sym.value,
     )
+    guide = options.guide
     guide_links = None
     if guide not in (None, "auto"):
         from .alignments import read_alignments
@@ -414,22 +452,18 @@ align_app = typer.Typer(
 app.add_typer(align_app, name="align")
 
 
-def _choices(name: str, values) -> type[Enum]:
-    """A str Enum for Typer from a library's tuple of names (one source of truth for the choices)."""
-    return Enum(name, {v.replace("-", "_"): v for v in values}, type=str)
-
-
 Decoder = _choices("Decoder", DECODERS)
 Sym = _choices("Sym", ("auto", "none", *METHODS, "soft"))
 
 
 def _layer_head(value: str | None, what: str) -> int | str | None:
-    if value is None or value == "mean":
+    if value is None or value == "mean" or (what == "layer" and value == "align"):
         return value
     try:
         return int(value)
     except ValueError:
-        raise AttnAlignError(f"--{what} must be an integer or 'mean', not {value!r}") from None
+        also = ", 'align'" if what == "layer" else ""
+        raise AttnAlignError(f"--{what} must be an integer, 'mean'{also}, not {value!r}") from None
 
 
 DecoderOpt = Annotated[Decoder, typer.Option("--decoder", help="How a matrix becomes links.")]
@@ -444,7 +478,9 @@ SymOpt = Annotated[
 ThresholdOpt = Annotated[float, typer.Option("--threshold", help="Weight cut for --decoder threshold.")]
 LayerOpt = Annotated[
     str | None,
-    typer.Option("--layer", help="Transformer layer: index (negative from the end) or mean [default: -2]."),
+    typer.Option("--layer", help="align (the alignment head of a model trained with --align-head), or a "
+                 "Transformer layer: index (negative from the end) or mean [default: align if the model "
+                 "has the head, else -2]."),
 ]
 HeadOpt = Annotated[str, typer.Option("--head", help="Transformer head: index or mean.")]
 ShiftOpt = Annotated[

@@ -25,13 +25,32 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AttentionSpec:
-    """Which attention to read: Transformer ``layer`` (index, negative from the end, ``"mean"``; None:
-    the penultimate layer, or the only one), ``head`` (index or ``"mean"``), and ``shift`` (0, or 1
-    for Shift-Att). RNN models have one attention and ignore layer and head."""
+    """Which attention to read: ``layer`` ``"align"`` for the alignment head (see
+    :mod:`.models.align_head`), or a Transformer layer (index, negative from the end, ``"mean"``);
+    None: the alignment head where the model has one, else the penultimate layer (or the only one).
+    ``head`` (index or ``"mean"``) picks among a Transformer layer's heads, and ``shift`` is 0, or 1
+    for Shift-Att. RNN models have one translation attention and ignore layer indices and head."""
 
     layer: int | str | None = None
     head: int | str = "mean"
     shift: int = 0
+
+
+def uses_align_head(model, spec: AttentionSpec) -> bool:
+    """Whether ``spec`` reads ``model``'s alignment head (an error if it asks for a missing one)."""
+    has = getattr(model, "align_head", None) is not None
+    if spec.layer == "align" and not has:
+        raise AttnAlignError("this model has no alignment head (--layer align)",
+                             hint="train it with --align-head --guide auto, or leave --layer out")
+    return spec.layer == "align" or (spec.layer is None and has)
+
+
+def model_attention(model, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
+                    spec: AttentionSpec = AttentionSpec()) -> torch.Tensor:
+    """The attention ``spec`` names, ``[B, T, S]``: the alignment head or a reduced layer/head."""
+    if uses_align_head(model, spec):
+        return model.alignment(src, src_mask, tgt_in)
+    return reduce_attention(model.attention(src, src_mask, tgt_in), spec)
 
 
 def reduce_attention(att: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
@@ -43,6 +62,8 @@ def reduce_attention(att: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
         return att
     n_layers, n_heads = att.size(1), att.size(2)
     layer = spec.layer
+    if layer == "align":
+        raise AttnAlignError("--layer align reads the alignment head, not a decoder layer")
     if layer is None:
         layer = -2 if n_layers > 1 else -1
     if layer == "mean":
@@ -89,7 +110,7 @@ def iter_attention(
             for group in bucket_batches(lengths, batch_tokens):
                 idx = [todo[k] for k in group]
                 b = make_batch(idx, [src_ids[i] for i in idx], [tgt_ids[i] for i in idx]).to(device)
-                att = reduce_attention(model.attention(b.src, b.src_mask, b.tgt_in), spec)
+                att = model_attention(model, b.src, b.src_mask, b.tgt_in, spec)
                 att = att.float().cpu().numpy()
                 for k, i in enumerate(idx):
                     m, eos = select_rows(att[k], b.src_len[k], b.tgt_len[k], spec.shift)

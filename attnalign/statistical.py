@@ -126,11 +126,22 @@ def viterbi_links(post: np.ndarray) -> list[Link]:
     return sorted((int(i), j) for j, i in enumerate(best) if i < S)
 
 
+MODELS = ("ibm2", "hmm")
+
+
 def align_statistical(pairs: Pairs, sym: str = "grow-diag-final-and", iterations: int = 5,
-                      **kw) -> list[list[Link]]:
-    """Train both directions on ``pairs`` and return symmetrized links per pair (source first)."""
-    fwd = train_posteriors(pairs, iterations, **kw)
-    rev = train_posteriors([(t, s) for s, t in pairs], iterations, **kw)
+                      model: str = "ibm2", **kw) -> list[list[Link]]:
+    """Train both directions on ``pairs`` and return symmetrized links per pair (source first).
+
+    ``model``: ``ibm2`` (this module) or ``hmm`` (:mod:`.hmm`, initialised with IBM2)."""
+    if model == "hmm":
+        from .hmm import train_hmm_posteriors as train
+    elif model == "ibm2":
+        train = train_posteriors
+    else:
+        raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(MODELS)}")
+    fwd = train(pairs, iterations, **kw)
+    rev = train([(t, s) for s, t in pairs], iterations, **kw)
     out = []
     for pf, pr in zip(fwd, rev, strict=True):
         f_links = viterbi_links(pf)

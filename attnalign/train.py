@@ -72,8 +72,29 @@ class TrainOptions:
     subword: int | None = None  # sentencepiece vocabulary size per side; None: words
     guide: str | None = None  # guided alignment: "auto" (built-in statistical aligner) or a file
     guide_weight: float = 1.0  # weight of the guided-alignment loss
+    guide_model: str = "hmm"  # the statistical aligner of guide="auto": hmm | ibm2
+    guide_sym: str = "grow-diag-final-and"  # how guide="auto" combines its two directions
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
+
+
+# Named sets of training options (``attnalign train --preset NAME``); options given beside a preset
+# override it. "align": the configuration benchmarked in bench/quality.py (README, "Alignment
+# quality"): both directions, guided by the built-in statistical aligner, with an alignment head.
+PRESETS: dict[str, dict] = {
+    "align": {"direction": "both", "guide": "auto", "model_config": {"align_head": True}},
+}
+
+
+def preset_options(name: str | None, **given) -> TrainOptions:
+    """TrainOptions from a preset (or none) and the options given (those not None win; model_config
+    entries are merged)."""
+    if name is not None and name not in PRESETS:
+        raise AttnAlignError(f"unknown preset {name!r}; choose {', '.join(PRESETS)}")
+    base = PRESETS.get(name, {}) if name else {}
+    given = {k: v for k, v in given.items() if v is not None}
+    config = {**base.get("model_config", {}), **given.pop("model_config", {})}
+    return TrainOptions(**{**base, **given, "model_config": config})
 
 
 class Reporter(Protocol):
@@ -237,10 +258,13 @@ def train(
         raise AttnAlignError(f"bad model option: {e}") from None
     keep = [k for k, (s, t) in enumerate(pairs) if s and t]
     train_pairs = [pairs[k] for k in keep]
+    if model_config.get("align_head") and guide is None and options.guide is None:
+        raise AttnAlignError("the alignment head learns from a guide alignment only",
+                             hint="add --guide auto (or --guide FILE), or leave out --align-head")
     if guide is None and options.guide == "auto":
         from .statistical import align_statistical
 
-        guide = align_statistical(train_pairs)
+        guide = align_statistical(train_pairs, sym=options.guide_sym, model=options.guide_model)
         keep = list(range(len(train_pairs)))
     elif guide is not None:
         if len(guide) != len(pairs):
@@ -277,9 +301,12 @@ def train(
     return summary
 
 
-def guide_targets(batch, tok_links: Sequence[Sequence[tuple[int, int]]]) -> torch.Tensor:
+def guide_targets(batch, tok_links: Sequence[Sequence[tuple[int, int]]], null_to_eos: bool = False
+                  ) -> torch.Tensor:
     """Target attention for guided training, [B, T+1, S+1]: row j (the step predicting target token j)
-    is uniform over the source tokens linked to token j; rows without links are all zero."""
+    is uniform over the source tokens linked to token j. Rows of unlinked target tokens are all zero
+    (not supervised), or with ``null_to_eos`` put on the source EOS, which decoding reads as "no link"
+    (the alignment head learns NULL alignment that way). The EOS row and padding are never supervised."""
     B, T = batch.tgt_in.shape
     g = torch.zeros(B, T, batch.src.size(1))
     for k, links in enumerate(tok_links):
@@ -287,6 +314,10 @@ def guide_targets(batch, tok_links: Sequence[Sequence[tuple[int, int]]]) -> torc
             ii = torch.tensor([i for i, _ in links])
             jj = torch.tensor([j for _, j in links])
             g[k, jj, ii] = 1.0
+        if null_to_eos:
+            n = batch.tgt_len[k]
+            unlinked = g[k, :n].sum(-1) == 0
+            g[k, :n, batch.src_len[k]] = unlinked.float()
     return g / g.sum(-1, keepdim=True).clamp(min=1.0)
 
 
@@ -385,13 +416,14 @@ def _train_direction(pairs, model_dir: Path, direction: str, o: TrainOptions, mo
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, total, base_lr, min(o.warmup, total // 10))
             try:
-                logits, att = model(b.src, b.src_mask, b.tgt_in)
+                logits, att, align = model(b.src, b.src_mask, b.tgt_in, with_align=True)
                 loss, n = _loss(logits, b.tgt_out, o.label_smoothing)
                 objective = loss / n
-                if tok_links is not None:
-                    target = guide_targets(b, [tok_links[k] for k in group]).to(device)
-                    guided = guide_loss(reduce_attention(att, AttentionSpec()), target)
-                    objective = objective + o.guide_weight * guided
+                if tok_links is not None:  # supervise the alignment head, else the attention read
+                    group_links = [tok_links[k] for k in group]
+                    target = guide_targets(b, group_links, null_to_eos=align is not None).to(device)
+                    read = align if align is not None else reduce_attention(att, AttentionSpec())
+                    objective = objective + o.guide_weight * guide_loss(read, target)
                 if not torch.isfinite(objective):
                     raise AttnAlignError(
                         f"the training loss became {objective.item()} at step {step + 1} ({direction})",

@@ -53,8 +53,14 @@ CONFIGS = {
     "transformer": TrainOptions(model_type="transformer", direction="both", epochs=10, batch_tokens=2000),
     "guided": TrainOptions(direction="both", epochs=4, batch_tokens=1000, guide="auto"),
     "guided-8": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto"),
-    "statistical": None,  # the built-in IBM2-diagonal aligner alone (the guide's teacher), no NMT
+    "align-head-ibm2": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                                    guide_model="ibm2", model_config={"align_head": True}),
+    "align-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                               guide_model="hmm", model_config={"align_head": True}),
+    "statistical": None,  # the built-in aligners alone (the guide's teachers), no NMT
+    "hmm": None,
 }
+STATISTICAL = {"statistical": "ibm2", "hmm": "hmm"}
 SYMS = ["none", "intersection", "grow-diag", "grow-diag-final", "grow-diag-final-and", "soft"]
 
 _PUNCT = re.compile(r"""([.,!?;:"()\[\]«»“”„%])""")
@@ -132,7 +138,7 @@ def run(pair: str, config: str, retrain: bool, threads: int) -> list[dict]:
                                       tgt_lengths=[len(t) for _, t in dev_pairs])
         dev = DevSet(dev_pairs, dev_gold)
     if CONFIGS[config] is None:
-        return run_statistical(pair, config, pairs, gold)
+        return run_statistical(pair, config, pairs, gold, dev, info["dev"])
     model_dir = info["dir"] / config
     opts = replace(CONFIGS[config], threads=threads, device="cpu")
     t0 = time.perf_counter()
@@ -140,7 +146,8 @@ def run(pair: str, config: str, retrain: bool, threads: int) -> list[dict]:
         train(pairs, model_dir, opts, dev=dev, overwrite=True)
     train_s = time.perf_counter() - t0
     rows = []
-    for shift in (0, 1):
+    shifts = (0,) if opts.model_config.get("align_head") else (0, 1)  # the head has no Shift-Att
+    for shift in shifts:
         for sym in SYMS:
             t1 = time.perf_counter()
             aligner = Aligner(model_dir, AlignOptions(sym=sym, shift=shift, device="cpu"))
@@ -157,16 +164,21 @@ def run(pair: str, config: str, retrain: bool, threads: int) -> list[dict]:
     return rows
 
 
-def run_statistical(pair: str, config: str, pairs, gold) -> list[dict]:
+def run_statistical(pair: str, config: str, pairs, gold, dev, dev_span) -> list[dict]:
     from attnalign.statistical import align_statistical
 
     rows = []
     for sym in SYMS[:-1]:
         t = time.perf_counter()
-        links = align_statistical(pairs, sym=sym)
+        links = align_statistical(pairs, sym=sym, model=STATISTICAL[config])
         c = sum(corpus_counts([Alignment.from_links(x) for x in links[: len(gold)]], gold), Counts())
+        dev_aer = None
+        if dev is not None:
+            start, n = dev_span
+            hyps = [Alignment.from_links(x) for x in links[start:start + n]]
+            dev_aer = sum(corpus_counts(hyps, dev.gold), Counts()).aer
         rows.append({"pair": pair, "config": config, "shift": 0, "sym": sym, "aer": c.aer,
-                     "precision": c.precision, "recall": c.recall, "f1": c.f1, "dev_aer": None,
+                     "precision": c.precision, "recall": c.recall, "f1": c.f1, "dev_aer": dev_aer,
                      "train_s": round(time.perf_counter() - t), "extract_s": 0.0, "train_pairs": len(pairs)})
     return rows
 

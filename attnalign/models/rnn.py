@@ -15,6 +15,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..vocab import PAD_ID
+from .align_head import AlignHead
 from .attention import Attention
 
 
@@ -31,6 +32,7 @@ class RNNConfig:
     dropout: float = 0.2
     input_feeding: bool = True
     tie_embeddings: bool = False
+    align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
 
 
 class RNNModel(nn.Module):
@@ -57,6 +59,7 @@ class RNNModel(nn.Module):
         self.out = nn.Linear(H, tgt_vocab_size)
         if cfg.tie_embeddings and E == H:
             self.out.weight = self.tgt_emb.weight
+        self.align_head = AlignHead(E, H, cfg.attention, cfg.dropout) if cfg.align_head else None
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """src [B, S] -> memory [B, S, H] and initial decoder state [dec_layers, B, H]."""
@@ -92,11 +95,26 @@ class RNNModel(nn.Module):
             attns.append(w)
         return torch.stack(outs, 1), torch.cat(attns, 1)
 
-    def forward(self, src, src_mask, tgt_in) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits [B, T, V] and attention [B, T, S] (rows sum to 1, padding exactly 0)."""
+    def forward(self, src, src_mask, tgt_in, with_align: bool = False):
+        """Logits [B, T, V] and attention [B, T, S] (rows sum to 1, padding exactly 0); with
+        ``with_align`` also the alignment head's weights [B, T, S] (None without a head)."""
         memory, h0 = self.encode(src, src_mask)
         vec, attn = self._decode(memory, src_mask, h0, tgt_in)
-        return self.out(vec), attn
+        if not with_align:
+            return self.out(vec), attn
+        return self.out(vec), attn, self._align(memory, src_mask, vec, tgt_in)
+
+    def _align(self, memory, src_mask, vec, tgt_in) -> torch.Tensor | None:
+        if self.align_head is None:
+            return None
+        emb = self.drop(self.tgt_emb(tgt_in))
+        return self.align_head(memory, src_mask, vec, emb, tgt_in != PAD_ID)
+
+    def alignment(self, src, src_mask, tgt_in) -> torch.Tensor:
+        """The alignment head's weights [B, T, S] (the model must have one)."""
+        memory, h0 = self.encode(src, src_mask)
+        vec, _ = self._decode(memory, src_mask, h0, tgt_in)
+        return self._align(memory, src_mask, vec, tgt_in)
 
     def attention(self, src, src_mask, tgt_in) -> torch.Tensor:
         """Attention only, [B, T, S]: no output-vocabulary projection."""

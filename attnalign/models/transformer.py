@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ..vocab import PAD_ID
+from .align_head import AlignHead
 
 
 @dataclass
@@ -26,6 +27,7 @@ class TransformerConfig:
     ff_dim: int = 1024
     dropout: float = 0.1
     max_len: int = 512
+    align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
 
 
 class MultiHeadAttention(nn.Module):
@@ -113,6 +115,7 @@ class TransformerModel(nn.Module):
         self.enc_norm, self.dec_norm = nn.LayerNorm(d), nn.LayerNorm(d)
         self.drop = nn.Dropout(cfg.dropout)
         self.out = nn.Linear(d, tgt_vocab_size)
+        self.align_head = AlignHead(d, d, "scaled-dot", cfg.dropout) if cfg.align_head else None
         for emb in (self.src_emb, self.tgt_emb):  # scaled by sqrt(d) in _embed: unit variance
             nn.init.normal_(emb.weight, std=d**-0.5)
             nn.init.zeros_(emb.weight[PAD_ID])
@@ -123,7 +126,7 @@ class TransformerModel(nn.Module):
         return self.drop(emb(ids) * math.sqrt(self.cfg.d_model) + self.pe[: ids.size(1)])
 
     def _run(self, src, src_mask, tgt_in):
-        """Decoder states [B, T, d] and cross-attention [B, layers, heads, T, S]."""
+        """Decoder states [B, T, d], cross-attention [B, layers, heads, T, S] and memory [B, S, d]."""
         enc_mask = src_mask.unsqueeze(1)  # [B, 1, S]
         x = self._embed(self.src_emb, src)
         for layer in self.enc:
@@ -136,13 +139,27 @@ class TransformerModel(nn.Module):
         for layer in self.dec:
             y, w = layer(y, memory, causal, enc_mask)
             attns.append(w)
-        return self.dec_norm(y), torch.stack(attns, 1)
+        return self.dec_norm(y), torch.stack(attns, 1), memory
 
-    def forward(self, src, src_mask, tgt_in) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits [B, T, V] and cross-attention [B, layers, heads, T, S]."""
-        y, attn = self._run(src, src_mask, tgt_in)
-        return self.out(y), attn
+    def forward(self, src, src_mask, tgt_in, with_align: bool = False):
+        """Logits [B, T, V] and cross-attention [B, layers, heads, T, S]; with ``with_align`` also
+        the alignment head's weights [B, T, S] (None without a head)."""
+        y, attn, memory = self._run(src, src_mask, tgt_in)
+        if not with_align:
+            return self.out(y), attn
+        return self.out(y), attn, self._align(memory, src_mask, y, tgt_in)
+
+    def _align(self, memory, src_mask, y, tgt_in) -> torch.Tensor | None:
+        if self.align_head is None:
+            return None
+        emb = self.drop(self.tgt_emb(tgt_in) * math.sqrt(self.cfg.d_model))
+        return self.align_head(memory, src_mask, y, emb, tgt_in != PAD_ID)
 
     def attention(self, src, src_mask, tgt_in) -> torch.Tensor:
         """Cross-attention only, [B, layers, heads, T, S]: no output-vocabulary projection."""
         return self._run(src, src_mask, tgt_in)[1]
+
+    def alignment(self, src, src_mask, tgt_in) -> torch.Tensor:
+        """The alignment head's weights [B, T, S] (the model must have one)."""
+        y, _, memory = self._run(src, src_mask, tgt_in)
+        return self._align(memory, src_mask, y, tgt_in)

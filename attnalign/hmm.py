@@ -1,0 +1,172 @@
+"""An HMM word aligner (Vogel et al. 1996, with the NULL states of Och and Ney 2003), trained with EM
+in torch, batched over sentences of similar length. Initialised from the IBM2-diagonal model of
+:mod:`.statistical`; a stronger teacher for guided alignment (``attnalign train --guide auto``).
+
+Target word j (0-based, of T) is emitted from a hidden state: a source position i (0..S-1, emitting
+with t(f | e_i)) or a NULL state that remembers the last source position i (emitting with
+t(f | NULL)). From a state at position i' the next state is
+
+    source position i   with (1 - p0) * J(i - i') / sum_{k=0..S-1} J(k - i')
+    NULL at i'          with p0
+
+J is a jump table over distances clipped to [-max_jump, max_jump], re-estimated by EM like t; the
+first word jumps from the virtual position -1. Posteriors (forward-backward, scaled) are returned per
+sentence as ``[T, S + 1]``: the source positions, then the total NULL mass, so that
+:func:`.statistical.viterbi_links` decodes them (posterior decoding).
+
+Shapes in the batched forward-backward: emissions ``[B, T, S]`` (words) and ``[B, T]`` (NULL), forward
+and backward variables ``[B, 2S]`` (words, then NULLs) per step, transitions ``[B, S, 2S]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .statistical import Pairs, _cells, _digamma, train_posteriors
+
+
+def _batches(shapes: list[tuple[int, int]], max_cells: int) -> list[list[int]]:
+    """Sentence indices grouped by similar (T, S) so that padding stays small."""
+    order = sorted((k for k, (T, S) in enumerate(shapes) if T and S),
+                   key=lambda k: (shapes[k][1], shapes[k][0]))
+    out, cur, t_max, s_max = [], [], 0, 0
+    for k in order:
+        T, S = shapes[k]
+        nt, ns = max(t_max, T), max(s_max, S)
+        if cur and (len(cur) + 1) * nt * ns * ns > max_cells:
+            out.append(cur)
+            cur, nt, ns = [], T, S
+        cur.append(k)
+        t_max, s_max = nt, ns
+    if cur:
+        out.append(cur)
+    return out
+
+
+class _Batch:
+    """Padded cell indices of a group of sentences: ``idx [B, Tm, Sm + 1]`` into the t table (NULL
+    last; padding points at a zero entry), and the lengths."""
+
+    def __init__(self, group: list[int], shapes, offsets, unique: np.ndarray, pad: int):
+        self.group = group
+        self.T = np.array([shapes[k][0] for k in group])
+        self.S = np.array([shapes[k][1] for k in group])
+        Tm, Sm = int(self.T.max()), int(self.S.max())
+        idx = np.full((len(group), Tm, Sm + 1), pad, dtype=np.int64)
+        for b, k in enumerate(group):
+            T, S = shapes[k]
+            cells = unique[offsets[k]: offsets[k] + T * (S + 1)].reshape(T, S + 1)
+            idx[b, :T, :S] = cells[:, :S]
+            idx[b, :T, Sm] = cells[:, S]
+        self.idx = idx
+        self.t_mask = torch.from_numpy(np.arange(Tm)[None, :] < self.T[:, None])  # [B, Tm]
+        self.s_mask = torch.from_numpy(np.arange(Sm)[None, :] < self.S[:, None])  # [B, Sm]
+
+
+def _transitions(jump: torch.Tensor, s_mask: torch.Tensor, p0: float, max_jump: int) -> tuple:
+    """Word-to-word transitions ``[B, S, S]`` (rows: from position i', normalised over the real
+    positions, times 1 - p0) and the initial distribution ``[B, S]`` (from position -1)."""
+    S = s_mask.size(1)
+    pos = torch.arange(S)
+    raw = pos[None, :] - pos[:, None]  # [S, S]: i - i'
+    d = raw.clamp(-max_jump, max_jump) + max_jump
+    real = s_mask[:, None, :].to(jump.dtype)  # [B, 1, S]
+    w = jump[d].unsqueeze(0) * real  # [B, S, S]
+    # the two end buckets hold every longer jump: share their mass among the positions they cover
+    for tail in (raw >= max_jump, raw <= -max_jump):
+        n = (tail.unsqueeze(0) * real).sum(-1, keepdim=True).clamp(min=1)  # [B, S, 1]
+        w = torch.where(tail.unsqueeze(0), w / n, w)
+    trans = (1 - p0) * w / w.sum(-1, keepdim=True).clamp(min=1e-300)
+    first = pos + 1  # from position -1
+    d0 = first.clamp(max=max_jump) + max_jump
+    n0 = ((first >= max_jump).unsqueeze(0) * s_mask).sum(-1, keepdim=True).clamp(min=1)
+    w0 = jump[d0].unsqueeze(0) * s_mask
+    w0 = torch.where((first >= max_jump).unsqueeze(0), w0 / n0, w0)
+    init = (1 - p0) * w0 / w0.sum(-1, keepdim=True).clamp(min=1e-300)
+    return trans, init, d
+
+
+def _forward_backward(emit_w, emit_n, trans, init, t_mask, p0):
+    """Scaled forward-backward. Returns word posteriors [B, T, S], NULL posteriors [B, T] and the
+    expected word-to-word transition counts [B, S, S] (summed over steps)."""
+    B, T, S = emit_w.shape
+    alpha = torch.zeros(B, T, 2 * S, dtype=emit_w.dtype)
+    scale = torch.ones(B, T, dtype=emit_w.dtype)
+    prev = None
+    for t in range(T):
+        if t == 0:
+            a_w, a_n = init * emit_w[:, 0], torch.zeros(B, S, dtype=emit_w.dtype)
+            a_n[:, 0] = p0 * emit_n[:, 0]
+        else:
+            at_pos = prev[:, :S] + prev[:, S:]  # transitions depend on the position only: [B, S]
+            a_w = torch.bmm(at_pos.unsqueeze(1), trans).squeeze(1) * emit_w[:, t]
+            a_n = p0 * at_pos * emit_n[:, t: t + 1]
+        a = torch.cat([a_w, a_n], -1)
+        c = a.sum(-1).clamp(min=1e-300)
+        live = t_mask[:, t]
+        a = torch.where(live[:, None], a / c[:, None], prev if prev is not None else a)
+        scale[:, t] = torch.where(live, c, torch.ones_like(c))
+        alpha[:, t] = a
+        prev = a
+    beta = torch.ones(B, T, 2 * S, dtype=emit_w.dtype)
+    xi = torch.zeros(B, S, S, dtype=emit_w.dtype)
+    for t in range(T - 2, -1, -1):
+        live = t_mask[:, t + 1]  # a real step follows
+        nxt_w = emit_w[:, t + 1] * beta[:, t + 1, :S] / scale[:, t + 1, None]  # [B, S]
+        nxt_n = emit_n[:, t + 1, None] * beta[:, t + 1, S:] / scale[:, t + 1, None]
+        b_pos = torch.bmm(trans, nxt_w.unsqueeze(-1)).squeeze(-1) + p0 * nxt_n  # [B, S]
+        b = torch.cat([b_pos, b_pos], -1)
+        beta[:, t] = torch.where(live[:, None], b, beta[:, t])
+        at_pos = alpha[:, t, :S] + alpha[:, t, S:]
+        step_xi = at_pos.unsqueeze(-1) * trans * nxt_w.unsqueeze(1)  # [B, S', S]
+        xi += step_xi * live[:, None, None]
+    gamma = alpha * beta * t_mask[..., None]
+    return gamma[..., :S], gamma[..., S:].sum(-1), xi
+
+
+def train_hmm_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
+                         alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
+                         **ibm2) -> list[np.ndarray]:
+    """EM-train the HMM on ``pairs`` (after IBM2) and return posteriors ``[T, S + 1]`` (NULL last)."""
+    c = _cells(pairs, ibm2.get("p0", 0.08), ibm2.get("tension", 4.0))
+    n = int(c.unique.max()) + 1 if c.unique.size else 0
+    sizes = [T * (S + 1) if T and S else 0 for T, S in c.shapes]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    post = train_posteriors(pairs, ibm2_iterations, alpha=alpha, **ibm2) if ibm2_iterations else None
+    if post is not None and n:  # expected IBM2 counts of every (source, target) type pair
+        weights = np.concatenate([p.ravel() for p, (T, S) in zip(post, c.shapes, strict=True) if T and S])
+        counts = np.bincount(c.unique, weights=weights, minlength=n)
+    else:
+        counts = np.ones(n)
+    n_src = int(c.pair_src.max()) + 1 if n else 1
+    batches = [_Batch(g, c.shapes, offsets, c.unique, n) for g in _batches(c.shapes, max_cells)]
+    jump = torch.ones(2 * max_jump + 1, dtype=torch.float64)
+    out: list[np.ndarray] = [np.zeros((T, S + 1)) for T, S in c.shapes]
+    for it in range(iterations + 1):
+        total = np.bincount(c.pair_src, weights=counts, minlength=n_src)
+        if alpha > 0:
+            t = np.exp(_digamma(counts + alpha) - _digamma(total + alpha * c.n_tgt)[c.pair_src])
+        else:
+            t = counts / np.maximum(total[c.pair_src], 1e-300)
+        t_ext = torch.from_numpy(np.append(t, 0.0))
+        new_counts = np.zeros(n + 1)
+        jump_counts = torch.zeros_like(jump)
+        last = it == iterations
+        for b in batches:
+            emit = t_ext[torch.from_numpy(b.idx)]  # [B, Tm, Sm + 1]
+            emit_w, emit_n = emit[..., :-1], emit[..., -1]
+            trans, init, d = _transitions(jump, b.s_mask, p0, max_jump)
+            g_w, g_n, xi = _forward_backward(emit_w, emit_n, trans, init, b.t_mask, p0)
+            if last:
+                for r, k in enumerate(b.group):
+                    T, S = c.shapes[k]
+                    out[k] = np.concatenate([g_w[r, :T, :S].numpy(), g_n[r, :T, None].numpy()], 1)
+                continue
+            g = torch.cat([g_w, g_n.unsqueeze(-1)], -1)
+            new_counts += np.bincount(b.idx.ravel(), weights=g.numpy().ravel(), minlength=n + 1)
+            jump_counts.index_add_(0, d.reshape(-1), xi.sum(0).reshape(-1))
+        if not last:
+            counts = new_counts[:n]
+            jump = (jump_counts + 1e-3) / (jump_counts + 1e-3).sum()
+    return out

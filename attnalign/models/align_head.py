@@ -1,0 +1,45 @@
+"""An alignment head: one extra attention over the encoder memory, read for alignment only.
+
+The translation attention at decoder step t sees the target prefix but not the word it is about to
+predict, so it is a guess about where that word comes from. For alignment the whole target sentence
+is known (extraction is teacher-forced), so this head's query for step t also reads the word being
+predicted and its full sentence context (a bidirectional GRU over the target embeddings), in the
+spirit of the "full target context" alignment layer of Garg et al. (2019) and the alignment layer of
+Zenkel et al. (2019). Because its query sees the word it aligns, its context vector never feeds the
+translation: the head is trained by guided alignment alone (``attnalign train --align-head --guide``),
+while sharing the encoder (and the target embeddings) with the translation model.
+
+Shapes: memory ``[B, S, D]``, src_mask ``[B, S]``, decoder states ``[B, T, D]`` (row t: the step that
+predicts ``tgt_out[:, t]``), target input embeddings ``[B, T, E]`` of ``tgt_in`` (BOS + target),
+tgt_mask ``[B, T]``; the result is ``[B, T, S]``, rows summing to 1, padding exactly 0. Row t aligns
+``tgt_out[:, t] = tgt_in[:, t + 1]``; the last row (EOS) has no target word and sees zeros.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from .attention import Attention
+
+
+class AlignHead(nn.Module):
+    def __init__(self, emb_dim: int, dim: int, attention: str = "general", dropout: float = 0.0):
+        super().__init__()
+        self.dim = dim
+        self.context = nn.GRU(emb_dim, dim, batch_first=True, bidirectional=True)
+        self.query = nn.Linear(3 * dim, dim)
+        self.attn = Attention(attention, dim)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, memory: torch.Tensor, src_mask: torch.Tensor, states: torch.Tensor,
+                tgt_emb: torch.Tensor, tgt_mask: torch.Tensor) -> torch.Tensor:
+        B, T, _ = tgt_emb.shape
+        lengths = tgt_mask.sum(1).cpu()
+        packed = pack_padded_sequence(tgt_emb, lengths, batch_first=True, enforce_sorted=False)
+        ctx, _ = self.context(packed)
+        ctx, _ = pad_packed_sequence(ctx, batch_first=True, total_length=T)  # [B, T, 2D]
+        nxt = torch.cat([ctx[:, 1:], ctx.new_zeros(B, 1, ctx.size(-1))], 1)  # row t <- token t + 1
+        q = torch.tanh(self.query(self.drop(torch.cat([states, nxt], -1))))  # [B, T, D]
+        return self.attn(q, memory, src_mask)[1]

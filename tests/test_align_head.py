@@ -1,0 +1,130 @@
+"""The alignment head: guide targets with NULL on EOS, shapes and masks, a known-answer task that the
+translation attention cannot solve and the head can, checkpoints, and the errors around it."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+from helpers import SAMPLE
+from typer.testing import CliRunner
+
+from attnalign.align import Aligner, AlignOptions
+from attnalign.alignments import Alignment
+from attnalign.batching import make_batch
+from attnalign.checkpoint import load_model
+from attnalign.cli import app
+from attnalign.errors import AttnAlignError
+from attnalign.extract import AttentionSpec, corpus_attention
+from attnalign.metrics import Counts, corpus_counts
+from attnalign.models.align_head import AlignHead
+from attnalign.train import DevSet, TrainOptions, guide_targets, train
+
+RNN_TINY = {"hidden": 64, "emb_dim": 32, "dropout": 0.0, "align_head": True}
+
+
+def test_guide_targets_put_unlinked_words_on_eos():
+    # pair 0: 3 source words, 2 target words; pair 1: 2 source words, 3 target words
+    b = make_batch([0, 1], [[5, 6, 7], [5, 6]], [[8, 9], [8, 9, 10]])  # EOS and BOS are added
+    links = [[(0, 0), (2, 0)], [(1, 2)]]  # (src token, tgt token)
+    plain = guide_targets(b, links)
+    assert plain.shape == (2, 4, 4)  # [B, T+1 (padded), S+1 (padded)]
+    assert plain[0, 0].tolist() == [0.5, 0.0, 0.5, 0.0]
+    assert plain[0, 1].sum() == 0 and plain[1, 0].sum() == 0  # unlinked rows: not supervised
+    null = guide_targets(b, links, null_to_eos=True)
+    assert null[0, 0].tolist() == [0.5, 0.0, 0.5, 0.0]
+    assert null[0, 1].tolist() == [0.0, 0.0, 0.0, 1.0]  # pair 0's EOS is source position 3
+    assert null[1, 0].tolist() == [0.0, 0.0, 1.0, 0.0]  # pair 1's EOS is position 2
+    assert null[1, 1].tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert null[1, 2].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert null[0, 2].sum() == 0 and null[0, 3].sum() == 0 and null[1, 3].sum() == 0  # EOS rows, padding
+
+
+def test_align_head_rows_sum_to_one_and_padding_is_zero():
+    torch.manual_seed(0)
+    head = AlignHead(emb_dim=8, dim=16)
+    memory, states, emb = torch.randn(2, 5, 16), torch.randn(2, 4, 16), torch.randn(2, 4, 8)
+    src_mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    tgt_mask = torch.tensor([[True] * 4, [True] * 2 + [False] * 2])
+    w = head(memory, src_mask, states, emb, tgt_mask)
+    assert w.shape == (2, 4, 5)
+    assert torch.allclose(w.sum(-1), torch.ones(2, 4))
+    assert (w[1, :, 3:] == 0).all()
+
+
+def shuffle_task(n: int, seed: int):
+    """Distinct symbols and a random permutation of them: which word comes next is unpredictable, so
+    the translation attention (which must guess it) cannot align; a head that reads the word can."""
+    r = random.Random(seed)
+    pairs, links = [], []
+    for _ in range(n):
+        s = r.sample(range(30), r.randint(3, 7))
+        order = list(range(len(s)))
+        r.shuffle(order)
+        pairs.append(([f"w{x}" for x in s], [f"v{s[i]}" for i in order]))
+        links.append(sorted((i, j) for j, i in enumerate(order)))
+    return pairs, links
+
+
+def _aer(lm, pairs, gold, spec):
+    hyps = [Alignment.from_links([(int(i), j) for j, i in enumerate(m.argmax(1))])
+            for m, _ in corpus_attention(lm, pairs, spec)]
+    return sum(corpus_counts(hyps, gold), Counts()).aer
+
+
+def test_known_answer_the_head_aligns_what_attention_cannot(tmp_path):
+    torch.set_num_threads(2)
+    pairs, links = shuffle_task(1500, 1)
+    dev_pairs, dev_links = shuffle_task(50, 2)
+    gold = [Alignment.from_links(lk) for lk in dev_links]
+    opts = TrainOptions(model_config=RNN_TINY, epochs=4, batch_tokens=400, lr=3e-3, warmup=20,
+                        label_smoothing=0.0, guide="file")
+    train(pairs, tmp_path / "m", opts, dev=DevSet(dev_pairs, gold), guide=links)
+    lm = load_model(tmp_path / "m", "forward")
+    assert _aer(lm, dev_pairs, gold, AttentionSpec()) < 0.05  # default: the head
+    assert _aer(lm, dev_pairs, gold, AttentionSpec(layer=0)) > 0.3  # the translation attention
+
+
+@pytest.fixture(scope="module")
+def head_model(tmp_path_factory):
+    from attnalign.corpus import read_corpus
+
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:200]
+    d = tmp_path_factory.mktemp("head") / "m"
+    opts = TrainOptions(model_type="transformer", direction="both", epochs=1, batch_tokens=500, guide="auto",
+                        model_config={"d_model": 16, "heads": 2, "ff_dim": 32, "enc_layers": 1,
+                                      "dec_layers": 2, "align_head": True})
+    train(pairs, d, opts)
+    return d, pairs
+
+
+def test_transformer_head_round_trip_and_aligner_reads_it(head_model):
+    d, pairs = head_model
+    assert json.loads((d / "config.json").read_text())["model_config"]["align_head"] is True
+    lm = load_model(d, "forward")
+    ((m, eos),) = corpus_attention(lm, pairs[:1], AttentionSpec(layer="align"))
+    assert m.shape == (len(pairs[0][1]), len(pairs[0][0]))
+    assert abs(float(m.sum(1)[0] + eos[0]) - 1) < 1e-5
+    ((m2, _),) = corpus_attention(lm, pairs[:1])  # the default reads the head too
+    assert (m == m2).all()
+    aligner = Aligner(d, AlignOptions(sym="soft"))
+    assert aligner.description["layer"] == "align" and aligner.description["head"] is None
+    assert aligner.align_pairs(pairs[:3])[0].links
+    assert Aligner(d, AlignOptions(layer=0)).description["layer"] == 0  # a decoder layer still works
+
+
+def test_head_needs_a_guide(tmp_path):
+    pairs = [(["a", "b"], ["x", "y"])] * 5
+    with pytest.raises(AttnAlignError, match="guide"):
+        train(pairs, tmp_path / "m", TrainOptions(model_config={"align_head": True}, epochs=1))
+    r = CliRunner().invoke(app, ["train", "--src", str(SAMPLE / "dev.en"), "--tgt", str(SAMPLE / "dev.fr"),
+                                 "--model", str(tmp_path / "c"), "--align-head", "--quiet"])
+    assert r.exit_code == 1 and "--guide auto" in r.output
+
+
+def test_layer_align_without_a_head_is_a_clear_error(models):
+    r = CliRunner().invoke(app, ["align", "corpus", "--model", str(models / "rnn"), "--layer", "align",
+                                 "--src", str(SAMPLE / "test.en"), "--tgt", str(SAMPLE / "test.fr")])
+    assert r.exit_code == 1 and "no alignment head" in r.output and "--align-head" in r.output
