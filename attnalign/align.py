@@ -21,26 +21,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 
 import numpy as np
 
 from .alignments import Link
 from .checkpoint import LoadedModel, load_model, read_model_config
-from .decode import DECODERS, argmax_src_links, decode_matrix
+from .decode import DECODER_CHOICES, argmax_src_links, decode_matrix
 from .errors import AttnAlignError, warn
 from .extract import AttentionSpec, iter_attention
 from .symmetrize import METHODS, symmetrize
 
 SYMMETRIZATIONS = ("auto", "none", *METHODS, "soft")
 
+# What "auto" means for a bidirectional model with an alignment head (``train --preset align``):
+# the decoding chosen on the English-French trial set by bench/quality.py (README, "Alignment quality").
+HEAD_DECODING = {"sym": "soft", "decoder": "threshold", "threshold": 0.4}
+
 
 @dataclass(frozen=True)
 class AlignOptions:
-    decoder: str = "argmax"
-    threshold: float = 0.5
-    sym: str = "auto"  # auto: grow-diag-final-and for a bidirectional model, else none
+    decoder: str = "auto"  # auto: see resolve_decoding
+    threshold: float | None = None  # None: 0.5, or HEAD_DECODING's for an alignment-head model
+    sym: str = "auto"  # auto: see resolve_decoding
     layer: int | str | None = None
     head: int | str = "mean"
     shift: int = 0
@@ -86,21 +90,37 @@ def decode_pair(fwd: np.ndarray, fwd_eos: np.ndarray | None, rev: np.ndarray | N
     return links, {(i, j): float((fwd[j, i] + rev[j, i]) / 2) for i, j in links}, fwd
 
 
+def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_head: bool) -> AlignOptions:
+    """Fill in the "auto" choices for a model: a bidirectional model with an alignment head (read by
+    ``options.layer``) gets :data:`HEAD_DECODING`; any other bidirectional model grow-diag-final-and
+    with argmax; a one-direction model no symmetrization with argmax; the threshold is 0.5."""
+    both = "forward" in directions and "reverse" in directions
+    head = align_head and options.layer in (None, "align") and both
+    sym, decoder, threshold = options.sym, options.decoder, options.threshold
+    if sym == "auto":
+        sym = HEAD_DECODING["sym"] if head else ("grow-diag-final-and" if both else "none")
+    if decoder == "auto":
+        decoder = HEAD_DECODING["decoder"] if head and sym == HEAD_DECODING["sym"] else "argmax"
+    if threshold is None:
+        same = head and (sym, decoder) == (HEAD_DECODING["sym"], HEAD_DECODING["decoder"])
+        threshold = HEAD_DECODING["threshold"] if same else 0.5
+    return replace(options, sym=sym, decoder=decoder, threshold=threshold)
+
+
 class Aligner:
     """Loads the model(s) a configuration needs and aligns pairs of word lists."""
 
     def __init__(self, model_dir: str | os.PathLike, options: AlignOptions = AlignOptions()):
-        if options.decoder not in DECODERS:
-            raise AttnAlignError(f"unknown decoder {options.decoder!r}; choose {', '.join(DECODERS)}")
+        if options.decoder not in DECODER_CHOICES:
+            raise AttnAlignError(f"unknown decoder {options.decoder!r}; choose {', '.join(DECODER_CHOICES)}")
         if options.sym not in SYMMETRIZATIONS:
             raise AttnAlignError(f"unknown symmetrization {options.sym!r}; "
                                  f"choose {', '.join(SYMMETRIZATIONS)}")
         if options.shift not in (0, 1):
             raise AttnAlignError("--shift must be 0 or 1")
         meta = read_model_config(model_dir)
+        options = resolve_decoding(options, meta["directions"], bool(meta.get("model_config", {}).get("align_head")))
         sym = options.sym
-        if sym == "auto":
-            sym = "grow-diag-final-and" if "reverse" in meta["directions"] else "none"
         self.sym = sym
         self.options = options
         self.meta = meta

@@ -21,7 +21,7 @@ import typer
 from rich.console import Console
 
 from . import __version__
-from .decode import DECODERS
+from .decode import DECODER_CHOICES
 from .errors import AttnAlignError, AttnAlignWarning
 from .statistical import MODELS as GUIDE_MODELS
 from .symmetrize import METHODS
@@ -452,7 +452,7 @@ align_app = typer.Typer(
 app.add_typer(align_app, name="align")
 
 
-Decoder = _choices("Decoder", DECODERS)
+Decoder = _choices("Decoder", DECODER_CHOICES)
 Sym = _choices("Sym", ("auto", "none", *METHODS, "soft"))
 
 
@@ -462,20 +462,28 @@ def _layer_head(value: str | None, what: str) -> int | str | None:
     try:
         return int(value)
     except ValueError:
-        also = ", 'align'" if what == "layer" else ""
-        raise AttnAlignError(f"--{what} must be an integer, 'mean'{also}, not {value!r}") from None
+        choices = "an integer, 'mean' or 'align'" if what == "layer" else "an integer or 'mean'"
+        raise AttnAlignError(f"--{what} must be {choices}, not {value!r}") from None
 
 
-DecoderOpt = Annotated[Decoder, typer.Option("--decoder", help="How a matrix becomes links.")]
+DecoderOpt = Annotated[
+    Decoder,
+    typer.Option("--decoder", help="How a matrix becomes links [auto: threshold for a bidirectional model "
+                 "with an alignment head (with --sym soft), else argmax]."),
+]
 SymOpt = Annotated[
     Sym,
     typer.Option(
         "--sym",
-        help="Combine both directions (model trained with --direction both) "
-        "[auto: grow-diag-final-and if the model has both, else none].",
+        help="Combine both directions (model trained with --direction both) [auto: soft for a model "
+        "with an alignment head, else grow-diag-final-and if the model has both, else none].",
     ),
 ]
-ThresholdOpt = Annotated[float, typer.Option("--threshold", help="Weight cut for --decoder threshold.")]
+ThresholdOpt = Annotated[
+    float | None,
+    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: 0.4 for an "
+                 "alignment-head model with --sym soft, else 0.5]."),
+]
 LayerOpt = Annotated[
     str | None,
     typer.Option("--layer", help="align (the alignment head of a model trained with --align-head), or a "
@@ -535,9 +543,9 @@ def align_corpus(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Pharaoh output file [default: stdout].")
     ] = None,
-    decoder: DecoderOpt = Decoder.argmax,
+    decoder: DecoderOpt = Decoder.auto,
     sym: SymOpt = Sym.auto,
-    threshold: ThresholdOpt = 0.5,
+    threshold: ThresholdOpt = None,
     layer: LayerOpt = None,
     head: HeadOpt = "mean",
     shift: ShiftOpt = 0,
@@ -631,9 +639,9 @@ def align_sentence(
     model: ModelDirOpt,
     src: Annotated[str, typer.Option("--src", help="Source sentence (whitespace-tokenized).")],
     tgt: Annotated[str, typer.Option("--tgt", help="Target sentence (whitespace-tokenized).")],
-    decoder: DecoderOpt = Decoder.argmax,
+    decoder: DecoderOpt = Decoder.auto,
     sym: SymOpt = Sym.auto,
-    threshold: ThresholdOpt = 0.5,
+    threshold: ThresholdOpt = None,
     layer: LayerOpt = None,
     head: HeadOpt = "mean",
     shift: ShiftOpt = 0,
@@ -699,9 +707,9 @@ def plot_sentence(
     gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False,
-    decoder: DecoderOpt = Decoder.argmax,
+    decoder: DecoderOpt = Decoder.auto,
     sym: SymOpt = Sym.auto,
-    threshold: ThresholdOpt = 0.5,
+    threshold: ThresholdOpt = None,
     layer: Annotated[
         str | None, typer.Option("--layer", help="Transformer layer: index, mean or all (a grid).")
     ] = None,

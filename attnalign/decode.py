@@ -49,6 +49,7 @@ def threshold_links(m: np.ndarray, threshold: float) -> list[Link]:
 
 
 DECODERS = ("argmax", "argmax-src", "inter", "threshold")
+DECODER_CHOICES = ("auto", *DECODERS)  # "auto" is resolved per model by align.resolve_decoding
 
 
 def decode_matrix(m: np.ndarray, decoder: str = "argmax", eos: np.ndarray | None = None,

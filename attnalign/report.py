@@ -98,6 +98,8 @@ def _model_results(model_dir, pairs: Pairs, gold, device: str, batch_tokens: int
     if tf:
         n = fwd_model.config["dec_layers"]
         layers = [*range(n), "mean"]
+        if fwd_model.config.get("align_head"):
+            layers = ["align", *layers]
     mats = {}
     results = []
     default_layer = (-2 if tf and fwd_model.config["dec_layers"] > 1 else -1) if tf else None
@@ -111,7 +113,7 @@ def _model_results(model_dir, pairs: Pairs, gold, device: str, batch_tokens: int
                 rev = [(m.T, e) for m, e in corpus_attention(rev_model, swapped, spec, batch_tokens, device)]
             mats[(layer, shift)] = (fwd, rev)
             decoders = ["argmax"]
-            is_default = layer is None or (
+            is_default = layer in (None, "align") or (
                 isinstance(layer, int)
                 and layer % fwd_model.config["dec_layers"] == default_layer % fwd_model.config["dec_layers"]
             )

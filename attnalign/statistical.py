@@ -129,9 +129,9 @@ def viterbi_links(post: np.ndarray) -> list[Link]:
 MODELS = ("ibm2", "hmm")
 
 
-def align_statistical(pairs: Pairs, sym: str = "grow-diag-final-and", iterations: int = 5,
-                      model: str = "ibm2", **kw) -> list[list[Link]]:
-    """Train both directions on ``pairs`` and return symmetrized links per pair (source first).
+def directional_links(pairs: Pairs, model: str = "ibm2", iterations: int = 5, **kw
+                      ) -> tuple[list[list[Link]], list[list[Link]]]:
+    """Train both directions on ``pairs``; return each direction's links (both source first).
 
     ``model``: ``ibm2`` (this module) or ``hmm`` (:mod:`.hmm`, initialised with IBM2)."""
     if model == "hmm":
@@ -140,11 +140,16 @@ def align_statistical(pairs: Pairs, sym: str = "grow-diag-final-and", iterations
         train = train_posteriors
     else:
         raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(MODELS)}")
-    fwd = train(pairs, iterations, **kw)
-    rev = train([(t, s) for s, t in pairs], iterations, **kw)
-    out = []
-    for pf, pr in zip(fwd, rev, strict=True):
-        f_links = viterbi_links(pf)
-        r_links = [(i, j) for j, i in viterbi_links(pr)]  # reverse: (tgt, src) -> (src, tgt)
-        out.append(sorted(symmetrize(f_links, r_links, sym)) if sym != "none" else f_links)
-    return out
+    fwd = [viterbi_links(p) for p in train(pairs, iterations, **kw)]
+    rev = [[(i, j) for j, i in viterbi_links(p)]  # reverse: (tgt, src) -> (src, tgt)
+           for p in train([(t, s) for s, t in pairs], iterations, **kw)]
+    return fwd, rev
+
+
+def align_statistical(pairs: Pairs, sym: str = "grow-diag-final-and", iterations: int = 5,
+                      model: str = "ibm2", **kw) -> list[list[Link]]:
+    """Train both directions on ``pairs`` and return symmetrized links per pair (source first)."""
+    fwd, rev = directional_links(pairs, model, iterations, **kw)
+    if sym == "none":
+        return fwd
+    return [sorted(symmetrize(f, r, sym)) for f, r in zip(fwd, rev, strict=True)]

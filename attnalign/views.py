@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from .align import Aligner, AlignOptions, decode_pair
+from .align import Aligner, AlignOptions, decode_pair, resolve_decoding
 from .alignments import Alignment
 from .attnfile import read_attention
 from .decode import argmax_src_links, decode_matrix
@@ -52,6 +52,7 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
     grid = all_layers or all_heads
     aligner = Aligner(model_dir, replace(options, layer=None if all_layers else options.layer,
                                          head="mean" if all_heads else options.head))
+    options = aligner.options  # "auto" choices resolved for this model
     settings = {"model": os.path.basename(os.path.normpath(model_dir)), **aligner.description}
     if grid:
         lm = aligner.forward
@@ -90,8 +91,9 @@ def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
     """Panels for one pair of a saved attention file (``align corpus --save-attention``)."""
     p = read_attention(path, index)
     settings = {k: v for k, v in p.meta.items() if k in ("model", "sym", "layer", "head", "shift")}
-    sym = options.sym if options.sym != "auto" else ("grow-diag-final-and" if p.reverse is not None
-                                                     else "none")
+    directions = ["forward", "reverse"] if p.reverse is not None else ["forward"]
+    options = resolve_decoding(replace(options, layer=None), directions, p.meta.get("layer") == "align")
+    sym = options.sym
     if compare:
         return _compare_panels(p.matrix, p.eos, p.reverse, None, p.src, p.tgt, gold, options, sym,
                                settings, show_eos)

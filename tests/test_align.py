@@ -184,7 +184,7 @@ def test_missing_model_and_bad_options(corpus, tmp_path, models):
     assert r.exit_code == 1 and "not an attnalign model directory" in r.stderr
     r = invoke("align", "corpus", "--model", models / "rnn", "--src", corpus[0], "--tgt", corpus[1],
                "--layer", "top")
-    assert r.exit_code == 1 and "integer or 'mean'" in r.stderr
+    assert r.exit_code == 1 and "an integer, 'mean' or 'align'" in r.stderr
 
 
 def test_align_sentence(models):

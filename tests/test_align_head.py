@@ -11,7 +11,7 @@ import torch
 from helpers import SAMPLE
 from typer.testing import CliRunner
 
-from attnalign.align import Aligner, AlignOptions
+from attnalign.align import Aligner, AlignOptions, resolve_decoding
 from attnalign.alignments import Alignment
 from attnalign.batching import make_batch
 from attnalign.checkpoint import load_model
@@ -109,7 +109,9 @@ def test_transformer_head_round_trip_and_aligner_reads_it(head_model):
     assert abs(float(m.sum(1)[0] + eos[0]) - 1) < 1e-5
     ((m2, _),) = corpus_attention(lm, pairs[:1])  # the default reads the head too
     assert (m == m2).all()
-    aligner = Aligner(d, AlignOptions(sym="soft"))
+    auto = Aligner(d).options  # the "auto" choices for a bidirectional model with a head
+    assert (auto.sym, auto.decoder, auto.threshold) == ("soft", "threshold", 0.4)
+    aligner = Aligner(d, AlignOptions(sym="soft", decoder="argmax"))
     assert aligner.description["layer"] == "align" and aligner.description["head"] is None
     assert aligner.align_pairs(pairs[:3])[0].links
     assert Aligner(d, AlignOptions(layer=0)).description["layer"] == 0  # a decoder layer still works
@@ -128,3 +130,23 @@ def test_layer_align_without_a_head_is_a_clear_error(models):
     r = CliRunner().invoke(app, ["align", "corpus", "--model", str(models / "rnn"), "--layer", "align",
                                  "--src", str(SAMPLE / "test.en"), "--tgt", str(SAMPLE / "test.fr")])
     assert r.exit_code == 1 and "no alignment head" in r.output and "--align-head" in r.output
+
+
+BOTH = ["forward", "reverse"]
+
+
+@pytest.mark.parametrize(
+    ("options", "directions", "head", "expected"),
+    [
+        (AlignOptions(), BOTH, True, ("soft", "threshold", 0.4)),
+        (AlignOptions(), BOTH, False, ("grow-diag-final-and", "argmax", 0.5)),
+        (AlignOptions(), ["forward"], True, ("none", "argmax", 0.5)),
+        (AlignOptions(sym="intersection"), BOTH, True, ("intersection", "argmax", 0.5)),
+        (AlignOptions(decoder="threshold"), BOTH, False, ("grow-diag-final-and", "threshold", 0.5)),
+        (AlignOptions(layer=0), BOTH, True, ("grow-diag-final-and", "argmax", 0.5)),
+        (AlignOptions(threshold=0.7), BOTH, True, ("soft", "threshold", 0.7)),
+    ],
+)
+def test_auto_decoding_per_model(options, directions, head, expected):
+    o = resolve_decoding(options, directions, head)
+    assert (o.sym, o.decoder, o.threshold) == expected
