@@ -119,7 +119,8 @@ class Aligner:
         if options.shift not in (0, 1):
             raise AttnAlignError("--shift must be 0 or 1")
         meta = read_model_config(model_dir)
-        options = resolve_decoding(options, meta["directions"], bool(meta.get("model_config", {}).get("align_head")))
+        head = bool(meta.get("model_config", {}).get("align_head"))
+        options = resolve_decoding(options, meta["directions"], head)
         sym = options.sym
         self.sym = sym
         self.options = options
