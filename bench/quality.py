@@ -161,7 +161,8 @@ def run(pair: str, config: str, retrain: bool, threads: int) -> list[dict]:
                 dh = [Alignment.from_links(p.links) for p in aligner.align_pairs(list(dev.pairs))]
                 dev_aer = sum(corpus_counts(dh, dev.gold), Counts()).aer
             rows.append({"pair": pair, "config": config, "shift": shift, "sym": sym,
-                         "decoder": aligner.options.decoder, "threshold": aligner.options.threshold,
+                         "decoder": aligner.options.decoder,
+                         "threshold": aligner.options.threshold if decoder == "threshold" else None,
                          "aer": c.aer,
                          "precision": c.precision, "recall": c.recall, "f1": c.f1, "dev_aer": dev_aer,
                          "train_s": round(train_s), "extract_s": round(time.perf_counter() - t1, 1),

@@ -150,3 +150,34 @@ BOTH = ["forward", "reverse"]
 def test_auto_decoding_per_model(options, directions, head, expected):
     o = resolve_decoding(options, directions, head)
     assert (o.sym, o.decoder, o.threshold) == expected
+
+
+def test_preset_options_given_options_win():
+    from attnalign.train import preset_options
+
+    o = preset_options("align", epochs=2, model_config={"hidden": 8})
+    assert (o.direction, o.guide, o.epochs) == ("both", "auto", 2)
+    assert o.model_config == {"align_head": True, "hidden": 8}
+    assert preset_options("align", direction="forward", guide=None).direction == "forward"
+    assert preset_options(None) == TrainOptions()
+    with pytest.raises(AttnAlignError, match="unknown preset"):
+        preset_options("fast")
+
+
+def test_cli_preset_reaches_the_model(tmp_path):
+    src = tmp_path / "s.txt"
+    tgt = tmp_path / "t.txt"
+    src.write_text("a b c\nb c\na c\n" * 15)
+    tgt.write_text("x y z\ny z\nx z\n" * 15)
+    base = ["train", "--src", str(src), "--tgt", str(tgt), "--hidden", "8", "--emb-dim", "8", "--epochs", "1",
+            "--quiet", "--preset", "align"]
+    r = CliRunner().invoke(app, [*base, "--model", str(tmp_path / "m")])
+    assert r.exit_code == 0, r.output
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["directions"] == ["forward", "reverse"] and cfg["model_config"]["align_head"] is True
+    assert cfg["train_options"]["guide"] == "auto" and cfg["train_options"]["guide_model"] == "hmm"
+    r = CliRunner().invoke(app, [*base, "--model", str(tmp_path / "f"), "--direction", "forward"])
+    assert r.exit_code == 0
+    assert json.loads((tmp_path / "f" / "config.json").read_text())["directions"] == ["forward"]
+    r = CliRunner().invoke(app, [*base[:-1], "nope", "--model", str(tmp_path / "x")])
+    assert r.exit_code == 1 and "unknown preset" in r.output
