@@ -305,8 +305,8 @@ def train(
         str | None,
         typer.Option(
             "--guide",
-            help="Guided alignment: 'auto' (the built-in IBM2-diagonal aligner, both directions, "
-            "grow-diag-final-and) or a Pharaoh file of links for the training corpus.",
+            help="Guided alignment: 'auto' (the built-in statistical aligner, see --guide-model and "
+            "--guide-sym) or a Pharaoh file of links for the training corpus.",
         ),
     ] = None,
     guide_weight: Annotated[float, typer.Option("--guide-weight", help="Weight of the guide loss.")] = 1.0,

@@ -1,8 +1,9 @@
 """A fast statistical word aligner: IBM Model 2 with a diagonal prior (the model of fast_align, Dyer et
 al. 2013), trained with EM, vectorized over the whole corpus in NumPy. Torch-free.
 
-It serves as a baseline and as the teacher for guided-alignment training (``attnalign train --guide
-auto``): its symmetrized Viterbi links supervise the NMT model's attention.
+It serves as a baseline, as the initialisation of the HMM aligner (:mod:`.hmm`, the default teacher
+for guided-alignment training, ``attnalign train --guide auto``) and as a teacher itself
+(``--guide-model ibm2``): symmetrized Viterbi links supervise the NMT model's attention.
 
 Model, for target word j (1-based) of a target sentence of length n and a source sentence of length m:
 
