@@ -57,6 +57,9 @@ CONFIGS = {
                                     guide_model="ibm2", model_config={"align_head": True}),
     "align-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                guide_model="hmm", model_config={"align_head": True}),
+    "align-head-transformer": TrainOptions(model_type="transformer", direction="both", epochs=8,
+                                           batch_tokens=2000, guide="auto",
+                                           model_config={"align_head": True}),
     "statistical": None,  # the built-in aligners alone (the guide's teachers), no NMT
     "hmm": None,
 }
