@@ -30,7 +30,7 @@ from .alignments import Link
 from .checkpoint import LoadedModel, load_model, read_model_config
 from .decode import DECODER_CHOICES, argmax_src_links, decode_matrix
 from .errors import AttnAlignError, warn
-from .extract import AttentionSpec, iter_attention
+from .extract import AttentionSpec, iter_attention, uses_align_head
 from .symmetrize import METHODS, symmetrize
 
 SYMMETRIZATIONS = ("auto", "none", *METHODS, "soft")
@@ -142,8 +142,6 @@ class Aligner:
         self._check_layer_head(self.forward)
 
     def _check_layer_head(self, lm: LoadedModel) -> None:
-        from .extract import uses_align_head
-
         if uses_align_head(lm.model, self.spec):  # raises for --layer align without a head
             if self.options.head != "mean":
                 warn("--head applies to Transformer layers; the alignment head is a single attention")
@@ -165,15 +163,13 @@ class Aligner:
         """The settings, for titles, signatures and saved-attention metadata."""
         o = self.options
         tf = self.forward.model_type == "transformer"
-        layer = o.layer
-        head = o.head if tf else None
-        if self.forward.config.get("align_head") and layer in (None, "align"):
-            layer, head = "align", None
-        elif layer is None:
+        head_read = uses_align_head(self.forward.model, self.spec)
+        layer = "align" if head_read else o.layer
+        if layer is None:
             layer = -2 if self.forward.config.get("dec_layers", 1) > 1 else -1
         return {"model_type": self.forward.model_type, "directions": self.meta["directions"],
-                "sym": self.sym, "decoder": o.decoder, "layer": layer if tf or layer == "align" else None,
-                "head": head, "shift": o.shift,
+                "sym": self.sym, "decoder": o.decoder, "layer": layer if tf or head_read else None,
+                "head": o.head if tf and not head_read else None, "shift": o.shift,
                 "threshold": o.threshold if o.decoder == "threshold" else None}
 
     def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:

@@ -15,7 +15,8 @@ sentence as ``[T, S + 1]``: the source positions, then the total NULL mass, so t
 :func:`.statistical.viterbi_links` decodes them (posterior decoding).
 
 Shapes in the batched forward-backward: emissions ``[B, T, S]`` (words) and ``[B, T]`` (NULL), forward
-and backward variables ``[B, 2S]`` (words, then NULLs) per step, transitions ``[B, S, 2S]``.
+and backward variables ``[B, 2S]`` (words, then NULLs) per step, word-to-word transitions ``[B, S, S]``
+(a state's NULL successor is the NULL at its own position, with probability p0).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .statistical import Pairs, _cells, _digamma, train_posteriors
+from .statistical import Pairs, _cells, em, m_step
 
 
 def _batches(shapes: list[tuple[int, int]], max_cells: int) -> list[list[int]]:
@@ -133,22 +134,12 @@ def train_hmm_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max
     n = int(c.unique.max()) + 1 if c.unique.size else 0
     sizes = [T * (S + 1) if T and S else 0 for T, S in c.shapes]
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    post = train_posteriors(pairs, ibm2_iterations, alpha=alpha, **ibm2) if ibm2_iterations else None
-    if post is not None and n:  # expected IBM2 counts of every (source, target) type pair
-        weights = np.concatenate([p.ravel() for p, (T, S) in zip(post, c.shapes, strict=True) if T and S])
-        counts = np.bincount(c.unique, weights=weights, minlength=n)
-    else:
-        counts = np.ones(n)
-    n_src = int(c.pair_src.max()) + 1 if n else 1
+    # t from IBM2: its EM steps, then one more M-step on its final posteriors
+    t = em(c, ibm2_iterations + 1, alpha) if ibm2_iterations else m_step(c, np.ones(n), alpha)
     batches = [_Batch(g, c.shapes, offsets, c.unique, n) for g in _batches(c.shapes, max_cells)]
     jump = torch.ones(2 * max_jump + 1, dtype=torch.float64)
     out: list[np.ndarray] = [np.zeros((T, S + 1)) for T, S in c.shapes]
     for it in range(iterations + 1):
-        total = np.bincount(c.pair_src, weights=counts, minlength=n_src)
-        if alpha > 0:
-            t = np.exp(_digamma(counts + alpha) - _digamma(total + alpha * c.n_tgt)[c.pair_src])
-        else:
-            t = counts / np.maximum(total[c.pair_src], 1e-300)
         t_ext = torch.from_numpy(np.append(t, 0.0))
         new_counts = np.zeros(n + 1)
         jump_counts = torch.zeros_like(jump)
@@ -167,6 +158,6 @@ def train_hmm_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max
             new_counts += np.bincount(b.idx.ravel(), weights=g.numpy().ravel(), minlength=n + 1)
             jump_counts.index_add_(0, d.reshape(-1), xi.sum(0).reshape(-1))
         if not last:
-            counts = new_counts[:n]
+            t = m_step(c, new_counts[:n], alpha)
             jump = (jump_counts + 1e-3) / (jump_counts + 1e-3).sum()
     return out

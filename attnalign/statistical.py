@@ -90,23 +90,30 @@ def _posteriors(c: _Cells, t: np.ndarray) -> np.ndarray:
     return score / np.maximum(z[c.row], 1e-300)
 
 
+def m_step(c: _Cells, counts: np.ndarray, alpha: float) -> np.ndarray:
+    """Translation table t(f | e) per type pair from expected counts: relative frequencies, or with
+    ``alpha > 0`` variational Bayes under a symmetric Dirichlet prior."""
+    n_src = int(c.pair_src.max()) + 1 if c.pair_src.size else 1
+    total = np.bincount(c.pair_src, weights=counts, minlength=n_src)
+    if alpha > 0:
+        return np.exp(_digamma(counts + alpha) - _digamma(total + alpha * c.n_tgt)[c.pair_src])
+    return counts / np.maximum(total[c.pair_src], 1e-300)
+
+
+def em(c: _Cells, iterations: int, alpha: float) -> np.ndarray:
+    """The translation table after ``iterations`` EM steps of the IBM2 model, from uniform."""
+    n_pairs = int(c.unique.max()) + 1 if c.unique.size else 0
+    t = np.ones(n_pairs)
+    for _ in range(iterations):
+        t = m_step(c, np.bincount(c.unique, weights=_posteriors(c, t), minlength=n_pairs), alpha)
+    return t
+
+
 def train_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.08, tension: float = 4.0,
                      alpha: float = 0.01) -> list[np.ndarray]:
     """EM-train the model on ``pairs`` and return each pair's posteriors ``[T, S + 1]`` (NULL last)."""
     c = _cells(pairs, p0, tension)
-    n_pairs = int(c.unique.max()) + 1 if c.unique.size else 0
-    t = np.ones(n_pairs)
-    n_src = int(c.pair_src.max()) + 1 if n_pairs else 1
-    for _ in range(iterations):
-        post = _posteriors(c, t)
-        counts = np.bincount(c.unique, weights=post, minlength=n_pairs)
-        if alpha > 0:
-            total = np.bincount(c.pair_src, weights=counts, minlength=n_src)
-            t = np.exp(_digamma(counts + alpha) - _digamma(total + alpha * c.n_tgt)[c.pair_src])
-        else:
-            total = np.bincount(c.pair_src, weights=counts, minlength=n_src)
-            t = counts / np.maximum(total[c.pair_src], 1e-300)
-    post = _posteriors(c, t)
+    post = _posteriors(c, em(c, iterations, alpha))
     out, k = [], 0
     for T, S in c.shapes:
         if S == 0 or T == 0:
