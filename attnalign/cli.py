@@ -24,6 +24,7 @@ from . import __version__
 from .decode import DECODER_CHOICES
 from .errors import AttnAlignError, AttnAlignWarning
 from .statistical import MODELS as GUIDE_MODELS
+from .statistical import SYMS as GUIDE_SYMS
 from .symmetrize import METHODS
 
 app = typer.Typer(
@@ -217,7 +218,7 @@ def _choices(name: str, values) -> type[Enum]:
 
 
 GuideModel = _choices("GuideModel", GUIDE_MODELS)
-GuideSym = _choices("GuideSym", METHODS)
+GuideSym = _choices("GuideSym", GUIDE_SYMS)
 
 
 class Direction(str, Enum):
@@ -311,11 +312,14 @@ def train(
     ] = None,
     guide_weight: Annotated[float, typer.Option("--guide-weight", help="Weight of the guide loss.")] = 1.0,
     guide_model: Annotated[
-        GuideModel, typer.Option("--guide-model", help="The statistical aligner behind --guide auto.")
-    ] = GuideModel.hmm,
+        GuideModel, typer.Option("--guide-model", help="The statistical aligner behind --guide auto: "
+                                 "hmm-agree (two HMMs trained jointly by agreement), hmm or ibm2.")
+    ] = GuideModel.hmm_agree,
     guide_sym: Annotated[
-        GuideSym, typer.Option("--guide-sym", help="How --guide auto combines its two directions.")
-    ] = GuideSym.grow_diag_final_and,
+        GuideSym, typer.Option("--guide-sym", help="How --guide auto combines its two directions: "
+                               "posterior (links both directions give posterior >= 0.2) or a symmetrization "
+                               "of the Viterbi links.")
+    ] = GuideSym.posterior,
     align_head: Annotated[
         bool | None,
         typer.Option(

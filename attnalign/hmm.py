@@ -47,7 +47,8 @@ def _batches(shapes: list[tuple[int, int]], max_cells: int) -> list[list[int]]:
 
 class _Batch:
     """Padded cell indices of a group of sentences: ``idx [B, Tm, Sm + 1]`` into the t table (NULL
-    last; padding points at a zero entry), and the lengths."""
+    last; padding points at a zero entry), ``flat [B, Tm, Sm + 1]`` the cells' positions in the
+    corpus-wide flat cell order of :class:`.statistical._Cells` (-1 for padding), and the lengths."""
 
     def __init__(self, group: list[int], shapes, offsets, unique: np.ndarray, pad: int):
         self.group = group
@@ -55,12 +56,17 @@ class _Batch:
         self.S = np.array([shapes[k][1] for k in group])
         Tm, Sm = int(self.T.max()), int(self.S.max())
         idx = np.full((len(group), Tm, Sm + 1), pad, dtype=np.int64)
+        flat = np.full((len(group), Tm, Sm + 1), -1, dtype=np.int64)
         for b, k in enumerate(group):
             T, S = shapes[k]
-            cells = unique[offsets[k]: offsets[k] + T * (S + 1)].reshape(T, S + 1)
-            idx[b, :T, :S] = cells[:, :S]
-            idx[b, :T, Sm] = cells[:, S]
+            pos = (offsets[k] + np.arange(T * (S + 1))).reshape(T, S + 1)
+            idx[b, :T, :S] = unique[pos[:, :S]]
+            idx[b, :T, Sm] = unique[pos[:, S]]
+            flat[b, :T, :S] = pos[:, :S]
+            flat[b, :T, Sm] = pos[:, S]
         self.idx = idx
+        self.flat = flat
+        self.real = flat >= 0
         self.t_mask = torch.from_numpy(np.arange(Tm)[None, :] < self.T[:, None])  # [B, Tm]
         self.s_mask = torch.from_numpy(np.arange(Sm)[None, :] < self.S[:, None])  # [B, Sm]
 
@@ -126,38 +132,93 @@ def _forward_backward(emit_w, emit_n, trans, init, t_mask, p0):
     return gamma[..., :S], gamma[..., S:].sum(-1), xi
 
 
+class _HMM:
+    """One direction's HMM over a corpus: cells, batches, the t table and the jump table; an E-step
+    gives the posteriors of every cell in the flat order of :class:`.statistical._Cells` ([cells]:
+    per sentence ``[T, S + 1]`` row-major, NULL last), an M-step re-estimates t and J from counts."""
+
+    def __init__(self, pairs: Pairs, p0: float, max_jump: int, alpha: float, ibm2_iterations: int,
+                 max_cells: int, ibm2: dict):
+        self.c = c = _cells(pairs, ibm2.get("p0", 0.08), ibm2.get("tension", 4.0))
+        self.n = int(c.unique.max()) + 1 if c.unique.size else 0
+        sizes = [T * (S + 1) if T and S else 0 for T, S in c.shapes]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self.p0, self.max_jump, self.alpha = p0, max_jump, alpha
+        # t from IBM2: its EM steps, then one more M-step on its final posteriors
+        self.t = (em(c, ibm2_iterations + 1, alpha) if ibm2_iterations
+                  else m_step(c, np.ones(self.n), alpha))
+        self.batches = [_Batch(g, c.shapes, self.offsets, c.unique, self.n)
+                        for g in _batches(c.shapes, max_cells)]
+        self.jump = torch.ones(2 * max_jump + 1, dtype=torch.float64)
+
+    def e_step(self) -> tuple[np.ndarray, torch.Tensor]:
+        """Posteriors of every cell [cells] and the expected jump counts [2 * max_jump + 1]."""
+        # a floor keeps rows whose every emission underflowed (tiny VB alpha) from dividing by zero
+        t_ext = torch.from_numpy(np.append(np.maximum(self.t, 1e-30), 0.0))  # padding emits 0
+        post = np.zeros(self.c.unique.size)
+        jump_counts = torch.zeros_like(self.jump)
+        for b in self.batches:
+            emit = t_ext[torch.from_numpy(b.idx)]  # [B, Tm, Sm + 1]
+            trans, init, d = _transitions(self.jump, b.s_mask, self.p0, self.max_jump)
+            g_w, g_n, xi = _forward_backward(emit[..., :-1], emit[..., -1], trans, init, b.t_mask, self.p0)
+            g = torch.cat([g_w, g_n.unsqueeze(-1)], -1).numpy()
+            post[b.flat[b.real]] = g[b.real]
+            jump_counts.index_add_(0, d.reshape(-1), xi.sum(0).reshape(-1))
+        return post, jump_counts
+
+    def m_step(self, counts: np.ndarray, jump_counts: torch.Tensor) -> None:
+        """Re-estimate t from expected counts per cell [cells] and J from expected jump counts."""
+        self.t = m_step(self.c, np.bincount(self.c.unique, weights=counts, minlength=self.n), self.alpha)
+        self.jump = (jump_counts + 1e-3) / (jump_counts + 1e-3).sum()
+
+    def split(self, post: np.ndarray) -> list[np.ndarray]:
+        """Flat cell posteriors -> one ``[T, S + 1]`` array per sentence."""
+        return [post[o: o + T * (S + 1)].reshape(T, S + 1) if T and S else np.zeros((T, S + 1))
+                for o, (T, S) in zip(self.offsets, self.c.shapes, strict=True)]
+
+
 def train_hmm_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
                          alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
                          **ibm2) -> list[np.ndarray]:
     """EM-train the HMM on ``pairs`` (after IBM2) and return posteriors ``[T, S + 1]`` (NULL last)."""
-    c = _cells(pairs, ibm2.get("p0", 0.08), ibm2.get("tension", 4.0))
-    n = int(c.unique.max()) + 1 if c.unique.size else 0
-    sizes = [T * (S + 1) if T and S else 0 for T, S in c.shapes]
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    # t from IBM2: its EM steps, then one more M-step on its final posteriors
-    t = em(c, ibm2_iterations + 1, alpha) if ibm2_iterations else m_step(c, np.ones(n), alpha)
-    batches = [_Batch(g, c.shapes, offsets, c.unique, n) for g in _batches(c.shapes, max_cells)]
-    jump = torch.ones(2 * max_jump + 1, dtype=torch.float64)
-    out: list[np.ndarray] = [np.zeros((T, S + 1)) for T, S in c.shapes]
-    for it in range(iterations + 1):
-        t_ext = torch.from_numpy(np.append(t, 0.0))
-        new_counts = np.zeros(n + 1)
-        jump_counts = torch.zeros_like(jump)
-        last = it == iterations
-        for b in batches:
-            emit = t_ext[torch.from_numpy(b.idx)]  # [B, Tm, Sm + 1]
-            emit_w, emit_n = emit[..., :-1], emit[..., -1]
-            trans, init, d = _transitions(jump, b.s_mask, p0, max_jump)
-            g_w, g_n, xi = _forward_backward(emit_w, emit_n, trans, init, b.t_mask, p0)
-            if last:
-                for r, k in enumerate(b.group):
-                    T, S = c.shapes[k]
-                    out[k] = np.concatenate([g_w[r, :T, :S].numpy(), g_n[r, :T, None].numpy()], 1)
-                continue
-            g = torch.cat([g_w, g_n.unsqueeze(-1)], -1)
-            new_counts += np.bincount(b.idx.ravel(), weights=g.numpy().ravel(), minlength=n + 1)
-            jump_counts.index_add_(0, d.reshape(-1), xi.sum(0).reshape(-1))
-        if not last:
-            t = m_step(c, new_counts[:n], alpha)
-            jump = (jump_counts + 1e-3) / (jump_counts + 1e-3).sum()
-    return out
+    hmm = _HMM(pairs, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2)
+    for _ in range(iterations):
+        hmm.m_step(*hmm.e_step())
+    return hmm.split(hmm.e_step()[0])
+
+
+def _transpose_index(shapes: list[tuple[int, int]], offsets: np.ndarray, rev_offsets: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Flat positions of the same word-word cells in the forward and the reverse model: forward cell
+    (j, i) of sentence k is reverse cell (i, j)."""
+    fwd, rev = [], []
+    for k, (T, S) in enumerate(shapes):
+        if not (T and S):
+            continue
+        j, i = np.meshgrid(np.arange(T), np.arange(S), indexing="ij")  # [T, S]
+        fwd.append((offsets[k] + j * (S + 1) + i).ravel())
+        rev.append((rev_offsets[k] + i * (T + 1) + j).ravel())
+    if not fwd:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(fwd), np.concatenate(rev)
+
+
+def train_hmm_agreement(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
+                        alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
+                        **ibm2) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Train the two directions' HMMs jointly, by agreement (Liang, Taskar and Klein 2006): each
+    E-step's count of a word-word link is the *product* of the two models' posteriors for it, for
+    both models (a NULL keeps its own model's posterior), so that a link only one direction wants
+    gets little mass. Returns the forward posteriors ``[T, S + 1]`` and the reverse ones ``[S, T + 1]``
+    per pair (NULL last); decode them together with :func:`agreement_links`."""
+    fwd = _HMM(pairs, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2)
+    rev = _HMM([(t, s) for s, t in pairs], p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2)
+    f_idx, r_idx = _transpose_index(fwd.c.shapes, fwd.offsets, rev.offsets)
+    for _ in range(iterations):
+        (f_post, f_jump), (r_post, r_jump) = fwd.e_step(), rev.e_step()
+        both = f_post[f_idx] * r_post[r_idx]
+        f_post[f_idx] = both
+        r_post[r_idx] = both
+        fwd.m_step(f_post, f_jump)
+        rev.m_step(r_post, r_jump)
+    return fwd.split(fwd.e_step()[0]), rev.split(rev.e_step()[0])

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .alignments import Link
-from .symmetrize import symmetrize
+from .symmetrize import METHODS, symmetrize
 
 Pairs = Sequence[tuple[Sequence[str], Sequence[str]]]
 
@@ -134,29 +134,58 @@ def viterbi_links(post: np.ndarray) -> list[Link]:
     return sorted((int(i), j) for j, i in enumerate(best) if i < S)
 
 
-MODELS = ("ibm2", "hmm")
+MODELS = ("ibm2", "hmm", "hmm-agree")
+# How align_statistical combines the two directions: a symmetrization of the Viterbi links, or
+# "posterior": the links whose posterior is at least POSTERIOR_THRESHOLD in *both* directions.
+SYMS = (*METHODS, "posterior")
+POSTERIOR_THRESHOLD = 0.2  # chosen on the English-French trial set (bench/quality.py)
+
+
+def directional_posteriors(pairs: Pairs, model: str = "ibm2", iterations: int = 5, **kw
+                           ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Train both directions on ``pairs``; return the forward posteriors ``[T, S + 1]`` and the reverse
+    ones ``[S, T + 1]`` of every pair (NULL last).
+
+    ``model``: ``ibm2`` (this module), ``hmm`` (:mod:`.hmm`, initialised with IBM2) or ``hmm-agree`` (the
+    two HMMs trained jointly by agreement, :func:`.hmm.train_hmm_agreement`)."""
+    if model not in MODELS:
+        raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(MODELS)}")
+    rev_pairs = [(t, s) for s, t in pairs]
+    if model == "hmm-agree":
+        from .hmm import train_hmm_agreement
+
+        return train_hmm_agreement(pairs, iterations, **kw)
+    if model == "hmm":
+        from .hmm import train_hmm_posteriors as train
+    else:
+        train = train_posteriors
+    return train(pairs, iterations, **kw), train(rev_pairs, iterations, **kw)
+
+
+def posterior_links(fwd: np.ndarray, rev: np.ndarray, threshold: float = POSTERIOR_THRESHOLD) -> list[Link]:
+    """Links (i, j) whose posterior is at least ``threshold`` in both directions: ``fwd`` is the
+    forward posteriors [T, S + 1], ``rev`` the reverse ones [S, T + 1] (NULL last)."""
+    both = np.minimum(fwd[:, :-1], rev[:, :-1].T)  # [T, S]
+    return sorted((int(i), int(j)) for j, i in zip(*np.nonzero(both >= threshold), strict=True))
 
 
 def directional_links(pairs: Pairs, model: str = "ibm2", iterations: int = 5, **kw
                       ) -> tuple[list[list[Link]], list[list[Link]]]:
-    """Train both directions on ``pairs``; return each direction's links (both source first).
-
-    ``model``: ``ibm2`` (this module) or ``hmm`` (:mod:`.hmm`, initialised with IBM2)."""
-    if model == "hmm":
-        from .hmm import train_hmm_posteriors as train
-    elif model == "ibm2":
-        train = train_posteriors
-    else:
-        raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(MODELS)}")
-    fwd = [viterbi_links(p) for p in train(pairs, iterations, **kw)]
-    rev = [[(i, j) for j, i in viterbi_links(p)]  # reverse: (tgt, src) -> (src, tgt)
-           for p in train([(t, s) for s, t in pairs], iterations, **kw)]
-    return fwd, rev
+    """Train both directions on ``pairs``; return each direction's Viterbi links (both source first)."""
+    fwd, rev = directional_posteriors(pairs, model, iterations, **kw)
+    return ([viterbi_links(p) for p in fwd],
+            [[(i, j) for j, i in viterbi_links(p)] for p in rev])  # reverse: (tgt, src) -> (src, tgt)
 
 
 def align_statistical(pairs: Pairs, sym: str = "grow-diag-final-and", iterations: int = 5,
                       model: str = "ibm2", **kw) -> list[list[Link]]:
-    """Train both directions on ``pairs`` and return symmetrized links per pair (source first)."""
+    """Train both directions on ``pairs`` and return links per pair (source first), combined with
+    ``sym``: one of :data:`SYMS`, or ``none`` for the forward direction alone."""
+    if sym not in (*SYMS, "none"):
+        raise ValueError(f"unknown symmetrization {sym!r}; choose one of {', '.join(SYMS)}")
+    if sym == "posterior":
+        fwd, rev = directional_posteriors(pairs, model, iterations, **kw)
+        return [posterior_links(f, r) for f, r in zip(fwd, rev, strict=True)]
     fwd, rev = directional_links(pairs, model, iterations, **kw)
     if sym == "none":
         return fwd

@@ -72,8 +72,8 @@ class TrainOptions:
     subword: int | None = None  # sentencepiece vocabulary size per side; None: words
     guide: str | None = None  # guided alignment: "auto" (built-in statistical aligner) or a file
     guide_weight: float = 1.0  # weight of the guided-alignment loss
-    guide_model: str = "hmm"  # the statistical aligner of guide="auto": hmm | ibm2
-    guide_sym: str = "grow-diag-final-and"  # how guide="auto" combines its two directions
+    guide_model: str = "hmm-agree"  # the statistical aligner of guide="auto": hmm-agree | hmm | ibm2
+    guide_sym: str = "posterior"  # how guide="auto" combines its two directions (statistical.SYMS)
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
 
@@ -262,13 +262,12 @@ def train(
         raise AttnAlignError("the alignment head learns from a guide alignment only",
                              hint="add --guide auto (or --guide FILE), or leave out --align-head")
     if guide is None and options.guide == "auto":
-        from .statistical import MODELS, align_statistical
-        from .symmetrize import METHODS
+        from .statistical import MODELS, SYMS, align_statistical
 
-        if options.guide_model not in MODELS or options.guide_sym not in METHODS:
+        if options.guide_model not in MODELS or options.guide_sym not in SYMS:
             raise AttnAlignError(f"unknown guide model {options.guide_model!r} or symmetrization "
                                  f"{options.guide_sym!r}", hint=f"choose {', '.join(MODELS)} and "
-                                 f"{', '.join(METHODS)}")
+                                 f"{', '.join(SYMS)}")
 
         guide = align_statistical(train_pairs, sym=options.guide_sym, model=options.guide_model)
         keep = list(range(len(train_pairs)))

@@ -56,14 +56,20 @@ CONFIGS = {
     "align-head-ibm2": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                     guide_model="ibm2", model_config={"align_head": True}),
     "align-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                               guide_model="hmm", model_config={"align_head": True}),
+                               guide_model="hmm", guide_sym="grow-diag-final-and",
+                               model_config={"align_head": True}),
+    # = attnalign train --preset align: the head guided by the agreement HMMs' posterior links
+    "agree-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                               guide_model="hmm-agree", guide_sym="posterior",
+                               model_config={"align_head": True}),
     "align-head-transformer": TrainOptions(model_type="transformer", direction="both", epochs=8,
                                            batch_tokens=2000, guide="auto",
                                            model_config={"align_head": True}),
     "statistical": None,  # the built-in aligners alone (the guide's teachers), no NMT
     "hmm": None,
+    "hmm-agree": None,
 }
-STATISTICAL = {"statistical": "ibm2", "hmm": "hmm"}
+STATISTICAL = {"statistical": "ibm2", "hmm": "hmm", "hmm-agree": "hmm-agree"}
 SYMS = ["none", "intersection", "grow-diag", "grow-diag-final", "grow-diag-final-and", "soft"]
 # Decodings tried on every model: (sym, decoder, threshold). One is selected per configuration on the
 # English-French trial set and that one is reported for every pair (marked "selected").
@@ -201,16 +207,22 @@ def mark_selected(rows: list[dict]) -> None:
 
 
 def run_statistical(pair: str, config: str, pairs, gold, dev, dev_span) -> list[dict]:
-    from attnalign.statistical import directional_links
+    from attnalign.statistical import directional_posteriors, posterior_links, viterbi_links
     from attnalign.symmetrize import symmetrize
 
     rows = []
     t = time.perf_counter()
-    fwd, rev = directional_links(pairs, STATISTICAL[config])
+    f_post, r_post = directional_posteriors(pairs, STATISTICAL[config])
     train_s = time.perf_counter() - t
-    for sym in SYMS[:-1]:
-        links = fwd if sym == "none" else [sorted(symmetrize(f, r, sym))
-                                            for f, r in zip(fwd, rev, strict=True)]
+    fwd = [viterbi_links(p) for p in f_post]
+    rev = [[(i, j) for j, i in viterbi_links(p)] for p in r_post]
+    for sym in [*SYMS[:-1], "posterior"]:
+        if sym == "posterior":
+            links = [posterior_links(f, r) for f, r in zip(f_post, r_post, strict=True)]
+        elif sym == "none":
+            links = fwd
+        else:
+            links = [sorted(symmetrize(f, r, sym)) for f, r in zip(fwd, rev, strict=True)]
         c = sum(corpus_counts([Alignment.from_links(x) for x in links[: len(gold)]], gold), Counts())
         dev_aer = None
         if dev is not None:

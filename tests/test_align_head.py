@@ -175,7 +175,7 @@ def test_cli_preset_reaches_the_model(tmp_path):
     assert r.exit_code == 0, r.output
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert cfg["directions"] == ["forward", "reverse"] and cfg["model_config"]["align_head"] is True
-    assert cfg["train_options"]["guide"] == "auto" and cfg["train_options"]["guide_model"] == "hmm"
+    assert cfg["train_options"]["guide"] == "auto" and cfg["train_options"]["guide_model"] == "hmm-agree"
     r = CliRunner().invoke(app, [*base, "--model", str(tmp_path / "f"), "--direction", "forward"])
     assert r.exit_code == 0
     assert json.loads((tmp_path / "f" / "config.json").read_text())["directions"] == ["forward"]

@@ -8,8 +8,17 @@ import numpy as np
 import pytest
 import torch
 
-from attnalign.hmm import _forward_backward, _transitions, train_hmm_posteriors
-from attnalign.statistical import align_statistical, viterbi_links
+from attnalign.alignments import Alignment
+from attnalign.hmm import (
+    _HMM,
+    _forward_backward,
+    _transitions,
+    _transpose_index,
+    train_hmm_agreement,
+    train_hmm_posteriors,
+)
+from attnalign.metrics import Counts, corpus_counts
+from attnalign.statistical import align_statistical, directional_posteriors, posterior_links, viterbi_links
 
 
 def brute_force(emit_w, emit_n, trans, init, p0, T, S):
@@ -82,3 +91,82 @@ def test_hmm_handles_empty_sides_and_both_directions():
     assert links[2] == [(0, 0), (1, 1)] and links[0] == []
     with pytest.raises(ValueError, match="unknown statistical model"):
         align_statistical(pairs, model="ibm9")
+
+
+def test_posterior_links_need_both_directions():
+    # forward [T=2, S+1=3] and reverse [S=2, T+1=3] posteriors, NULL last; threshold 0.2 on the minimum
+    fwd = np.array([[0.7, 0.1, 0.2],
+                    [0.3, 0.6, 0.1]])
+    rev = np.array([[0.9, 0.25, 0.0],   # source 0: target 0 (0.9), target 1 (0.25)
+                    [0.0, 0.15, 0.85]])  # source 1: target 1 only 0.15 -> mostly NULL
+    # (0,0): min(0.7, 0.9) kept; (0,1): min(0.3, 0.25) kept; (1,1): min(0.6, 0.15) dropped
+    assert posterior_links(fwd, rev) == [(0, 0), (0, 1)]
+    assert posterior_links(fwd, rev, threshold=0.3) == [(0, 0)]
+    assert posterior_links(np.zeros((0, 3)), np.zeros((2, 1))) == []
+
+
+def test_transpose_index_pairs_the_same_cells():
+    shapes = [(2, 3), (0, 4), (1, 1)]  # (T, S) per sentence; rows of S + 1 cells, NULL last
+    offsets = np.array([0, 8, 8])
+    rev_offsets = np.array([0, 9, 9])  # reverse rows of T + 1 cells: 3 * 3, then 0, then 1 * 2
+    f_idx, r_idx = _transpose_index(shapes, offsets, rev_offsets)
+    f_cells = {int(f): None for f in f_idx}
+    assert len(f_cells) == 2 * 3 + 1
+    # forward cell (j=1, i=2) of sentence 0 sits at 1 * 4 + 2 = 6; reverse (i=2, j=1) at 2 * 3 + 1 = 7
+    assert dict(zip(f_idx.tolist(), r_idx.tolist(), strict=True))[6] == 7
+    assert dict(zip(f_idx.tolist(), r_idx.tolist(), strict=True))[8] == 9  # the 1 x 1 sentence
+
+
+def _sample_pairs(n_train: int):
+    from pathlib import Path
+
+    from attnalign.alignments import read_alignments
+    from attnalign.corpus import read_corpus
+
+    d = Path(__file__).resolve().parent.parent / "sample_data"
+    test = read_corpus(d / "test.en", d / "test.fr")
+    train = read_corpus(d / "train.en", d / "train.fr")[:n_train]
+    gold, _ = read_alignments(d / "test.gold.pharaoh")
+    return test + train, gold, len(test)
+
+
+def test_agreement_makes_the_directions_agree():
+    # the defining property of joint training: the two directions' link posteriors move together
+    # (on the real gold sets it is also worth 1-8 AER points: bench/quality.py --config hmm-agree)
+    pairs, gold, n = _sample_pairs(300)
+    indep = directional_posteriors(pairs, "hmm", iterations=3)
+    joint = train_hmm_agreement(pairs, iterations=3)
+
+    def disagreement(fwd, rev):  # mean |p_fwd(i, j) - p_rev(i, j)| over the word cells
+        return np.mean([np.abs(f[:, :-1] - r[:, :-1].T).mean() for f, r in zip(fwd, rev, strict=True)])
+
+    assert disagreement(*joint) < 0.6 * disagreement(*indep)
+    assert all(np.allclose(f.sum(1), 1) for f in joint[0]) and all(np.allclose(r.sum(1), 1) for r in joint[1])
+    hyps = [Alignment.from_links(posterior_links(f, r))
+            for f, r in zip(joint[0][:n], joint[1][:n], strict=True)]
+    assert sum(corpus_counts(hyps, gold), Counts()).aer < 0.05
+
+
+def test_rows_whose_emissions_all_underflow_still_get_a_posterior():
+    # a tiny VB alpha can drive t(f | e) to 0 for every word of a row (on Ro-En with alpha 0.001 this made
+    # NaNs); the emission floor keeps every row a proper distribution
+    hmm = _HMM([(["a", "b", "c"], ["x", "y", "z", "w"])] * 3, 0.2, 10, 0.01, 1, 2_000_000, {})
+    hmm.t[:] = 0.0
+    post = hmm.split(hmm.e_step()[0])
+    assert all(np.isfinite(p).all() and np.allclose(p.sum(1), 1) for p in post)
+
+
+def test_agreement_with_no_iterations_is_the_independent_start():
+    pairs, _, _ = _sample_pairs(100)
+    fwd, rev = train_hmm_agreement(pairs, iterations=0)
+    ind_f, ind_r = directional_posteriors(pairs, "hmm", iterations=0)
+    assert all(np.allclose(a, b) for a, b in zip(fwd, ind_f, strict=True))
+    assert all(np.allclose(a, b) for a, b in zip(rev, ind_r, strict=True))
+
+
+def test_align_statistical_posterior_and_errors():
+    pairs = [(["a", "b"], ["x", "y"]), (["b", "c"], ["y", "z"]), (["a", "c"], ["x", "z"])] * 10
+    for model in ("ibm2", "hmm", "hmm-agree"):
+        assert align_statistical(pairs, sym="posterior", model=model)[0] == [(0, 0), (1, 1)]
+    with pytest.raises(ValueError, match="unknown symmetrization"):
+        align_statistical(pairs, sym="soft")
