@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import time
 import warnings
@@ -64,6 +65,10 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             except AttnAlignError as e:
                 err().print(f"[red]error:[/red] {e.format()}", highlight=False, markup=True)
                 raise typer.Exit(1) from None
+            except BrokenPipeError:  # `attnalign ... | head`: the reader has what it wanted
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
+                raise typer.Exit(0) from None
             except OSError as e:
                 where = f"{e.filename}: " if e.filename else ""
                 err().print(f"[red]error:[/red] {where}{e.strerror or e}", highlight=False)
@@ -485,8 +490,8 @@ SymOpt = Annotated[
 ]
 ThresholdOpt = Annotated[
     float | None,
-    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: 0.4 for an "
-                 "alignment-head model with --sym soft, else 0.5]."),
+    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: 0.5; an "
+                 "alignment-head model with --sym soft: the trial-selected cut, also 0.5]."),
 ]
 LayerOpt = Annotated[
     str | None,
@@ -634,6 +639,53 @@ def align_corpus(
     if output is not None:
         e.print(f"alignment written to {output}", highlight=False)
     if summary.report is not None:  # on stdout unless the alignment itself went there
+        (out() if output is not None else e).print(score_table(summary.report))
+
+
+@align_app.command("statistical")
+@handle_errors
+def align_statistical_cmd(
+    src: SrcOpt = None,
+    tgt: TgtOpt = None,
+    corpus: CorpusOpt = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Pharaoh output file [default: stdout].")
+    ] = None,
+    model: Annotated[
+        GuideModel, typer.Option("--aligner", help="hmm-agree (two HMMs trained jointly by agreement), "
+                                 "hmm or ibm2 (fast_align's model).")
+    ] = GuideModel.hmm_agree,
+    sym: Annotated[
+        GuideSym, typer.Option("--sym", help="posterior (links both directions give posterior >= 0.2) or "
+                               "a symmetrization of the two directions' Viterbi links.")
+    ] = GuideSym.posterior,
+    gold: Annotated[Path | None, typer.Option("--gold", help="Score against this gold at the end.")] = None,
+    gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_one_based: GoldBaseOpt = None,
+    reverse_gold: ReverseGoldOpt = False,
+    lowercase: LowercaseOpt = False,
+    encoding: EncodingOpt = "utf-8",
+) -> None:
+    """Align a parallel corpus with the built-in statistical aligner alone (no NMT model): the links
+    that `train --guide auto` learns from, in seconds. One Pharaoh line (0-based) per pair.
+
+    Example: attnalign align statistical --src sample_data/train.en --tgt sample_data/train.fr -o guide.align
+    """
+    from .pipeline import align_statistical_files
+    from .scoring import GoldOptions
+    from .tables import score_table
+
+    with err().status("training the statistical aligner (both directions)"):
+        summary = align_statistical_files(
+            src=src, tgt=tgt, corpus=corpus, output=output, model=model.value, sym=sym.value, gold=gold,
+            gold_options=GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding),
+            lowercase=lowercase, encoding=encoding)
+    e = err()
+    e.print(f"aligned {summary.pairs} pairs in {summary.seconds:.1f} s; {summary.links} links "
+            f"({model.value}, {sym.value})", highlight=False)
+    if output is not None:
+        e.print(f"alignment written to {output}", highlight=False)
+    if summary.report is not None:
         (out() if output is not None else e).print(score_table(summary.report))
 
 

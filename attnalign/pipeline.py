@@ -125,3 +125,55 @@ def align_corpus_files(
         summary.report = report
     return summary
 
+
+
+def align_statistical_files(
+    *,
+    src: str | os.PathLike | None = None,
+    tgt: str | os.PathLike | None = None,
+    corpus: str | os.PathLike | None = None,
+    output: str | os.PathLike | None = None,
+    model: str = "hmm-agree",
+    sym: str = "posterior",
+    gold: str | os.PathLike | None = None,
+    gold_options: GoldOptions = GoldOptions(),
+    lowercase: bool = False,
+    encoding: str = "utf-8",
+) -> AlignSummary:
+    """Align a corpus file with the built-in statistical aligner (no NMT model; the teacher of
+    ``train --guide auto``) to ``output`` (stdout when None). The whole corpus is trained on at once and
+    held in memory (about 20 bytes per source-target word cell)."""
+    from .statistical import MODELS, SYMS, align_statistical
+
+    if model not in MODELS or sym not in (*SYMS, "none"):
+        raise AttnAlignError(f"unknown statistical model {model!r} or symmetrization {sym!r}",
+                             hint=f"choose {', '.join(MODELS)} and {', '.join((*SYMS, 'none'))}")
+    if output is not None:
+        check_writable(output)
+    pairs = list(open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lowercase))
+    golds: list[Alignment] = []
+    gold_info = None
+    if gold is not None:
+        golds, gold_info = read_alignments(gold, fmt=gold_options.fmt, one_based=gold_options.one_based,
+                                           reverse=gold_options.reverse, encoding=gold_options.encoding)
+        if len(golds) > len(pairs):
+            raise AttnAlignError(f"the gold has {len(golds)} sentences but the corpus only {len(pairs)}",
+                                 path=gold, hint="the gold's sentences must be the corpus's first lines")
+    t0 = time.perf_counter()
+    links = align_statistical(pairs, sym=sym, model=model)
+    summary = AlignSummary(pairs=len(pairs), links=sum(map(len, links)), seconds=time.perf_counter() - t0,
+                           settings={"aligner": model, "sym": sym})
+    with contextlib.ExitStack() as stack:
+        out = sys.stdout if output is None else stack.enter_context(atomic_open(output))
+        for x in links:
+            out.write(format_pharaoh_line(Alignment.from_links(x)) + "\n")
+        if output is None:
+            out.flush()
+    if gold is not None:
+        per_sentence = [alignment_counts(Alignment.from_links(x), g)
+                        for x, g in zip(links, golds, strict=False)]
+        report = ScoreReport(gold_info)
+        report.systems.append(SystemScore(str(output) if output is not None else "attnalign",
+                                          sum(per_sentence, Counts()), per_sentence))
+        summary.report = report
+    return summary

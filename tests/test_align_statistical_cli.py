@@ -1,0 +1,60 @@
+"""`attnalign align statistical`: the built-in statistical aligner alone, from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from attnalign.alignments import read_alignments
+from attnalign.cli import app
+from attnalign.pipeline import align_statistical_files
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_data"
+
+
+def test_statistical_alignment_of_the_sample_test_set(tmp_path):
+    out = tmp_path / "test.align"
+    r = CliRunner().invoke(app, ["align", "statistical", "--src", str(SAMPLE / "test.en"),
+                                 "--tgt", str(SAMPLE / "test.fr"), "-o", str(out),
+                                 "--gold", str(SAMPLE / "test.gold.naacl")])
+    assert r.exit_code == 0, r.output
+    links, _ = read_alignments(out)
+    assert len(links) == 200
+    assert "aligned 200 pairs" in r.output and "AER" in r.output
+
+
+def test_library_call_scores_against_the_gold(tmp_path):
+    summary = align_statistical_files(src=SAMPLE / "test.en", tgt=SAMPLE / "test.fr", output=tmp_path / "a",
+                                      model="hmm", sym="grow-diag-final-and", gold=SAMPLE / "test.gold.naacl")
+    total = summary.report.systems[0].total
+    assert summary.pairs == 200 and total.aer < 0.25  # 200 pairs only: a weak but real alignment
+    assert summary.settings == {"aligner": "hmm", "sym": "grow-diag-final-and"}
+
+
+def test_errors_are_clear_and_keep_the_old_output(tmp_path):
+    src, tgt, out = tmp_path / "a.src", tmp_path / "a.tgt", tmp_path / "old.align"
+    src.write_text("a b\nc\n")
+    tgt.write_text("x y\n")
+    out.write_text("0-0\n")
+    r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
+                                 "-o", str(out)])
+    assert r.exit_code == 1 and "different line counts" in r.output
+    assert out.read_text() == "0-0\n"
+    r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
+                                 "--aligner", "ibm9"])
+    assert r.exit_code == 2 and "ibm9" in r.output
+
+
+def test_a_closed_pipe_ends_quietly():
+    # `attnalign align statistical ... | head -1`: exit 0, no traceback, no error message
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "attnalign", "align", "statistical",
+                          "--src", str(SAMPLE / "train.en"), "--tgt", str(SAMPLE / "train.fr")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().strip()
+    p.stdout.close()  # 5,000 lines do not fit the pipe: the writer meets the closed end
+    _, stderr = p.communicate(timeout=120)
+    assert p.returncode == 0 and b"Traceback" not in stderr and b"error" not in stderr
