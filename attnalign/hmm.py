@@ -26,6 +26,8 @@ import torch
 
 from .statistical import Pairs, _cells, em, m_step
 
+_FLOOR = 1e-100  # the smallest emission probability the E-step uses
+
 
 def _batches(shapes: list[tuple[int, int]], max_cells: int) -> list[list[int]]:
     """Sentence indices grouped by similar (T, S) so that padding stays small."""
@@ -153,8 +155,10 @@ class _HMM:
 
     def e_step(self) -> tuple[np.ndarray, torch.Tensor]:
         """Posteriors of every cell [cells] and the expected jump counts [2 * max_jump + 1]."""
-        # a floor keeps rows whose every emission underflowed (tiny VB alpha) from dividing by zero
-        t_ext = torch.from_numpy(np.append(np.maximum(self.t, 1e-30), 0.0))  # padding emits 0
+        # a floor keeps rows whose every emission underflowed (tiny VB alpha) from dividing by zero; it
+        # must stay far below real values (VB with alpha 0.01 gives unseen pairs ~1e-49; a floor of
+        # 1e-30 changed the model: Ro-En AER 34.5 -> 37.1)
+        t_ext = torch.from_numpy(np.append(np.maximum(self.t, _FLOOR), 0.0))  # padding emits 0
         post = np.zeros(self.c.unique.size)
         jump_counts = torch.zeros_like(self.jump)
         for b in self.batches:

@@ -62,6 +62,8 @@ CONFIGS = {
     "agree-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                guide_model="hmm-agree", guide_sym="posterior",
                                model_config={"align_head": True}),
+    "agree-head-w5": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                                  guide_weight=5.0, model_config={"align_head": True}),
     "align-head-transformer": TrainOptions(model_type="transformer", direction="both", epochs=8,
                                            batch_tokens=2000, guide="auto",
                                            model_config={"align_head": True}),
