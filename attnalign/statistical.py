@@ -150,7 +150,6 @@ def directional_posteriors(pairs: Pairs, model: str = "ibm2", iterations: int = 
     two HMMs trained jointly by agreement, :func:`.hmm.train_hmm_agreement`)."""
     if model not in MODELS:
         raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(MODELS)}")
-    rev_pairs = [(t, s) for s, t in pairs]
     if model == "hmm-agree":
         from .hmm import train_hmm_agreement
 
@@ -159,7 +158,7 @@ def directional_posteriors(pairs: Pairs, model: str = "ibm2", iterations: int = 
         from .hmm import train_hmm_posteriors as train
     else:
         train = train_posteriors
-    return train(pairs, iterations, **kw), train(rev_pairs, iterations, **kw)
+    return train(pairs, iterations, **kw), train([(t, s) for s, t in pairs], iterations, **kw)
 
 
 def posterior_links(fwd: np.ndarray, rev: np.ndarray, threshold: float = POSTERIOR_THRESHOLD) -> list[Link]:
