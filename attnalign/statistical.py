@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .alignments import Link
+from .errors import AttnAlignError
 from .symmetrize import METHODS, symmetrize
 
 Pairs = Sequence[tuple[Sequence[str], Sequence[str]]]
@@ -139,6 +140,13 @@ MODELS = ("ibm2", "hmm", "hmm-agree")
 # "posterior": the links whose posterior is at least POSTERIOR_THRESHOLD in *both* directions.
 SYMS = (*METHODS, "posterior")
 POSTERIOR_THRESHOLD = 0.2  # chosen on the English-French trial set (bench/quality.py)
+
+
+def check_choices(model: str, sym: str, syms: tuple[str, ...] = SYMS) -> None:
+    """A clear error for an unknown statistical model or way of combining the directions."""
+    if model not in MODELS or sym not in syms:
+        raise AttnAlignError(f"unknown statistical model {model!r} or symmetrization {sym!r}",
+                             hint=f"choose {', '.join(MODELS)} and {', '.join(syms)}")
 
 
 def directional_posteriors(pairs: Pairs, model: str = "ibm2", iterations: int = 5, **kw

@@ -262,12 +262,9 @@ def train(
         raise AttnAlignError("the alignment head learns from a guide alignment only",
                              hint="add --guide auto (or --guide FILE), or leave out --align-head")
     if guide is None and options.guide == "auto":
-        from .statistical import MODELS, SYMS, align_statistical
+        from .statistical import align_statistical, check_choices
 
-        if options.guide_model not in MODELS or options.guide_sym not in SYMS:
-            raise AttnAlignError(f"unknown guide model {options.guide_model!r} or symmetrization "
-                                 f"{options.guide_sym!r}", hint=f"choose {', '.join(MODELS)} and "
-                                 f"{', '.join(SYMS)}")
+        check_choices(options.guide_model, options.guide_sym)
 
         guide = align_statistical(train_pairs, sym=options.guide_sym, model=options.guide_model)
         keep = list(range(len(train_pairs)))
