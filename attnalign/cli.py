@@ -25,6 +25,7 @@ from . import __version__
 from .decode import DECODER_CHOICES
 from .errors import AttnAlignError, AttnAlignWarning
 from .statistical import MODELS as GUIDE_MODELS
+from .statistical import PREFIX
 from .statistical import SYMS as GUIDE_SYMS
 from .symmetrize import METHODS
 
@@ -325,6 +326,10 @@ def train(
                                "posterior (links both directions give posterior >= 0.2) or a symmetrization "
                                "of the Viterbi links.")
     ] = GuideSym.posterior,
+    guide_prefix: Annotated[
+        int, typer.Option("--guide-prefix", min=0, help="--guide auto sees every word cut to its first N "
+                          "characters, pooling a word's inflected forms; 0: whole words.")
+    ] = PREFIX,
     align_head: Annotated[
         bool | None,
         typer.Option(
@@ -419,6 +424,7 @@ def train(
         guide_weight=guide_weight,
         guide_model=guide_model.value,
         guide_sym=guide_sym.value,
+        guide_prefix=guide_prefix,
     )
     guide = options.guide
     guide_links = None
@@ -659,6 +665,10 @@ def align_statistical_cmd(
         GuideSym, typer.Option("--sym", help="posterior (links both directions give posterior >= 0.2) or "
                                "a symmetrization of the two directions' Viterbi links.")
     ] = GuideSym.posterior,
+    prefix: Annotated[
+        int, typer.Option("--prefix", min=0, help="The models see every word cut to its first N characters, "
+                          "pooling a word's inflected forms; 0: whole words.")
+    ] = PREFIX,
     gold: Annotated[Path | None, typer.Option("--gold", help="Score against this gold at the end.")] = None,
     gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None,
@@ -677,12 +687,13 @@ def align_statistical_cmd(
 
     with err().status("training the statistical aligner (both directions)"):
         summary = align_statistical_files(
-            src=src, tgt=tgt, corpus=corpus, output=output, model=model.value, sym=sym.value, gold=gold,
+            src=src, tgt=tgt, corpus=corpus, output=output, model=model.value, sym=sym.value, prefix=prefix,
+            gold=gold,
             gold_options=GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding),
             lowercase=lowercase, encoding=encoding)
     e = err()
     e.print(f"aligned {summary.pairs} pairs in {summary.seconds:.1f} s; {summary.links} links "
-            f"({model.value}, {sym.value})", highlight=False)
+            f"({model.value}, {sym.value}, prefix {prefix})", highlight=False)
     if output is not None:
         e.print(f"alignment written to {output}", highlight=False)
     if summary.report is not None:

@@ -41,6 +41,7 @@ from .extract import AttentionSpec, corpus_attention, reduce_attention
 from .fileio import atomic_open
 from .metrics import Counts, corpus_counts
 from .models import MODEL_TYPES, build_model
+from .statistical import PREFIX
 from .subword import Segmenter, train_segmenter
 from .vocab import PAD_ID, Vocab
 
@@ -74,6 +75,7 @@ class TrainOptions:
     guide_weight: float = 1.0  # weight of the guided-alignment loss
     guide_model: str = "hmm-agree"  # the statistical aligner of guide="auto": hmm-agree | hmm | ibm2
     guide_sym: str = "posterior"  # how guide="auto" combines its two directions (statistical.SYMS)
+    guide_prefix: int = PREFIX  # guide="auto" sees words cut to this many characters (0: whole words)
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
 
@@ -246,7 +248,9 @@ def train(
     """
     model_dir = Path(model_dir)
     if resume:  # continue with the options the run started with
-        options = TrainOptions(**read_model_config(model_dir)["train_options"])
+        saved = read_model_config(model_dir)["train_options"]
+        saved.setdefault("guide_prefix", 0)  # runs started before the option saw whole words
+        options = TrainOptions(**saved)
     if options.model_type not in MODEL_TYPES:
         raise AttnAlignError(f"unknown model type {options.model_type!r}; choose {', '.join(MODEL_TYPES)}")
     if options.direction not in (*DIRECTIONS, "both"):
@@ -266,7 +270,11 @@ def train(
 
         check_choices(options.guide_model, options.guide_sym)
 
-        guide = align_statistical(train_pairs, sym=options.guide_sym, model=options.guide_model)
+        if options.guide_prefix < 0:
+            raise AttnAlignError(f"bad --guide-prefix {options.guide_prefix}",
+                                 hint="give 0 (whole words) or a number of characters")
+        guide = align_statistical(train_pairs, sym=options.guide_sym, model=options.guide_model,
+                                  prefix=options.guide_prefix)
         keep = list(range(len(train_pairs)))
     elif guide is not None:
         if len(guide) != len(pairs):

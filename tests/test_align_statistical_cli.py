@@ -29,7 +29,21 @@ def test_library_call_scores_against_the_gold(tmp_path):
                                       model="hmm", sym="grow-diag-final-and", gold=SAMPLE / "test.gold.naacl")
     total = summary.report.systems[0].total
     assert summary.pairs == 200 and total.aer < 0.25  # 200 pairs only: a weak but real alignment
-    assert summary.settings == {"aligner": "hmm", "sym": "grow-diag-final-and"}
+    assert summary.settings == {"aligner": "hmm", "sym": "grow-diag-final-and", "prefix": 5}
+
+
+def test_prefix_option(tmp_path):
+    src, tgt = tmp_path / "a.src", tmp_path / "a.tgt"
+    src.write_text("maisonsb chatonsa\n" + "chaton vert\nmaison vert\nvert\n" * 4)
+    tgt.write_text("cat house\n" + "cat green\nhouse green\ngreen\n" * 4)
+    for prefix, first in (("5", "0-1 1-0"), ("0", "0-0 1-1")):
+        r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
+                                     "--prefix", prefix])
+        assert r.exit_code == 0, r.output
+        assert r.stdout.splitlines()[0] == first and f"prefix {prefix}" in r.stderr
+    r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
+                                 "--prefix", "-1"])
+    assert r.exit_code == 2 and "--prefix" in r.output
 
 
 def test_errors_are_clear_and_keep_the_old_output(tmp_path):
