@@ -37,7 +37,7 @@ SYMMETRIZATIONS = ("auto", "none", *METHODS, "soft")
 
 # What "auto" means for a bidirectional model with an alignment head (``train --preset align``):
 # the decoding chosen on the English-French trial set by bench/quality.py (README, "Alignment quality").
-HEAD_DECODING = {"sym": "soft", "decoder": "threshold", "threshold": 0.5}
+HEAD_DECODING = {"sym": "soft", "decoder": "threshold", "threshold": 0.4}
 
 
 @dataclass(frozen=True)

@@ -497,7 +497,7 @@ SymOpt = Annotated[
 ThresholdOpt = Annotated[
     float | None,
     typer.Option("--threshold", help="Weight cut for --decoder threshold [default: 0.5; an "
-                 "alignment-head model with --sym soft: the trial-selected cut, also 0.5]."),
+                 "alignment-head model with --sym soft: the trial-selected cut, 0.4]."),
 ]
 LayerOpt = Annotated[
     str | None,

@@ -64,6 +64,10 @@ CONFIGS = {
     "agree-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
                                model_config={"align_head": True}),
+    # the same student reading sentencepiece pieces (4,000 per side) instead of words
+    "agree-head-sp": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                                  guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
+                                  subword=4000, model_config={"align_head": True}),
     "agree-head-words": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                      guide_model="hmm-agree", guide_sym="posterior", guide_prefix=0,
                                      model_config={"align_head": True}),

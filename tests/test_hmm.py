@@ -159,7 +159,7 @@ def test_rows_whose_emissions_all_underflow_still_get_a_posterior():
 def test_agreement_with_no_iterations_is_the_independent_start():
     pairs, _, _ = _sample_pairs(100)
     fwd, rev = train_hmm_agreement(pairs, iterations=0)
-    ind_f, ind_r = directional_posteriors(pairs, "hmm", iterations=0)
+    ind_f, ind_r = directional_posteriors(pairs, "hmm", iterations=0, prefix=0)
     assert all(np.allclose(a, b) for a, b in zip(fwd, ind_f, strict=True))
     assert all(np.allclose(a, b) for a, b in zip(rev, ind_r, strict=True))
 
