@@ -202,12 +202,13 @@ def training_seconds(model_dir: Path) -> float:
     return float(log.groupby("direction").elapsed_s.max().sum())
 
 
-def mark_selected(rows: list[dict]) -> None:
+def mark_selected(rows: list[dict], trial_rows: list[dict] | None = None) -> None:
     """Mark the decoding chosen on the English-French trial set: from these rows if they have trial
-    AERs, else from bench/results/quality_enfr_<config>.json (a pair without a dev gold reuses it)."""
+    AERs, else from ``trial_rows`` (En-Fr rows of the same run), else from
+    bench/results/quality_enfr_<config>.json (a pair without a dev gold reuses it)."""
     if not rows:
         return
-    source = rows if rows[0]["dev_aer"] is not None else None
+    source = rows if rows[0]["dev_aer"] is not None else trial_rows
     if source is None:
         saved = RESULTS / f"quality_enfr_{rows[0]['config']}.json"
         source = json.loads(saved.read_text()) if saved.exists() else []
@@ -261,9 +262,12 @@ def main() -> None:
     pairs = ["enfr", "roen", "esen"] if args.pair == "all" else [args.pair]
     RESULTS.mkdir(parents=True, exist_ok=True)
     rows = []
+    trial_rows = None
     for p in pairs:
         pair_rows = run(p, args.config, args.retrain, args.threads)
-        mark_selected(pair_rows)
+        mark_selected(pair_rows, trial_rows)
+        if p == "enfr":
+            trial_rows = pair_rows
         rows += pair_rows
     name = f"quality_{args.pair}_{args.config}"
     (RESULTS / f"{name}.json").write_text(json.dumps(rows, indent=1))
