@@ -154,9 +154,9 @@ def align_statistical_files(
 ) -> AlignSummary:
     """Align a corpus file with the built-in statistical aligner (no NMT model; the teacher of
     ``train --guide auto``) to ``output`` (stdout when None); the models see words cut to ``prefix``
-    characters (0: whole words). The whole corpus is trained on at once and
-    held in memory (about 200 bytes per source-target word cell of both directions: 1 GB
-    for the 10k-pair En-Fr Hansards benchmark corpus, 3.8M cells)."""
+    characters (0: whole words). The whole corpus is trained on at once and held in memory (about 200
+    bytes per source-target word cell of both directions: 1 GB for the 10k-pair En-Fr Hansards
+    benchmark corpus, 3.8M cells)."""
     from .statistical import SYMS, align_statistical, check_choices
 
     check_choices(model, sym, (*SYMS, "none"))
