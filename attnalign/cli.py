@@ -24,8 +24,8 @@ from rich.console import Console
 from . import __version__
 from .decode import DECODER_CHOICES
 from .errors import AttnAlignError, AttnAlignWarning
+from .statistical import IDENTICAL, PREFIX
 from .statistical import MODELS as GUIDE_MODELS
-from .statistical import PREFIX
 from .statistical import SYMS as GUIDE_SYMS
 from .symmetrize import METHODS
 
@@ -330,6 +330,11 @@ def train(
         int, typer.Option("--guide-prefix", min=0, help="--guide auto sees every word cut to its first N "
                           "characters, pooling a word's inflected forms; 0: whole words.")
     ] = PREFIX,
+    guide_identical: Annotated[
+        float, typer.Option("--guide-identical", min=0.0, help="--guide auto adds this many counts to "
+                            "identical source and target words (names, numbers, cognates) in every EM "
+                            "step; 0: no such prior.")
+    ] = IDENTICAL,
     align_head: Annotated[
         bool | None,
         typer.Option(
@@ -425,6 +430,7 @@ def train(
         guide_model=guide_model.value,
         guide_sym=guide_sym.value,
         guide_prefix=guide_prefix,
+        guide_identical=guide_identical,
     )
     guide = options.guide
     guide_links = None
@@ -669,6 +675,10 @@ def align_statistical_cmd(
         int, typer.Option("--prefix", min=0, help="The models see every word cut to its first N characters, "
                           "pooling a word's inflected forms; 0: whole words.")
     ] = PREFIX,
+    identical: Annotated[
+        float, typer.Option("--identical", min=0.0, help="Extra counts for identical source and target "
+                            "words (names, numbers, cognates) in every EM step; 0: no such prior.")
+    ] = IDENTICAL,
     gold: Annotated[Path | None, typer.Option("--gold", help="Score against this gold at the end.")] = None,
     gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None,
@@ -688,12 +698,12 @@ def align_statistical_cmd(
     with err().status("training the statistical aligner (both directions)"):
         summary = align_statistical_files(
             src=src, tgt=tgt, corpus=corpus, output=output, model=model.value, sym=sym.value, prefix=prefix,
-            gold=gold,
+            identical=identical, gold=gold,
             gold_options=GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding),
             lowercase=lowercase, encoding=encoding)
     e = err()
     e.print(f"aligned {summary.pairs} pairs in {summary.seconds:.1f} s; {summary.links} links "
-            f"({model.value}, {sym.value}, prefix {prefix})", highlight=False)
+            f"({model.value}, {sym.value}, prefix {prefix}, identical {identical:g})", highlight=False)
     if output is not None:
         e.print(f"alignment written to {output}", highlight=False)
     if summary.report is not None:

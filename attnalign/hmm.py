@@ -143,8 +143,8 @@ class _HMM:
     per sentence ``[T, S + 1]`` row-major, NULL last), an M-step re-estimates t and J from counts."""
 
     def __init__(self, pairs: Pairs, p0: float, max_jump: int, alpha: float, ibm2_iterations: int,
-                 max_cells: int, ibm2: dict):
-        self.c = c = _cells(pairs, ibm2.get("p0", 0.08), ibm2.get("tension", 4.0))
+                 max_cells: int, ibm2: dict, identical: float = 0.0):
+        self.c = c = _cells(pairs, ibm2.get("p0", 0.08), ibm2.get("tension", 4.0), identical)
         self.n = int(c.unique.max()) + 1 if c.unique.size else 0
         sizes = [T * (S + 1) if T and S else 0 for T, S in c.shapes]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
@@ -186,9 +186,10 @@ class _HMM:
 
 def train_hmm_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
                          alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
-                         **ibm2) -> list[np.ndarray]:
-    """EM-train the HMM on ``pairs`` (after IBM2) and return posteriors ``[T, S + 1]`` (NULL last)."""
-    hmm = _HMM(pairs, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2)
+                         identical: float = 0.0, **ibm2) -> list[np.ndarray]:
+    """EM-train the HMM on ``pairs`` (after IBM2) and return posteriors ``[T, S + 1]`` (NULL last).
+    ``identical``: extra counts for identical types in every M-step (see :mod:`.statistical`)."""
+    hmm = _HMM(pairs, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
     for _ in range(iterations):
         hmm.m_step(*hmm.e_step())
     return hmm.split(hmm.e_step()[0])
@@ -212,14 +213,14 @@ def _transpose_index(shapes: list[tuple[int, int]], offsets: np.ndarray, rev_off
 
 def train_hmm_agreement(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
                         alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
-                        **ibm2) -> tuple[list[np.ndarray], list[np.ndarray]]:
+                        identical: float = 0.0, **ibm2) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Train the two directions' HMMs jointly, by agreement (Liang, Taskar and Klein 2006): each
     E-step's count of a word-word link is the *product* of the two models' posteriors for it, for
     both models (a NULL keeps its own model's posterior), so that a link only one direction wants
     gets little mass. Returns the forward posteriors ``[T, S + 1]`` and the reverse ones ``[S, T + 1]``
     per pair (NULL last); decode them together with :func:`.statistical.posterior_links`."""
-    fwd = _HMM(pairs, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2)
-    rev = _HMM([(t, s) for s, t in pairs], p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2)
+    fwd = _HMM(pairs, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
+    rev = _HMM([(t, s) for s, t in pairs], p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
     f_idx, r_idx = _transpose_index(fwd.c.shapes, fwd.offsets, rev.offsets)
     for _ in range(iterations):
         (f_post, f_jump), (r_post, r_jump) = fwd.e_step(), rev.e_step()

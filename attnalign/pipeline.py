@@ -24,7 +24,7 @@ from .errors import AttnAlignError
 from .fileio import atomic_open, check_writable
 from .metrics import Counts, alignment_counts
 from .scoring import GoldOptions, ScoreReport, SystemScore
-from .statistical import PREFIX
+from .statistical import IDENTICAL, PREFIX
 
 
 @dataclass
@@ -147,6 +147,7 @@ def align_statistical_files(
     model: str = "hmm-agree",
     sym: str = "posterior",
     prefix: int = PREFIX,
+    identical: float = IDENTICAL,
     gold: str | os.PathLike | None = None,
     gold_options: GoldOptions = GoldOptions(),
     lowercase: bool = False,
@@ -154,9 +155,9 @@ def align_statistical_files(
 ) -> AlignSummary:
     """Align a corpus file with the built-in statistical aligner (no NMT model; the teacher of
     ``train --guide auto``) to ``output`` (stdout when None); the models see words cut to ``prefix``
-    characters (0: whole words). The whole corpus is trained on at once and held in memory (about 200
-    bytes per source-target word cell of both directions: 1 GB for the 10k-pair En-Fr Hansards
-    benchmark corpus, 3.8M cells)."""
+    characters (0: whole words) and give identical words ``identical`` extra counts. The whole corpus
+    is trained on at once and held in memory (about 200 bytes per source-target word cell of both
+    directions: 1 GB for the 10k-pair En-Fr Hansards benchmark corpus, 3.8M cells)."""
     from .statistical import SYMS, align_statistical, check_choices
 
     check_choices(model, sym, (*SYMS, "none"))
@@ -165,9 +166,10 @@ def align_statistical_files(
     pairs = list(open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lowercase))
     golds, gold_info = _read_gold(gold, gold_options, len(pairs))
     t0 = time.perf_counter()
-    links = align_statistical(pairs, sym=sym, model=model, prefix=prefix)
+    links = align_statistical(pairs, sym=sym, model=model, prefix=prefix, identical=identical)
     summary = AlignSummary(pairs=len(pairs), links=sum(map(len, links)), seconds=time.perf_counter() - t0,
-                           settings={"aligner": model, "sym": sym, "prefix": prefix})
+                           settings={"aligner": model, "sym": sym, "prefix": prefix,
+                                     "identical": identical})
     with contextlib.ExitStack() as stack:
         out = sys.stdout if output is None else stack.enter_context(atomic_open(output))
         for x in links:

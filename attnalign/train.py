@@ -41,7 +41,7 @@ from .extract import AttentionSpec, corpus_attention, reduce_attention
 from .fileio import atomic_open
 from .metrics import Counts, corpus_counts
 from .models import MODEL_TYPES, build_model
-from .statistical import PREFIX
+from .statistical import IDENTICAL, PREFIX
 from .subword import Segmenter, train_segmenter
 from .vocab import PAD_ID, Vocab
 
@@ -76,6 +76,7 @@ class TrainOptions:
     guide_model: str = "hmm-agree"  # the statistical aligner of guide="auto": hmm-agree | hmm | ibm2
     guide_sym: str = "posterior"  # how guide="auto" combines its two directions (statistical.SYMS)
     guide_prefix: int = PREFIX  # guide="auto" sees words cut to this many characters (0: whole words)
+    guide_identical: float = IDENTICAL  # guide="auto": extra EM counts for identical words (0: none)
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
 
@@ -250,6 +251,7 @@ def train(
     if resume:  # continue with the options the run started with
         saved = read_model_config(model_dir)["train_options"]
         saved.setdefault("guide_prefix", 0)  # runs started before the option saw whole words
+        saved.setdefault("guide_identical", 0.0)  # ... and had no identical-word prior
         options = TrainOptions(**saved)
     if options.model_type not in MODEL_TYPES:
         raise AttnAlignError(f"unknown model type {options.model_type!r}; choose {', '.join(MODEL_TYPES)}")
@@ -273,8 +275,11 @@ def train(
         if options.guide_prefix < 0:
             raise AttnAlignError(f"bad --guide-prefix {options.guide_prefix}",
                                  hint="give 0 (whole words) or a number of characters")
+        if options.guide_identical < 0:
+            raise AttnAlignError(f"bad --guide-identical {options.guide_identical}",
+                                 hint="give 0 (no prior) or a positive number of counts")
         guide = align_statistical(train_pairs, sym=options.guide_sym, model=options.guide_model,
-                                  prefix=options.guide_prefix)
+                                  prefix=options.guide_prefix, identical=options.guide_identical)
         keep = list(range(len(train_pairs)))
     elif guide is not None:
         if len(guide) != len(pairs):

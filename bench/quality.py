@@ -46,44 +46,52 @@ PEERS = {
 }
 
 # Configurations under test: training options (both directions always) and decoding variants. The
-# configurations measured before the teacher saw word prefixes pin guide_prefix=0 (whole words).
+# configurations measured before the teacher saw word prefixes pin guide_prefix=0 (whole words), those
+# measured before the identical-word prior guide_identical=0.
+WORDS = {"guide_prefix": 0, "guide_identical": 0.0}  # the teacher of the earliest configurations
 CONFIGS = {
     "default": TrainOptions(direction="both", epochs=8, batch_tokens=1000, min_freq=1),
     "rnn-small": TrainOptions(direction="both", epochs=8, batch_tokens=1000,
                               model_config={"hidden": 128, "emb_dim": 128}),
     "transformer": TrainOptions(model_type="transformer", direction="both", epochs=10, batch_tokens=2000),
-    "guided": TrainOptions(direction="both", epochs=4, batch_tokens=1000, guide="auto", guide_prefix=0),
-    "guided-8": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", guide_prefix=0),
+    "guided": TrainOptions(direction="both", epochs=4, batch_tokens=1000, guide="auto", **WORDS),
+    "guided-8": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", **WORDS),
     "align-head-ibm2": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                                    guide_prefix=0, guide_model="ibm2", model_config={"align_head": True}),
-    "align-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", guide_prefix=0,
+                                    **WORDS, guide_model="ibm2", model_config={"align_head": True}),
+    "align-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", **WORDS,
                                guide_model="hmm", guide_sym="grow-diag-final-and",
                                model_config={"align_head": True}),
     # = attnalign train --preset align: the head guided by the agreement HMMs' posterior links, the
-    # HMMs seeing words cut to 5 characters
+    # HMMs seeing words cut to 5 characters, with one extra count for identical words
     "agree-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
-                               model_config={"align_head": True}),
-    # the same student reading sentencepiece pieces (4,000 per side) instead of words
+                               guide_identical=1.0, model_config={"align_head": True}),
+    # the same before the identical-word prior
+    "agree-head-prefix": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                                      guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
+                                      guide_identical=0, model_config={"align_head": True}),
+    # agree-head-prefix's student reading sentencepiece pieces (4,000 per side) instead of words
     "agree-head-sp": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                   guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
-                                  subword=4000, model_config={"align_head": True}),
+                                  guide_identical=0, subword=4000, model_config={"align_head": True}),
     "agree-head-words": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                                     guide_model="hmm-agree", guide_sym="posterior", guide_prefix=0,
+                                     guide_model="hmm-agree", guide_sym="posterior", **WORDS,
                                      model_config={"align_head": True}),
-    "agree-head-w5": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", guide_prefix=0,
+    "agree-head-w5": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", **WORDS,
                                   guide_weight=5.0, model_config={"align_head": True}),
     "align-head-transformer": TrainOptions(model_type="transformer", direction="both", epochs=8,
-                                           batch_tokens=2000, guide="auto", guide_prefix=0,
+                                           batch_tokens=2000, guide="auto", **WORDS,
                                            model_config={"align_head": True}),
     "statistical": None,  # the built-in aligners alone (the guide's teachers), no NMT
     "hmm": None,
     "hmm-agree": None,
+    "hmm-agree-prefix": None,
     "hmm-agree-words": None,
 }
-# the statistical configurations: (model, prefix length; 0 = whole words)
-STATISTICAL = {"statistical": ("ibm2", 0), "hmm": ("hmm", 0), "hmm-agree": ("hmm-agree", 5),
-               "hmm-agree-words": ("hmm-agree", 0)}
+# the statistical configurations: (model, prefix length (0 = whole words), extra counts for identical
+# words); "hmm-agree" is the default teacher (= attnalign align statistical)
+STATISTICAL = {"statistical": ("ibm2", 0, 0), "hmm": ("hmm", 0, 0), "hmm-agree": ("hmm-agree", 5, 1.0),
+               "hmm-agree-prefix": ("hmm-agree", 5, 0), "hmm-agree-words": ("hmm-agree", 0, 0)}
 SYMS = ["none", "intersection", "grow-diag", "grow-diag-final", "grow-diag-final-and", "soft"]
 # Decodings tried on every model: (sym, decoder, threshold). One is selected per configuration on the
 # English-French trial set and that one is reported for every pair (marked "selected").
@@ -227,8 +235,8 @@ def run_statistical(pair: str, config: str, pairs, gold, dev, dev_span) -> list[
 
     rows = []
     t = time.perf_counter()
-    model, prefix = STATISTICAL[config]
-    f_post, r_post = directional_posteriors(pairs, model, prefix=prefix)
+    model, prefix, identical = STATISTICAL[config]
+    f_post, r_post = directional_posteriors(pairs, model, prefix=prefix, identical=identical)
     train_s = time.perf_counter() - t
     fwd = [viterbi_links(p) for p in f_post]
     rev = [[(i, j) for j, i in viterbi_links(p)] for p in r_post]

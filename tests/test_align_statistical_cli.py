@@ -29,7 +29,8 @@ def test_library_call_scores_against_the_gold(tmp_path):
                                       model="hmm", sym="grow-diag-final-and", gold=SAMPLE / "test.gold.naacl")
     total = summary.report.systems[0].total
     assert summary.pairs == 200 and total.aer < 0.25  # 200 pairs only: a weak but real alignment
-    assert summary.settings == {"aligner": "hmm", "sym": "grow-diag-final-and", "prefix": 5}
+    assert summary.settings == {"aligner": "hmm", "sym": "grow-diag-final-and", "prefix": 5,
+                                "identical": 1.0}
 
 
 def test_prefix_option(tmp_path):
@@ -44,6 +45,20 @@ def test_prefix_option(tmp_path):
     r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
                                  "--prefix", "-1"])
     assert r.exit_code == 2 and "--prefix" in r.output
+
+
+def test_identical_option(tmp_path):
+    src, tgt = tmp_path / "a.src", tmp_path / "a.tgt"
+    src.write_text("anna vede boris\n" + "chat vert\nvede vert\nvert\n" * 4)
+    tgt.write_text("boris sees anna\n" + "cat green\nsees green\ngreen\n" * 4)
+    for identical, first in (("5", "0-2 1-1 2-0"), ("0", "0-0 1-1 2-2")):
+        r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
+                                     "--identical", identical])
+        assert r.exit_code == 0, r.output
+        assert r.stdout.splitlines()[0] == first and f"identical {identical}" in r.stderr
+    r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
+                                 "--identical", "-1"])
+    assert r.exit_code == 2 and "--identical" in r.output
 
 
 def test_errors_are_clear_and_keep_the_old_output(tmp_path):

@@ -14,7 +14,15 @@ from attnalign.batching import make_batch
 from attnalign.corpus import read_corpus
 from attnalign.errors import AttnAlignError
 from attnalign.metrics import Counts, corpus_counts
-from attnalign.statistical import _digamma, align_statistical, train_posteriors, viterbi_links, word_prefixes
+from attnalign.statistical import (
+    _cells,
+    _digamma,
+    align_statistical,
+    m_step,
+    train_posteriors,
+    viterbi_links,
+    word_prefixes,
+)
 from attnalign.train import TrainOptions, guide_loss, guide_targets, train
 
 
@@ -109,3 +117,32 @@ def test_prefixes_pool_the_inflected_forms_of_a_word(model):
 def test_guide_prefix_option(tmp_path):
     with pytest.raises(AttnAlignError, match="--guide-prefix"):
         train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto", guide_prefix=-1))
+
+
+def test_identical_types_get_extra_counts_by_hand():
+    # source ids: NULL 0, a 1, b 2; target ids: a 0, c 1; type pairs sorted by (source, target):
+    # NULL-a, NULL-c, a-a, a-c, b-a, b-c. Only a-a is identical; NULL never is.
+    c = _cells([(["a", "b"], ["a", "c"])], p0=0.1, tension=0.0, identical=2.0)
+    assert c.bonus.tolist() == [0, 0, 2, 0, 0, 0]
+    # plain EM (alpha 0) with one count per type pair: t(a | a) = (1 + 2) / (2 + 2), t(c | a) = 1 / 4
+    assert m_step(c, np.ones(6), alpha=0.0).tolist() == [0.5, 0.5, 0.75, 0.25, 0.5, 0.5]
+    assert _cells([(["a"], ["a"])], p0=0.1, tension=0.0).bonus is None
+
+
+@pytest.mark.parametrize("model", ["ibm2", "hmm", "hmm-agree"])
+def test_identical_words_pull_singletons_together(model):
+    # "anna" and "boris", seen once, swap places; without the prior position decides (monotone, wrong),
+    # with 5 extra counts the identical names link across
+    pairs = [(["anna", "vede", "boris"], ["boris", "sees", "anna"])]
+    pairs += [(["chat", "vert"], ["cat", "green"]), (["vede", "vert"], ["sees", "green"]),
+              (["vert"], ["green"])] * 4
+    sym = "posterior" if model == "hmm-agree" else "intersection"
+    assert align_statistical(pairs, sym=sym, model=model, identical=5.0)[0] == [(0, 2), (1, 1), (2, 0)]
+    assert align_statistical(pairs, sym=sym, model=model, identical=0.0)[0] == [(0, 0), (1, 1), (2, 2)]
+    with pytest.raises(ValueError, match="identical"):
+        align_statistical(pairs, sym=sym, model=model, identical=-1.0)
+
+
+def test_guide_identical_option(tmp_path):
+    with pytest.raises(AttnAlignError, match="--guide-identical"):
+        train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto", guide_identical=-1.0))
