@@ -121,6 +121,29 @@ def test_resume_equals_an_uninterrupted_run(tmp_path, sample_pairs, monkeypatch)
         assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"]), name
 
 
+def test_resume_of_a_run_older_than_the_teacher_options_keeps_its_teacher(tmp_path, monkeypatch):
+    # a run started before --guide-prefix and --guide-identical existed: its teacher saw whole words and
+    # had no identical-word prior, and its resume must rebuild that same teacher
+    import attnalign.statistical as statistical
+
+    model_dir = tmp_path / "m"
+    model_dir.mkdir()
+    train_mod._write_config(model_dir, tiny_options(guide="auto"), ["forward"], {})
+    config = json.loads((model_dir / "config.json").read_text())
+    del config["train_options"]["guide_prefix"], config["train_options"]["guide_identical"]
+    (model_dir / "config.json").write_text(json.dumps(config))
+    seen = {}
+
+    def teacher(pairs, **kw):
+        seen.update(kw)
+        raise Kill
+
+    monkeypatch.setattr(statistical, "align_statistical", teacher)
+    with pytest.raises(Kill):
+        train([(["a"], ["b"])], model_dir, TrainOptions(), resume=True)
+    assert seen["prefix"] == 0 and seen["identical"] == 0
+
+
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, sample_pairs, monkeypatch):
     probe = train(sample_pairs, tmp_path / "probe", tiny_options(epochs=1))
     per_epoch = probe["directions"]["forward"]["steps"]
