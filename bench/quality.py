@@ -70,10 +70,13 @@ CONFIGS = {
     "agree-head-prefix": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                       guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
                                       guide_identical=0, model_config={"align_head": True}),
-    # agree-head-prefix's student reading sentencepiece pieces (4,000 per side) instead of words
+    # the student reading sentencepiece pieces (4,000 per side) instead of words, with either teacher
     "agree-head-sp": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                   guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
-                                  guide_identical=0, subword=4000, model_config={"align_head": True}),
+                                  guide_identical=1.0, subword=4000, model_config={"align_head": True}),
+    "agree-head-prefix-sp": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                                         guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
+                                         guide_identical=0, subword=4000, model_config={"align_head": True}),
     "agree-head-words": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                      guide_model="hmm-agree", guide_sym="posterior", **WORDS,
                                      model_config={"align_head": True}),
