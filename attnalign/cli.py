@@ -496,14 +496,13 @@ SymOpt = Annotated[
     Sym,
     typer.Option(
         "--sym",
-        help="Combine both directions (model trained with --direction both) [auto: soft for a model "
-        "with an alignment head, else grow-diag-final-and if the model has both, else none].",
+        help="Combine both directions (model trained with --direction both) [auto: grow-diag-final-and "
+        "if the model has both (for an alignment-head model too: the trial's choice), else none].",
     ),
 ]
 ThresholdOpt = Annotated[
     float | None,
-    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: 0.5; an "
-                 "alignment-head model with --sym soft: the trial-selected cut, 0.4]."),
+    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: 0.5]."),
 ]
 LayerOpt = Annotated[
     str | None,

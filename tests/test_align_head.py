@@ -110,7 +110,7 @@ def test_transformer_head_round_trip_and_aligner_reads_it(head_model):
     ((m2, _),) = corpus_attention(lm, pairs[:1])  # the default reads the head too
     assert (m == m2).all()
     auto = Aligner(d).options  # the "auto" choices for a bidirectional model with a head
-    assert (auto.sym, auto.decoder, auto.threshold) == ("soft", "threshold", 0.4)
+    assert (auto.sym, auto.decoder, auto.threshold) == ("grow-diag-final-and", "argmax", 0.5)
     aligner = Aligner(d, AlignOptions(sym="soft", decoder="argmax"))
     assert aligner.description["layer"] == "align" and aligner.description["head"] is None
     assert aligner.align_pairs(pairs[:3])[0].links
@@ -138,13 +138,14 @@ BOTH = ["forward", "reverse"]
 @pytest.mark.parametrize(
     ("options", "directions", "head", "expected"),
     [
-        (AlignOptions(), BOTH, True, ("soft", "threshold", 0.4)),
+        (AlignOptions(), BOTH, True, ("grow-diag-final-and", "argmax", 0.5)),
+        (AlignOptions(sym="soft"), BOTH, True, ("soft", "argmax", 0.5)),
         (AlignOptions(), BOTH, False, ("grow-diag-final-and", "argmax", 0.5)),
         (AlignOptions(), ["forward"], True, ("none", "argmax", 0.5)),
         (AlignOptions(sym="intersection"), BOTH, True, ("intersection", "argmax", 0.5)),
         (AlignOptions(decoder="threshold"), BOTH, False, ("grow-diag-final-and", "threshold", 0.5)),
         (AlignOptions(layer=0), BOTH, True, ("grow-diag-final-and", "argmax", 0.5)),
-        (AlignOptions(threshold=0.7), BOTH, True, ("soft", "threshold", 0.7)),
+        (AlignOptions(threshold=0.7), BOTH, True, ("grow-diag-final-and", "argmax", 0.7)),
     ],
 )
 def test_auto_decoding_per_model(options, directions, head, expected):
