@@ -218,7 +218,8 @@ def train_hmm_agreement(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_
     E-step's count of a word-word link is the *product* of the two models' posteriors for it, for
     both models (a NULL keeps its own model's posterior), so that a link only one direction wants
     gets little mass. Returns the forward posteriors ``[T, S + 1]`` and the reverse ones ``[S, T + 1]``
-    per pair (NULL last); decode them together with :func:`.statistical.posterior_links`."""
+    per pair (NULL last); decode them together with :func:`.statistical.posterior_links`.
+    ``identical``: extra counts for identical types in every M-step (see :mod:`.statistical`)."""
     fwd = _HMM(pairs, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
     rev = _HMM([(t, s) for s, t in pairs], p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
     f_idx, r_idx = _transpose_index(fwd.c.shapes, fwd.offsets, rev.offsets)
