@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from attnalign.alignments import read_alignments
@@ -33,32 +34,29 @@ def test_library_call_scores_against_the_gold(tmp_path):
                                 "identical": 1.0}
 
 
-def test_prefix_option(tmp_path):
-    src, tgt = tmp_path / "a.src", tmp_path / "a.tgt"
-    src.write_text("maisonsb chatonsa\n" + "chaton vert\nmaison vert\nvert\n" * 4)
-    tgt.write_text("cat house\n" + "cat green\nhouse green\ngreen\n" * 4)
-    for prefix, first in (("5", "0-1 1-0"), ("0", "0-0 1-1")):
-        r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
-                                     "--prefix", prefix])
-        assert r.exit_code == 0, r.output
-        assert r.stdout.splitlines()[0] == first and f"prefix {prefix}" in r.stderr
-    r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
-                                 "--prefix", "-1"])
-    assert r.exit_code == 2 and "--prefix" in r.output
+# Each option on a known-answer corpus (see test_statistical.py): its first pair aligns one way with the
+# option on, the other way with it off; a negative value is refused by the option's range.
+OPTION_CASES = [
+    ("--prefix", "maisonsb chatonsa\n" + "chaton vert\nmaison vert\nvert\n" * 4,
+     "cat house\n" + "cat green\nhouse green\ngreen\n" * 4, (("5", "0-1 1-0"), ("0", "0-0 1-1"))),
+    ("--identical", "anna vede boris\n" + "chat vert\nvede vert\nvert\n" * 4,
+     "boris sees anna\n" + "cat green\nsees green\ngreen\n" * 4,
+     (("5", "0-2 1-1 2-0"), ("0", "0-0 1-1 2-2"))),
+]
 
 
-def test_identical_option(tmp_path):
+@pytest.mark.parametrize(("option", "src_text", "tgt_text", "answers"), OPTION_CASES)
+def test_teacher_options(tmp_path, option, src_text, tgt_text, answers):
     src, tgt = tmp_path / "a.src", tmp_path / "a.tgt"
-    src.write_text("anna vede boris\n" + "chat vert\nvede vert\nvert\n" * 4)
-    tgt.write_text("boris sees anna\n" + "cat green\nsees green\ngreen\n" * 4)
-    for identical, first in (("5", "0-2 1-1 2-0"), ("0", "0-0 1-1 2-2")):
+    src.write_text(src_text)
+    tgt.write_text(tgt_text)
+    for value, first in answers:
         r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
-                                     "--identical", identical])
+                                     option, value])
         assert r.exit_code == 0, r.output
-        assert r.stdout.splitlines()[0] == first and f"identical {identical}" in r.stderr
-    r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
-                                 "--identical", "-1"])
-    assert r.exit_code == 2 and "--identical" in r.output
+        assert r.stdout.splitlines()[0] == first and f"{option[2:]} {value}" in r.stderr
+    r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt), option, "-1"])
+    assert r.exit_code == 2 and option in r.output
 
 
 def test_errors_are_clear_and_keep_the_old_output(tmp_path):
