@@ -348,12 +348,13 @@ def train(
         typer.Option(
             "--preset",
             help="Named options; others given beside it override it. align: --direction both --guide "
-            "auto --align-head (the benchmarked aligner).",
+            "auto --align-head --subword 4000 (the benchmarked aligner).",
         ),
     ] = None,
     subword: Annotated[
         int | None,
-        typer.Option("--subword", help="Sentencepiece vocabulary size per side (default: whole words)."),
+        typer.Option("--subword", help="Sentencepiece vocabulary size per side; 0: whole words "
+                     "[default: whole words; 4000 with --preset align]."),
     ] = None,
     subword_type: Annotated[str, typer.Option("--subword-type", help="unigram or bpe.")] = "unigram",
     save_every: Annotated[
@@ -490,19 +491,21 @@ def _layer_head(value: str | None, what: str) -> int | str | None:
 DecoderOpt = Annotated[
     Decoder,
     typer.Option("--decoder", help="How a matrix becomes links [auto: threshold for a bidirectional model "
-                 "with an alignment head (with --sym soft), else argmax]."),
+                 "with an alignment head (with --sym soft: the En-Fr trial's choice), else argmax]."),
 ]
 SymOpt = Annotated[
     Sym,
     typer.Option(
         "--sym",
-        help="Combine both directions (model trained with --direction both) [auto: grow-diag-final-and "
-        "if the model has both (for an alignment-head model too: the trial's choice), else none].",
+        help="Combine both directions (model trained with --direction both) [auto: soft for a model with "
+        "both and an alignment head (the trial's choice), grow-diag-final-and for other models with both, "
+        "else none].",
     ),
 ]
 ThresholdOpt = Annotated[
     float | None,
-    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: 0.5]."),
+    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: 0.4 for the alignment "
+                 "head's auto decoding, else 0.5]."),
 ]
 LayerOpt = Annotated[
     str | None,

@@ -110,7 +110,7 @@ def test_transformer_head_round_trip_and_aligner_reads_it(head_model):
     ((m2, _),) = corpus_attention(lm, pairs[:1])  # the default reads the head too
     assert (m == m2).all()
     auto = Aligner(d).options  # the "auto" choices for a bidirectional model with a head
-    assert (auto.sym, auto.decoder, auto.threshold) == ("grow-diag-final-and", "argmax", 0.5)
+    assert (auto.sym, auto.decoder, auto.threshold) == ("soft", "threshold", 0.4)
     aligner = Aligner(d, AlignOptions(sym="soft", decoder="argmax"))
     assert aligner.description["layer"] == "align" and aligner.description["head"] is None
     assert aligner.align_pairs(pairs[:3])[0].links
@@ -138,14 +138,16 @@ BOTH = ["forward", "reverse"]
 @pytest.mark.parametrize(
     ("options", "directions", "head", "expected"),
     [
-        (AlignOptions(), BOTH, True, ("grow-diag-final-and", "argmax", 0.5)),
-        (AlignOptions(sym="soft"), BOTH, True, ("soft", "argmax", 0.5)),
+        (AlignOptions(), BOTH, True, ("soft", "threshold", 0.4)),
+        (AlignOptions(sym="soft"), BOTH, True, ("soft", "threshold", 0.4)),
+        (AlignOptions(decoder="argmax"), BOTH, True, ("soft", "argmax", 0.5)),
+        (AlignOptions(sym="grow-diag-final-and"), BOTH, True, ("grow-diag-final-and", "argmax", 0.5)),
         (AlignOptions(), BOTH, False, ("grow-diag-final-and", "argmax", 0.5)),
         (AlignOptions(), ["forward"], True, ("none", "argmax", 0.5)),
         (AlignOptions(sym="intersection"), BOTH, True, ("intersection", "argmax", 0.5)),
         (AlignOptions(decoder="threshold"), BOTH, False, ("grow-diag-final-and", "threshold", 0.5)),
         (AlignOptions(layer=0), BOTH, True, ("grow-diag-final-and", "argmax", 0.5)),
-        (AlignOptions(threshold=0.7), BOTH, True, ("grow-diag-final-and", "argmax", 0.7)),
+        (AlignOptions(threshold=0.7), BOTH, True, ("soft", "threshold", 0.7)),
     ],
 )
 def test_auto_decoding_per_model(options, directions, head, expected):
@@ -157,7 +159,8 @@ def test_preset_options_given_options_win():
     from attnalign.train import preset_options
 
     o = preset_options("align", epochs=2, model_config={"hidden": 8})
-    assert (o.direction, o.guide, o.epochs) == ("both", "auto", 2)
+    assert (o.direction, o.guide, o.epochs, o.subword) == ("both", "auto", 2, 4000)
+    assert preset_options("align", subword=0).subword == 0  # 0: the student reads whole words
     assert o.model_config == {"align_head": True, "hidden": 8}
     assert preset_options("align", direction="forward", guide=None).direction == "forward"
     assert preset_options(None) == TrainOptions()
@@ -177,6 +180,7 @@ def test_cli_preset_reaches_the_model(tmp_path):
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert cfg["directions"] == ["forward", "reverse"] and cfg["model_config"]["align_head"] is True
     assert cfg["train_options"]["guide"] == "auto" and cfg["train_options"]["guide_model"] == "hmm-agree"
+    assert cfg["train_options"]["subword"] == 4000 and load_model(tmp_path / "m").src_seg.is_subword
     r = CliRunner().invoke(app, [*base, "--model", str(tmp_path / "f"), "--direction", "forward"])
     assert r.exit_code == 0
     assert json.loads((tmp_path / "f" / "config.json").read_text())["directions"] == ["forward"]

@@ -250,6 +250,13 @@ def test_cli_train_subword_and_guide_options_reach_the_model(tmp_path):
     bad = write(tmp_path / "bad.align", "0-1 1-0 9-9\n" * 40)
     r = runner.invoke(app, [str(a) for a in args[:-4]] + ["--guide", str(bad), "--overwrite"])
     assert r.exit_code == 1 and "out of range" in r.stderr
+    r = runner.invoke(app, [str(a) for a in args] + ["--overwrite", "--subword", "-1"])
+    assert r.exit_code == 1 and "bad --subword -1" in r.stderr
+    # 0 turns the preset's pieces off: the student reads whole words
+    words = [str(a) for a in args[:-6]] + ["--preset", "align", "--subword", "0", "--overwrite"]
+    r = runner.invoke(app, words)
+    assert r.exit_code == 0, r.stderr
+    assert not load_model(tmp_path / "m").src_seg.is_subword
 
 
 def test_out_of_memory_names_the_option_to_lower(tmp_path, sample_pairs, monkeypatch):
