@@ -61,8 +61,8 @@ CONFIGS = {
     "align-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", **WORDS,
                                guide_model="hmm", guide_sym="grow-diag-final-and",
                                model_config={"align_head": True}),
-    # = attnalign train --preset align: the head guided by the agreement HMMs' posterior links, the
-    # HMMs seeing words cut to 5 characters, with one extra count for identical words
+    # the head guided by the agreement HMMs' posterior links, the HMMs seeing words cut to 5
+    # characters, with one extra count for identical words; the student reads whole words
     "agree-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
                                guide_identical=1.0, model_config={"align_head": True}),
@@ -70,7 +70,8 @@ CONFIGS = {
     "agree-head-prefix": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                       guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
                                       guide_identical=0, model_config={"align_head": True}),
-    # the student reading sentencepiece pieces (4,000 per side) instead of words, with either teacher
+    # = attnalign train --preset align: the same with the student reading 4,000 sentencepiece pieces
+    # per side (the teacher still sees words); and the same student with the earlier teacher
     "agree-head-sp": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                   guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
                                   guide_identical=1.0, subword=4000, model_config={"align_head": True}),

@@ -168,6 +168,20 @@ def test_preset_options_given_options_win():
         preset_options("fast")
 
 
+def test_the_benchmarked_configuration_is_the_preset():
+    # the README's quality table reports bench/quality.py --config agree-head-sp as --preset align
+    import importlib.util
+
+    from helpers import ROOT
+
+    spec = importlib.util.spec_from_file_location("quality", ROOT / "bench" / "quality.py")
+    quality = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(quality)
+    from attnalign.train import preset_options
+
+    assert quality.CONFIGS["agree-head-sp"] == preset_options("align")
+
+
 def test_cli_preset_reaches_the_model(tmp_path):
     src = tmp_path / "s.txt"
     tgt = tmp_path / "t.txt"
