@@ -71,10 +71,14 @@ CONFIGS = {
                                       guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
                                       guide_identical=0, model_config={"align_head": True}),
     # = attnalign train --preset align: the same with the student reading 4,000 sentencepiece pieces
-    # per side (the teacher still sees words); and the same student with the earlier teacher
+    # per side (the teacher still sees words); the same with 2,000 pieces; and the 4,000-piece student
+    # with the earlier teacher
     "agree-head-sp": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                   guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
                                   guide_identical=1.0, subword=4000, model_config={"align_head": True}),
+    "agree-head-sp2k": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                                    guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
+                                    guide_identical=1.0, subword=2000, model_config={"align_head": True}),
     "agree-head-prefix-sp": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                          guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
                                          guide_identical=0, subword=4000, model_config={"align_head": True}),
