@@ -49,6 +49,15 @@ PEERS = {
 # configurations measured before the teacher saw word prefixes pin guide_prefix=0 (whole words), those
 # measured before the identical-word prior guide_identical=0.
 WORDS = {"guide_prefix": 0, "guide_identical": 0.0}  # the teacher of the earliest configurations
+
+
+def _agree_head(**teacher) -> TrainOptions:
+    """Both directions, 8 epochs, an alignment head guided by the agreement HMMs' posterior links;
+    ``teacher``: the teacher's word prefix and identical-word prior (and the student's subword size)."""
+    return TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", guide_model="hmm-agree",
+                        guide_sym="posterior", model_config={"align_head": True}, **teacher)
+
+
 CONFIGS = {
     "default": TrainOptions(direction="both", epochs=8, batch_tokens=1000, min_freq=1),
     "rnn-small": TrainOptions(direction="both", epochs=8, batch_tokens=1000,
@@ -63,28 +72,16 @@ CONFIGS = {
                                model_config={"align_head": True}),
     # the head guided by the agreement HMMs' posterior links, the HMMs seeing words cut to 5
     # characters, with one extra count for identical words; the student reads whole words
-    "agree-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                               guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
-                               guide_identical=1.0, model_config={"align_head": True}),
+    "agree-head": _agree_head(guide_prefix=5, guide_identical=1.0),
     # the same before the identical-word prior
-    "agree-head-prefix": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                                      guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
-                                      guide_identical=0, model_config={"align_head": True}),
+    "agree-head-prefix": _agree_head(guide_prefix=5, guide_identical=0),
     # = attnalign train --preset align: the same with the student reading 4,000 sentencepiece pieces
     # per side (the teacher still sees words); the same with 2,000 pieces; and the 4,000-piece student
     # with the earlier teacher
-    "agree-head-sp": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                                  guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
-                                  guide_identical=1.0, subword=4000, model_config={"align_head": True}),
-    "agree-head-sp2k": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                                    guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
-                                    guide_identical=1.0, subword=2000, model_config={"align_head": True}),
-    "agree-head-prefix-sp": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                                         guide_model="hmm-agree", guide_sym="posterior", guide_prefix=5,
-                                         guide_identical=0, subword=4000, model_config={"align_head": True}),
-    "agree-head-words": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                                     guide_model="hmm-agree", guide_sym="posterior", **WORDS,
-                                     model_config={"align_head": True}),
+    "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),
+    "agree-head-sp2k": _agree_head(guide_prefix=5, guide_identical=1.0, subword=2000),
+    "agree-head-prefix-sp": _agree_head(guide_prefix=5, guide_identical=0, subword=4000),
+    "agree-head-words": _agree_head(**WORDS),
     "agree-head-w5": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", **WORDS,
                                   guide_weight=5.0, model_config={"align_head": True}),
     "align-head-transformer": TrainOptions(model_type="transformer", direction="both", epochs=8,
