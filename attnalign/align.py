@@ -28,19 +28,12 @@ import numpy as np
 
 from .alignments import Link
 from .checkpoint import LoadedModel, load_model, read_model_config
-from .decode import DECODER_CHOICES, argmax_src_links, decode_matrix
+from .decode import DECODER_CHOICES, HEAD_DECODING, argmax_src_links, decode_matrix
 from .errors import AttnAlignError, warn
 from .extract import AttentionSpec, iter_attention, uses_align_head
 from .symmetrize import METHODS, symmetrize
 
 SYMMETRIZATIONS = ("auto", "none", *METHODS, "soft")
-
-# What "auto" means for a bidirectional model with an alignment head (``train --preset align``):
-# the decoding chosen on the English-French trial set by bench/quality.py (README, "Alignment quality");
-# for the preset's student (4,000 sentencepiece pieces per side) that is soft symmetrization (the mean
-# of the two directions' matrices) with threshold 0.4 (trial AER 7.98; grow-diag-final-and: 8.13).
-HEAD_DECODING = {"sym": "soft", "decoder": "threshold", "threshold": 0.4}
-
 
 @dataclass(frozen=True)
 class AlignOptions:

@@ -22,7 +22,7 @@ import typer
 from rich.console import Console
 
 from . import __version__
-from .decode import DECODER_CHOICES
+from .decode import DECODER_CHOICES, HEAD_DECODING
 from .errors import AttnAlignError, AttnAlignWarning
 from .statistical import IDENTICAL, PREFIX
 from .statistical import MODELS as GUIDE_MODELS
@@ -490,22 +490,23 @@ def _layer_head(value: str | None, what: str) -> int | str | None:
 
 DecoderOpt = Annotated[
     Decoder,
-    typer.Option("--decoder", help="How a matrix becomes links [auto: threshold for a bidirectional model "
-                 "with an alignment head (with --sym soft: the En-Fr trial's choice), else argmax]."),
+    typer.Option("--decoder", help=f"How a matrix becomes links [auto: {HEAD_DECODING['decoder']} for a "
+                 f"bidirectional model with an alignment head (with --sym {HEAD_DECODING['sym']}: the En-Fr "
+                 "trial's choice), else argmax]."),
 ]
 SymOpt = Annotated[
     Sym,
     typer.Option(
         "--sym",
-        help="Combine both directions (model trained with --direction both) [auto: soft for a model with "
-        "both and an alignment head (the trial's choice), grow-diag-final-and for other models with both, "
-        "else none].",
+        help=f"Combine both directions (model trained with --direction both) [auto: {HEAD_DECODING['sym']} "
+        "for a model with both and an alignment head (the trial's choice), grow-diag-final-and for other "
+        "models with both, else none].",
     ),
 ]
 ThresholdOpt = Annotated[
     float | None,
-    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: 0.4 for the alignment "
-                 "head's auto decoding, else 0.5]."),
+    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: "
+                 f"{HEAD_DECODING['threshold']} for the alignment head's auto decoding, else 0.5]."),
 ]
 LayerOpt = Annotated[
     str | None,
