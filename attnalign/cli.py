@@ -221,11 +221,15 @@ class AttentionType(str, Enum):
 
 def _choices(name: str, values) -> type[Enum]:
     """A str Enum for Typer from a library's tuple of names (one source of truth for the choices)."""
-    return Enum(name, {v.replace("-", "_"): v for v in values}, type=str)
+    return Enum(name, {v.replace("-", "_").replace("+", "_"): v for v in values}, type=str)
 
 
 GuideModel = _choices("GuideModel", GUIDE_MODELS)
 GuideSym = _choices("GuideSym", GUIDE_SYMS)
+ALIGNERS_HELP = ("hmm-agree+fertility (the union of two models' confident links: hmm-agree's posterior "
+                 "links and those of fertility; takes --sym posterior only), hmm-agree (two HMMs trained "
+                 "jointly by agreement), fertility (Bayesian HMMs with fertility, Gibbs-sampled, like "
+                 "eflomal), hmm, or ibm2 (fast_align's model).")
 
 
 class Direction(str, Enum):
@@ -320,8 +324,8 @@ def train(
     guide_weight: Annotated[float, typer.Option("--guide-weight", help="Weight of the guide loss.")] = 1.0,
     guide_model: Annotated[
         GuideModel, typer.Option("--guide-model", help="The statistical aligner behind --guide auto: "
-                                 "hmm-agree (two HMMs trained jointly by agreement), hmm or ibm2.")
-    ] = GuideModel.hmm_agree,
+                                 + ALIGNERS_HELP)
+    ] = GuideModel.hmm_agree_fertility,
     guide_sym: Annotated[
         GuideSym, typer.Option("--guide-sym", help="How --guide auto combines its two directions: "
                                "posterior (links both directions give posterior >= 0.2) or a symmetrization "
@@ -506,8 +510,9 @@ SymOpt = Annotated[
 ]
 ThresholdOpt = Annotated[
     float | None,
-    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: "
-                 f"{HEAD_DECODING['threshold']} for the alignment head's auto decoding, else 0.5]."),
+    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: " + (
+        "0.5]." if HEAD_DECODING["threshold"] == 0.5 else
+        f"{HEAD_DECODING['threshold']} for the alignment head's auto decoding, else 0.5].")),
 ]
 LayerOpt = Annotated[
     str | None,
@@ -668,9 +673,8 @@ def align_statistical_cmd(
         Path | None, typer.Option("--output", "-o", help="Pharaoh output file [default: stdout].")
     ] = None,
     model: Annotated[
-        GuideModel, typer.Option("--aligner", help="hmm-agree (two HMMs trained jointly by agreement), "
-                                 "hmm or ibm2 (fast_align's model).")
-    ] = GuideModel.hmm_agree,
+        GuideModel, typer.Option("--aligner", help=ALIGNERS_HELP)
+    ] = GuideModel.hmm_agree_fertility,
     sym: Annotated[
         GuideSym, typer.Option("--sym", help="posterior (links both directions give posterior >= 0.2) or "
                                "a symmetrization of the two directions' Viterbi links.")

@@ -144,7 +144,7 @@ def align_statistical_files(
     tgt: str | os.PathLike | None = None,
     corpus: str | os.PathLike | None = None,
     output: str | os.PathLike | None = None,
-    model: str = "hmm-agree",
+    model: str = "hmm-agree+fertility",
     sym: str = "posterior",
     prefix: int = PREFIX,
     identical: float = IDENTICAL,

@@ -23,6 +23,9 @@ class RichTrainReporter:
                                            loss="-", tps="-")
         self.progress.start()
 
+    def note(self, message: str) -> None:
+        self.console.print(message, highlight=False)
+
     def step(self, step: int, loss: float, tokens_per_s: float) -> None:
         self.progress.update(self.task, completed=step, loss=f"{loss:.3f}", tps=f"{tokens_per_s:,.0f}")
 

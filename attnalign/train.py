@@ -73,7 +73,7 @@ class TrainOptions:
     subword: int | None = None  # sentencepiece vocabulary size per side; None or 0: words
     guide: str | None = None  # guided alignment: "auto" (built-in statistical aligner) or a file
     guide_weight: float = 1.0  # weight of the guided-alignment loss
-    guide_model: str = "hmm-agree"  # the statistical aligner of guide="auto": hmm-agree | hmm | ibm2
+    guide_model: str = "hmm-agree+fertility"  # the statistical aligner of guide="auto" (statistical.MODELS)
     guide_sym: str = "posterior"  # how guide="auto" combines its two directions (statistical.SYMS)
     guide_prefix: int = PREFIX  # guide="auto" sees words cut to this many characters (0: whole words)
     guide_identical: float = IDENTICAL  # guide="auto": extra EM counts for identical words (0: none)
@@ -84,7 +84,7 @@ class TrainOptions:
 # Named sets of training options (``attnalign train --preset NAME``); options given beside a preset
 # override it. "align": the configuration benchmarked in bench/quality.py (README, "Alignment
 # quality"): both directions reading 4,000 sentencepiece pieces per side, guided by the built-in
-# statistical aligner (on whole words), with an alignment head.
+# statistical aligner (hmm-agree+fertility, on words), with an alignment head.
 PRESETS: dict[str, dict] = {
     "align": {"direction": "both", "guide": "auto", "subword": 4000, "model_config": {"align_head": True}},
 }
@@ -102,7 +102,8 @@ def preset_options(name: str | None, **given) -> TrainOptions:
 
 
 class Reporter(Protocol):
-    """Receives progress; the CLI draws it with rich, a notebook may ignore it."""
+    """Receives progress; the CLI draws it with rich, a notebook may ignore it. A reporter may also have
+    ``note(message)``, told of stages before training (the guide alignment)."""
 
     def start(self, direction: str, total_steps: int, done_steps: int) -> None: ...
     def step(self, step: int, loss: float, tokens_per_s: float) -> None: ...
@@ -282,8 +283,14 @@ def train(
         if options.guide_identical < 0:
             raise AttnAlignError(f"bad --guide-identical {options.guide_identical}",
                                  hint="give 0 (no prior) or a positive number of counts")
+        note = getattr(reporter, "note", None)
+        t0 = time.perf_counter()
+        if note:
+            note(f"guide: aligning {len(train_pairs)} pairs with {options.guide_model} ...")
         guide = align_statistical(train_pairs, sym=options.guide_sym, model=options.guide_model,
                                   prefix=options.guide_prefix, identical=options.guide_identical)
+        if note:
+            note(f"guide: {sum(map(len, guide))} links in {time.perf_counter() - t0:.0f} s")
         keep = list(range(len(train_pairs)))
     elif guide is not None:
         if len(guide) != len(pairs):

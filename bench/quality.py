@@ -51,10 +51,11 @@ PEERS = {
 WORDS = {"guide_prefix": 0, "guide_identical": 0.0}  # the teacher of the earliest configurations
 
 
-def _agree_head(**teacher) -> TrainOptions:
-    """Both directions, 8 epochs, an alignment head guided by the agreement HMMs' posterior links;
-    ``teacher``: the teacher's word prefix and identical-word prior (and the student's subword size)."""
-    return TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", guide_model="hmm-agree",
+def _agree_head(guide_model: str = "hmm-agree", **teacher) -> TrainOptions:
+    """Both directions, 8 epochs, an alignment head guided by the agreement HMMs' posterior links (or
+    ``guide_model``'s); ``teacher``: the teacher's word prefix and identical-word prior (and the
+    student's subword size)."""
+    return TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", guide_model=guide_model,
                         guide_sym="posterior", model_config={"align_head": True}, **teacher)
 
 
@@ -75,9 +76,12 @@ CONFIGS = {
     "agree-head": _agree_head(guide_prefix=5, guide_identical=1.0),
     # the same before the identical-word prior
     "agree-head-prefix": _agree_head(guide_prefix=5, guide_identical=0),
-    # = attnalign train --preset align: the same with the student reading 4,000 sentencepiece pieces
-    # per side (the teacher still sees words); the same with 2,000 pieces; and the 4,000-piece student
-    # with the earlier teacher
+    # = attnalign train --preset align: the 4,000-piece student below, guided by the union of the
+    # agreement HMMs' links and the fertility HMMs' links (statistical.COMBINED)
+    "agree-fert-head-sp": _agree_head(guide_model="hmm-agree+fertility", guide_prefix=5, guide_identical=1.0,
+                                      subword=4000),
+    # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words); the same
+    # with 2,000 pieces; and the 4,000-piece student with the earlier teacher
     "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),
     "agree-head-sp2k": _agree_head(guide_prefix=5, guide_identical=1.0, subword=2000),
     "agree-head-prefix-sp": _agree_head(guide_prefix=5, guide_identical=0, subword=4000),
@@ -92,11 +96,17 @@ CONFIGS = {
     "hmm-agree": None,
     "hmm-agree-prefix": None,
     "hmm-agree-words": None,
+    "fertility": None,
+    "hmm-agree-fert": None,
+    "eflomal": None,  # the peer itself, when installed (pip install eflomal; builds with a C compiler)
+    "eflomal-hmm": None,  # eflomal without its fertility model (IBM1 + HMM)
 }
+EFLOMAL = {"eflomal": 3, "eflomal-hmm": 2}  # eflomal's --model
 # the statistical configurations: (model, prefix length (0 = whole words), extra counts for identical
-# words); "hmm-agree" is the default teacher (= attnalign align statistical)
+# words); "hmm-agree-fert" is the default teacher (= attnalign align statistical)
 STATISTICAL = {"statistical": ("ibm2", 0, 0), "hmm": ("hmm", 0, 0), "hmm-agree": ("hmm-agree", 5, 1.0),
-               "hmm-agree-prefix": ("hmm-agree", 5, 0), "hmm-agree-words": ("hmm-agree", 0, 0)}
+               "hmm-agree-prefix": ("hmm-agree", 5, 0), "hmm-agree-words": ("hmm-agree", 0, 0),
+               "fertility": ("fertility", 0, 0), "hmm-agree-fert": ("hmm-agree+fertility", 5, 1.0)}
 SYMS = ["none", "intersection", "grow-diag", "grow-diag-final", "grow-diag-final-and", "soft"]
 # Decodings tried on every model: (sym, decoder, threshold). One is selected per configuration on the
 # English-French trial set and that one is reported for every pair (marked "selected").
@@ -176,6 +186,8 @@ def run(pair: str, config: str, retrain: bool, threads: int) -> list[dict]:
         dev_gold, _ = read_alignments(info["dev_gold"], src_lengths=[len(s) for s, _ in dev_pairs],
                                       tgt_lengths=[len(t) for _, t in dev_pairs])
         dev = DevSet(dev_pairs, dev_gold)
+    if config in EFLOMAL:
+        return run_eflomal(pair, config, info["dir"], pairs, gold, dev, info["dev"])
     if CONFIGS[config] is None:
         return run_statistical(pair, config, pairs, gold, dev, info["dev"])
     model_dir = info["dir"] / config
@@ -234,34 +246,81 @@ def mark_selected(rows: list[dict], trial_rows: list[dict] | None = None) -> Non
         r["selected"] = (r["shift"], r["sym"], r.get("decoder", "argmax"), r.get("threshold")) == key
 
 
+def _row(pair: str, config: str, sym: str, links, gold, dev, dev_span, train_s: float, n: int) -> dict:
+    """One result row: the links of the whole corpus scored on the test (and trial) sentences."""
+    c = sum(corpus_counts([Alignment.from_links(x) for x in links[: len(gold)]], gold), Counts())
+    dev_aer = None
+    if dev is not None:
+        start, m = dev_span
+        hyps = [Alignment.from_links(x) for x in links[start:start + m]]
+        dev_aer = sum(corpus_counts(hyps, dev.gold), Counts()).aer
+    return {"pair": pair, "config": config, "shift": 0, "sym": sym, "decoder": "argmax", "threshold": None,
+            "aer": c.aer, "precision": c.precision, "recall": c.recall, "f1": c.f1, "dev_aer": dev_aer,
+            "train_s": round(train_s), "extract_s": 0.0, "train_pairs": n}
+
+
+def run_eflomal(pair: str, config: str, work: Path, pairs, gold, dev, dev_span) -> list[dict]:
+    """The peer eflomal (Östling and Tiedemann 2016) with its default settings on the same corpus, each
+    symmetrization of its two directions. It samples with a seed of its own: reruns differ a little."""
+    try:
+        import eflomal
+    except ImportError:
+        raise SystemExit("--config eflomal needs the eflomal package: pip install eflomal "
+                         "(it builds a C extension)") from None
+    from attnalign.symmetrize import symmetrize
+
+    out = work / config
+    out.mkdir(exist_ok=True)
+    t = time.perf_counter()
+    with open(work / "corpus.src", encoding="utf-8") as src, \
+            open(work / "corpus.tgt", encoding="utf-8") as tgt:
+        eflomal.Aligner(model=EFLOMAL[config]).align(src, tgt, links_filename_fwd=str(out / "forward.align"),
+                                                     links_filename_rev=str(out / "reverse.align"))
+    train_s = time.perf_counter() - t
+
+    def read(name):
+        return [sorted(tuple(map(int, x.split("-"))) for x in line.split())
+                for line in (out / name).read_text().splitlines()]
+
+    fwd, rev = read("forward.align"), read("reverse.align")  # both source first
+    rows = []
+    for sym in SYMS[:-1]:
+        links = fwd if sym == "none" else [sorted(symmetrize(f, r, sym))
+                                           for f, r in zip(fwd, rev, strict=True)]
+        rows.append(_row(pair, config, sym, links, gold, dev, dev_span, train_s, len(pairs)))
+    return rows
+
+
 def run_statistical(pair: str, config: str, pairs, gold, dev, dev_span) -> list[dict]:
-    from attnalign.statistical import directional_posteriors, posterior_links, viterbi_links
+    from attnalign.statistical import (
+        COMBINED,
+        align_statistical,
+        directional_posteriors,
+        posterior_links,
+        viterbi_links,
+    )
     from attnalign.symmetrize import symmetrize
 
     rows = []
     t = time.perf_counter()
     model, prefix, identical = STATISTICAL[config]
-    f_post, r_post = directional_posteriors(pairs, model, prefix=prefix, identical=identical)
+    if model == COMBINED:  # one way of combining the directions: its own
+        combined = align_statistical(pairs, "posterior", model=model, prefix=prefix, identical=identical)
+    else:
+        f_post, r_post = directional_posteriors(pairs, model, prefix=prefix, identical=identical)
+        fwd = [viterbi_links(p) for p in f_post]
+        rev = [[(i, j) for j, i in viterbi_links(p)] for p in r_post]
     train_s = time.perf_counter() - t
-    fwd = [viterbi_links(p) for p in f_post]
-    rev = [[(i, j) for j, i in viterbi_links(p)] for p in r_post]
-    for sym in [*SYMS[:-1], "posterior"]:
-        if sym == "posterior":
+    for sym in ["posterior"] if model == COMBINED else [*SYMS[:-1], "posterior"]:
+        if model == COMBINED:
+            links = combined
+        elif sym == "posterior":
             links = [posterior_links(f, r) for f, r in zip(f_post, r_post, strict=True)]
         elif sym == "none":
             links = fwd
         else:
             links = [sorted(symmetrize(f, r, sym)) for f, r in zip(fwd, rev, strict=True)]
-        c = sum(corpus_counts([Alignment.from_links(x) for x in links[: len(gold)]], gold), Counts())
-        dev_aer = None
-        if dev is not None:
-            start, n = dev_span
-            hyps = [Alignment.from_links(x) for x in links[start:start + n]]
-            dev_aer = sum(corpus_counts(hyps, dev.gold), Counts()).aer
-        rows.append({"pair": pair, "config": config, "shift": 0, "sym": sym, "decoder": "argmax",
-                     "threshold": None, "aer": c.aer,
-                     "precision": c.precision, "recall": c.recall, "f1": c.f1, "dev_aer": dev_aer,
-                     "train_s": round(train_s), "extract_s": 0.0, "train_pairs": len(pairs)})
+        rows.append(_row(pair, config, sym, links, gold, dev, dev_span, train_s, len(pairs)))
     return rows
 
 

@@ -110,7 +110,7 @@ def test_transformer_head_round_trip_and_aligner_reads_it(head_model):
     ((m2, _),) = corpus_attention(lm, pairs[:1])  # the default reads the head too
     assert (m == m2).all()
     auto = Aligner(d).options  # the "auto" choices for a bidirectional model with a head
-    assert (auto.sym, auto.decoder, auto.threshold) == ("soft", "threshold", 0.4)
+    assert (auto.sym, auto.decoder, auto.threshold) == ("soft", "argmax", 0.5)
     aligner = Aligner(d, AlignOptions(sym="soft", decoder="argmax"))
     assert aligner.description["layer"] == "align" and aligner.description["head"] is None
     assert aligner.align_pairs(pairs[:3])[0].links
@@ -138,16 +138,17 @@ BOTH = ["forward", "reverse"]
 @pytest.mark.parametrize(
     ("options", "directions", "head", "expected"),
     [
-        (AlignOptions(), BOTH, True, ("soft", "threshold", 0.4)),
-        (AlignOptions(sym="soft"), BOTH, True, ("soft", "threshold", 0.4)),
-        (AlignOptions(decoder="argmax"), BOTH, True, ("soft", "argmax", 0.5)),
+        (AlignOptions(), BOTH, True, ("soft", "argmax", 0.5)),
+        (AlignOptions(sym="soft"), BOTH, True, ("soft", "argmax", 0.5)),
+        (AlignOptions(decoder="threshold"), BOTH, True, ("soft", "threshold", 0.5)),
         (AlignOptions(sym="grow-diag-final-and"), BOTH, True, ("grow-diag-final-and", "argmax", 0.5)),
         (AlignOptions(), BOTH, False, ("grow-diag-final-and", "argmax", 0.5)),
         (AlignOptions(), ["forward"], True, ("none", "argmax", 0.5)),
         (AlignOptions(sym="intersection"), BOTH, True, ("intersection", "argmax", 0.5)),
         (AlignOptions(decoder="threshold"), BOTH, False, ("grow-diag-final-and", "threshold", 0.5)),
         (AlignOptions(layer=0), BOTH, True, ("grow-diag-final-and", "argmax", 0.5)),
-        (AlignOptions(threshold=0.7), BOTH, True, ("soft", "threshold", 0.7)),
+        (AlignOptions(threshold=0.7), BOTH, True, ("soft", "argmax", 0.7)),
+        (AlignOptions(decoder="threshold", threshold=0.4), BOTH, True, ("soft", "threshold", 0.4)),
     ],
 )
 def test_auto_decoding_per_model(options, directions, head, expected):
@@ -169,7 +170,7 @@ def test_preset_options_given_options_win():
 
 
 def test_the_benchmarked_configuration_is_the_preset():
-    # the README's quality table reports bench/quality.py --config agree-head-sp as --preset align
+    # the README's quality table reports bench/quality.py --config agree-fert-head-sp as --preset align
     import importlib.util
 
     from helpers import ROOT
@@ -179,7 +180,7 @@ def test_the_benchmarked_configuration_is_the_preset():
     spec.loader.exec_module(quality)
     from attnalign.train import preset_options
 
-    assert quality.CONFIGS["agree-head-sp"] == preset_options("align")
+    assert quality.CONFIGS["agree-fert-head-sp"] == preset_options("align")
 
 
 def test_cli_preset_reaches_the_model(tmp_path):
@@ -193,10 +194,13 @@ def test_cli_preset_reaches_the_model(tmp_path):
     assert r.exit_code == 0, r.output
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert cfg["directions"] == ["forward", "reverse"] and cfg["model_config"]["align_head"] is True
-    assert cfg["train_options"]["guide"] == "auto" and cfg["train_options"]["guide_model"] == "hmm-agree"
+    assert cfg["train_options"]["guide"] == "auto"
+    assert cfg["train_options"]["guide_model"] == "hmm-agree+fertility"
     assert cfg["train_options"]["subword"] == 4000 and load_model(tmp_path / "m").src_seg.is_subword
-    r = CliRunner().invoke(app, [*base, "--model", str(tmp_path / "f"), "--direction", "forward"])
+    loud = [a for a in base if a != "--quiet"]  # the guide stage is announced on stderr
+    r = CliRunner().invoke(app, [*loud, "--model", str(tmp_path / "f"), "--direction", "forward"])
     assert r.exit_code == 0
+    assert "guide: aligning 45 pairs with hmm-agree+fertility" in r.stderr and "links in" in r.stderr
     assert json.loads((tmp_path / "f" / "config.json").read_text())["directions"] == ["forward"]
     r = CliRunner().invoke(app, [*base[:-1], "nope", "--model", str(tmp_path / "x")])
     assert r.exit_code == 1 and "unknown preset" in r.output

@@ -35,7 +35,9 @@ def test_library_call_scores_against_the_gold(tmp_path):
 
 
 # Each option on a known-answer corpus (see test_statistical.py): its first pair aligns one way with the
-# option on, the other way with it off; a negative value is refused by the option's range.
+# option on, the other way with it off; a negative value is refused by the option's range. The options
+# act on the agreement HMMs (alone here; the default aligner unites their links with the fertility
+# model's, which sees whole words).
 OPTION_CASES = [
     ("--prefix", "maisonsb chatonsa\n" + "chaton vert\nmaison vert\nvert\n" * 4,
      "cat house\n" + "cat green\nhouse green\ngreen\n" * 4, (("5", "0-1 1-0"), ("0", "0-0 1-1"))),
@@ -52,11 +54,26 @@ def test_teacher_options(tmp_path, option, src_text, tgt_text, answers):
     tgt.write_text(tgt_text)
     for value, first in answers:
         r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt),
-                                     option, value])
+                                     "--aligner", "hmm-agree", option, value])
         assert r.exit_code == 0, r.output
         assert r.stdout.splitlines()[0] == first and f"{option[2:]} {value}" in r.stderr
     r = CliRunner().invoke(app, ["align", "statistical", "--src", str(src), "--tgt", str(tgt), option, "-1"])
     assert r.exit_code == 2 and option in r.output
+
+
+def test_the_fertility_aligner_and_the_combined_default(tmp_path):
+    src, tgt = tmp_path / "a.src", tmp_path / "a.tgt"
+    src.write_text("a b\nb c\na c\n" * 10)
+    tgt.write_text("x y\ny z\nx z\n" * 10)
+    base = ["align", "statistical", "--src", str(src), "--tgt", str(tgt)]
+    r = CliRunner().invoke(app, [*base, "--aligner", "fertility", "--sym", "intersection"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0] == "0-0 1-1" and "(fertility, intersection" in r.stderr
+    r = CliRunner().invoke(app, base)
+    assert r.exit_code == 0 and r.stdout.splitlines()[0] == "0-0 1-1"
+    assert "(hmm-agree+fertility, posterior" in r.stderr
+    r = CliRunner().invoke(app, [*base, "--aligner", "hmm-agree+fertility", "--sym", "grow-diag"])
+    assert r.exit_code == 1 and "hmm-agree+fertility" in r.output and "use posterior" in r.output
 
 
 def test_errors_are_clear_and_keep_the_old_output(tmp_path):

@@ -1,0 +1,97 @@
+"""The Gibbs-sampled HMM + fertility aligner: hand-computed tables, known-answer corpora, determinism,
+and the combined teacher (hmm-agree+fertility)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from attnalign.fertility import _buckets, _tables, _tail_count, sample_marginals, train_fertility_posteriors
+from attnalign.statistical import (
+    COMBINED,
+    FERTILITY_THRESHOLD,
+    align_statistical,
+    check_choices,
+    directional_posteriors,
+    posterior_links,
+    viterbi_links,
+)
+
+
+def test_tail_count_shares_the_clipped_buckets():
+    # max_jump 2: distances >= 2 share one bucket, <= -2 another; the last position is padding
+    d = np.array([[-3, -2, -1, 0, 1, 2, 3, 4]])
+    real = np.array([[True] * 7 + [False]])
+    assert _tail_count(d, real, 2).tolist() == [[2, 2, 1, 1, 1, 2, 2, 2]]  # of 2, 3, 4 only 2, 3 are real
+
+
+def test_tables_count_jumps_over_null_and_fertilities():
+    # one sentence, source a b c (S = 3), target links a, a, NULL: fertilities 2, 0, 0; jumps from the
+    # start (-1 -> 0: +1), 0 -> 0 (0), the NULL skipped, then to the end (0 -> 3: +3, clipped to +2)
+    pairs = [(["a", "b", "c"], ["x", "y", "z"])]
+    buckets, n_src, _, _ = _buckets(pairs, [np.array([0, 0, 3])])
+    J, fert = _tables(buckets, n_src, max_jump=2, max_fertility=3, beta=0.0, gamma=0.0)
+    assert J.tolist() == pytest.approx([0, 0, 1 / 3, 1 / 3, 1 / 3])  # distances -2..+2
+    assert buckets[0].phi.tolist() == [[2, 0, 0, 0]]  # the last column is NULL
+    assert fert[:3].tolist() == [[0, 0, 1, 0], [1, 0, 0, 0], [1, 0, 0, 0]]  # types a, b, c
+
+
+def _dictionary_corpus(n: int, seed: int = 0):
+    """Random sentences of distinct words out of 12 source words, each translated word for word
+    (w3 -> v3), with one neighbour swap in half of the sentences: the true links are known."""
+    rng = random.Random(seed)
+    pairs, truth = [], []
+    for _ in range(n):
+        S = rng.randint(3, 7)
+        src = [f"w{k}" for k in rng.sample(range(12), S)]  # no word twice: the links are unambiguous
+        order = list(range(S))
+        if rng.random() < 0.5:
+            k = rng.randrange(S - 1)
+            order[k], order[k + 1] = order[k + 1], order[k]
+        pairs.append((src, [src[i].replace("w", "v") for i in order]))
+        truth.append(sorted((i, j) for j, i in enumerate(order)))
+    return pairs, truth
+
+
+def test_sampler_recovers_a_dictionary_with_reordering():
+    pairs, truth = _dictionary_corpus(300)
+    fwd, rev = train_fertility_posteriors(pairs, sweeps=10, fertility_from=3, collect=5)
+    assert all(m.shape == (len(t), len(s) + 1) and np.allclose(m.sum(1), 1)
+               for m, (s, t) in zip(fwd, pairs, strict=True))
+    hits = sum(len(set(viterbi_links(m)) & set(g)) for m, g in zip(fwd, truth, strict=True))
+    assert hits / sum(map(len, truth)) > 0.97
+    # links sampled in half the sweeps of both directions: every one right, nearly all found
+    links = [set(posterior_links(f, r, FERTILITY_THRESHOLD)) for f, r in zip(fwd, rev, strict=True)]
+    right = sum(len(a & set(g)) for a, g in zip(links, truth, strict=True))
+    assert right == sum(map(len, links)) and right / sum(map(len, truth)) > 0.93
+
+
+def test_sampling_is_deterministic_per_seed_and_keeps_empty_sides():
+    pairs, _ = _dictionary_corpus(60)
+    pairs = pairs + [([], ["v1"]), (["w1"], [])]
+    init = [np.zeros(len(t), dtype=np.int64) for _, t in pairs]
+    a = sample_marginals(pairs, init, sweeps=4, fertility_from=2, collect=2, seed=3)
+    b = sample_marginals(pairs, init, sweeps=4, fertility_from=2, collect=2, seed=3)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert a[-2].shape == (1, 1) and not a[-2].any() and a[-1].shape == (0, 2)  # empty sides: no links
+    with pytest.raises(ValueError, match="collect"):
+        sample_marginals(pairs, init, sweeps=2, collect=3)
+
+
+def test_combined_teacher_is_the_union_of_its_parts():
+    pairs, _ = _dictionary_corpus(80)
+    agree = directional_posteriors(pairs, "hmm-agree")
+    fert = directional_posteriors(pairs, "fertility", prefix=0)
+    expect = [sorted(set(posterior_links(a, b)) | set(posterior_links(c, d, FERTILITY_THRESHOLD)))
+              for a, b, c, d in zip(*agree, *fert, strict=True)]
+    assert align_statistical(pairs, "posterior", model=COMBINED) == expect
+    with pytest.raises(ValueError, match="takes sym 'posterior'"):
+        align_statistical(pairs, "intersection", model=COMBINED)
+    with pytest.raises(ValueError, match="combines two of them"):
+        directional_posteriors(pairs, COMBINED)
+    from attnalign.errors import AttnAlignError
+
+    with pytest.raises(AttnAlignError, match="has no 'grow-diag'"):
+        check_choices(COMBINED, "grow-diag")
