@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-Pairs = Sequence[tuple[Sequence[str], Sequence[str]]]
+from .statistical import Pairs, train_posteriors
 
 _BUCKET = 3000  # at most this many sentences resampled together
 
@@ -207,11 +207,11 @@ def _sweep(b: _Bucket, n_pair, n_e, n_tgt, J, fert, rng, p0, alpha, max_jump, ma
             nxt = np.where(rm.any(1), right[ar, np.argmax(rm, axis=1)], nxt)
         rp = real[rows, :Sm]
         d_in, d_out = pos - prev[:, None], nxt[:, None] - pos  # [R, Sm]
-        into = J[np.clip(d_in, -max_jump, max_jump) + max_jump] / _tail_count(d_in, rp, max_jump)
+        in_share = _tail_count(d_in, rp, max_jump)
+        into = J[np.clip(d_in, -max_jump, max_jump) + max_jump] / in_share
         out = J[np.clip(d_out, -max_jump, max_jump) + max_jump] / _tail_count(d_out, rp, max_jump)
-        skip = nxt - prev
-        share = np.where(np.abs(skip) >= max_jump,
-                         _tail_count(d_in, rp, max_jump)[ar, np.clip(nxt, 0, Sm - 1)], 1.0)
+        skip = nxt - prev  # the jump prev -> next shares its bucket as a jump from prev would
+        share = np.where(np.abs(skip) >= max_jump, in_share[ar, np.clip(nxt, 0, Sm - 1)], 1.0)
         skip_p = J[np.clip(skip, -max_jump, max_jump) + max_jump] / share
         lex = (n_pair[pid] + alpha) / (n_e[b.e[rows]] + alpha * n_tgt)  # [R, Sm + 1]
         w = np.empty((rows.size, Sm + 1))
@@ -237,8 +237,6 @@ def train_fertility_posteriors(pairs: Pairs, seed: int = 1, **kw
                                ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Both directions, each initialised with the Viterbi links of IBM2 (:mod:`.statistical`): the
     forward marginals ``[T, S + 1]`` and the reverse ones ``[S, T + 1]`` per pair (NULL last)."""
-    from .statistical import train_posteriors
-
     out = []
     for side in (pairs, [(t, s) for s, t in pairs]):
         init = [p.argmax(axis=1) for p in train_posteriors(side, 5)]

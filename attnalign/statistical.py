@@ -152,7 +152,7 @@ MODELS = ("ibm2", "hmm", "hmm-agree", "fertility", "hmm-agree+fertility")
 # (threshold POSTERIOR_THRESHOLD, words cut to ``prefix``) and the links that the fertility HMMs of
 # :mod:`.fertility` (whole words, FERTILITY_PREFIX) sample in at least FERTILITY_THRESHOLD of their
 # sweeps in both directions. Their errors differ: test AER of the union En-Fr 6.3, Ro-En 28.3, Es-En
-# 24.1 against 6.7 / 30.7 / 26.2 for hmm-agree alone (trial 6.7 against 7.2; bench/quality.py).
+# 24.2 against 6.7 / 30.7 / 26.2 for hmm-agree alone (trial 6.7 against 7.2; bench/quality.py).
 COMBINED = "hmm-agree+fertility"
 FERTILITY_PREFIX = 0
 FERTILITY_THRESHOLD = 0.5  # trial pick over the intersection of the max-marginal links (6.7 / 6.9)
@@ -206,7 +206,8 @@ def directional_posteriors(pairs: Pairs, model: str = "ibm2", iterations: int = 
     this many characters (:data:`PREFIX`; 0: whole words). ``identical``: extra counts
     for identical types (:data:`IDENTICAL`; 0: none)."""
     if model not in MODELS or model == COMBINED:
-        raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(MODELS[:-1])} "
+        raise ValueError(f"unknown statistical model {model!r}; choose "
+                         f"{', '.join(m for m in MODELS if m != COMBINED)} "
                          f"({COMBINED} combines two of them: see align_statistical)")
     if identical < 0:
         raise ValueError(f"identical must be 0 (no prior) or a positive count, not {identical}")
