@@ -30,10 +30,10 @@ from common import emit, parse_result, peak_rss_mb, shared  # noqa: E402
 def worker(args) -> None:
     import torch
 
-    from attnalign.align import AlignOptions
-    from attnalign.corpus import open_corpus
-    from attnalign.pipeline import align_corpus_files
-    from attnalign.train import TrainOptions, train
+    from attnalign.data.corpus import open_corpus
+    from attnalign.nmt.aligner import AlignOptions
+    from attnalign.training import TrainOptions, train
+    from attnalign.workflows.align_files import align_corpus_files
 
     torch.set_num_threads(args.threads)
     tmp = Path(args.tmp)

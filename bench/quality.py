@@ -29,11 +29,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, shared  # noqa: E402
 
-from attnalign.align import Aligner, AlignOptions  # noqa: E402
-from attnalign.alignments import Alignment, read_alignments  # noqa: E402
-from attnalign.corpus import read_corpus, read_lines  # noqa: E402
-from attnalign.metrics import Counts, corpus_counts  # noqa: E402
-from attnalign.train import DevSet, TrainOptions, train  # noqa: E402
+from attnalign.data.alignments import Alignment, read_alignments  # noqa: E402
+from attnalign.data.corpus import read_corpus, read_lines  # noqa: E402
+from attnalign.eval.metrics import Counts, corpus_counts  # noqa: E402
+from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
+from attnalign.training import DevSet, TrainOptions, train  # noqa: E402
 
 WORK = ROOT / "bench" / "work"
 RESULTS = ROOT / "bench" / "results"
@@ -267,7 +267,7 @@ def run_eflomal(pair: str, config: str, work: Path, pairs, gold, dev, dev_span) 
     except ImportError:
         raise SystemExit("--config eflomal needs the eflomal package: pip install eflomal "
                          "(it builds a C extension)") from None
-    from attnalign.symmetrize import symmetrize
+    from attnalign.decoding.symmetrize import symmetrize
 
     out = work / config
     out.mkdir(exist_ok=True)
@@ -292,6 +292,7 @@ def run_eflomal(pair: str, config: str, work: Path, pairs, gold, dev, dev_span) 
 
 
 def run_statistical(pair: str, config: str, pairs, gold, dev, dev_span) -> list[dict]:
+    from attnalign.decoding.symmetrize import symmetrize
     from attnalign.statistical import (
         COMBINED,
         align_statistical,
@@ -299,7 +300,6 @@ def run_statistical(pair: str, config: str, pairs, gold, dev, dev_span) -> list[
         posterior_links,
         viterbi_links,
     )
-    from attnalign.symmetrize import symmetrize
 
     rows = []
     t = time.perf_counter()

@@ -42,9 +42,9 @@ def worker(args) -> None:
     """Train one attnalign configuration in this process and emit its numbers."""
     import torch
 
-    from attnalign.alignments import read_alignments
-    from attnalign.corpus import read_corpus
-    from attnalign.train import DevSet, TrainOptions, train
+    from attnalign.data.alignments import read_alignments
+    from attnalign.data.corpus import read_corpus
+    from attnalign.training import DevSet, TrainOptions, train
 
     torch.set_num_threads(args.threads)
     tmp = Path(args.data)

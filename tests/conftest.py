@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from helpers import SAMPLE
 
-from attnalign.corpus import read_corpus
-from attnalign.train import TrainOptions, train
+from attnalign.data.corpus import read_corpus
+from attnalign.training import TrainOptions, train
 
 
 @pytest.fixture(scope="session")

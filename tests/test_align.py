@@ -9,11 +9,11 @@ import pytest
 from helpers import SAMPLE, write
 from typer.testing import CliRunner
 
-from attnalign.align import Aligner, AlignOptions, decode_pair
-from attnalign.attnfile import read_attention, saved_indices
 from attnalign.cli import app
-from attnalign.corpus import read_corpus
+from attnalign.data.attnfile import read_attention, saved_indices
+from attnalign.data.corpus import read_corpus
 from attnalign.errors import AttnAlignError, AttnAlignWarning
+from attnalign.nmt.aligner import Aligner, AlignOptions, decode_pair
 
 runner = CliRunner()
 

@@ -11,16 +11,16 @@ import torch
 from helpers import SAMPLE
 from typer.testing import CliRunner
 
-from attnalign.align import Aligner, AlignOptions, resolve_decoding
-from attnalign.alignments import Alignment
-from attnalign.batching import make_batch
-from attnalign.checkpoint import load_model
 from attnalign.cli import app
+from attnalign.data.alignments import Alignment
 from attnalign.errors import AttnAlignError
-from attnalign.extract import AttentionSpec, corpus_attention
-from attnalign.metrics import Counts, corpus_counts
-from attnalign.models.align_head import AlignHead
-from attnalign.train import DevSet, TrainOptions, guide_targets, train
+from attnalign.eval.metrics import Counts, corpus_counts
+from attnalign.nmt.aligner import Aligner, AlignOptions, resolve_decoding
+from attnalign.nmt.batching import make_batch
+from attnalign.nmt.checkpoint import load_model
+from attnalign.nmt.extract import AttentionSpec, corpus_attention
+from attnalign.nmt.models.align_head import AlignHead
+from attnalign.training import DevSet, TrainOptions, guide_targets, train
 
 RNN_TINY = {"hidden": 64, "emb_dim": 32, "dropout": 0.0, "align_head": True}
 
@@ -89,7 +89,7 @@ def test_known_answer_the_head_aligns_what_attention_cannot(tmp_path):
 
 @pytest.fixture(scope="module")
 def head_model(tmp_path_factory):
-    from attnalign.corpus import read_corpus
+    from attnalign.data.corpus import read_corpus
 
     pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:200]
     d = tmp_path_factory.mktemp("head") / "m"
@@ -157,7 +157,7 @@ def test_auto_decoding_per_model(options, directions, head, expected):
 
 
 def test_preset_options_given_options_win():
-    from attnalign.train import preset_options
+    from attnalign.training import preset_options
 
     o = preset_options("align", epochs=2, model_config={"hidden": 8})
     assert (o.direction, o.guide, o.epochs, o.subword) == ("both", "auto", 2, 4000)
@@ -178,7 +178,7 @@ def test_the_benchmarked_configuration_is_the_preset():
     spec = importlib.util.spec_from_file_location("quality", ROOT / "bench" / "quality.py")
     quality = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(quality)
-    from attnalign.train import preset_options
+    from attnalign.training import preset_options
 
     assert quality.CONFIGS["agree-fert-head-sp"] == preset_options("align")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attnalign.alignments import read_alignments
 from attnalign.cli import app
-from attnalign.pipeline import align_statistical_files
+from attnalign.data.alignments import read_alignments
+from attnalign.workflows.align_files import align_statistical_files
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data"
 

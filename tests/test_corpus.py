@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import write
 
-from attnalign.corpus import count_lines, open_corpus, read_corpus
+from attnalign.data.corpus import count_lines, open_corpus, read_corpus
 from attnalign.errors import AttnAlignWarning, CorpusError
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnalign.decode import argmax_links, select_rows, tokens_to_words
+from attnalign.decoding import argmax_links
+from attnalign.nmt.words import select_rows, tokens_to_words
 
 
 def test_argmax_and_eos_means_no_link():
@@ -32,7 +33,7 @@ def test_tokens_to_words_sums_source_pieces_and_averages_target_pieces():
 
 
 def test_argmax_src_inter_threshold():
-    from attnalign.decode import argmax_src_links, decode_matrix, inter_links, threshold_links
+    from attnalign.decoding import argmax_src_links, decode_matrix, inter_links, threshold_links
 
     # rows: target words 0..2; columns: source words 0..2
     m = np.array([[0.6, 0.3, 0.1], [0.5, 0.4, 0.1], [0.1, 0.2, 0.7]])

@@ -8,7 +8,6 @@ import random
 import numpy as np
 import pytest
 
-from attnalign.fertility import _buckets, _tables, _tail_count, sample_marginals, train_fertility_posteriors
 from attnalign.statistical import (
     COMBINED,
     FERTILITY_THRESHOLD,
@@ -17,6 +16,13 @@ from attnalign.statistical import (
     directional_posteriors,
     posterior_links,
     viterbi_links,
+)
+from attnalign.statistical.fertility import (
+    _buckets,
+    _tables,
+    _tail_count,
+    sample_marginals,
+    train_fertility_posteriors,
 )
 
 

@@ -7,7 +7,7 @@ import io
 import pytest
 from helpers import write
 
-from attnalign.alignments import (
+from attnalign.data.alignments import (
     Alignment,
     detect_format,
     read_alignments,

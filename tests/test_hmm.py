@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from attnalign.alignments import Alignment
-from attnalign.hmm import (
+from attnalign.data.alignments import Alignment
+from attnalign.eval.metrics import Counts, corpus_counts
+from attnalign.statistical import align_statistical, directional_posteriors, posterior_links, viterbi_links
+from attnalign.statistical.hmm import (
     _HMM,
     _forward_backward,
     _transitions,
@@ -17,8 +19,6 @@ from attnalign.hmm import (
     train_hmm_agreement,
     train_hmm_posteriors,
 )
-from attnalign.metrics import Counts, corpus_counts
-from attnalign.statistical import align_statistical, directional_posteriors, posterior_links, viterbi_links
 
 
 def brute_force(emit_w, emit_n, trans, init, p0, T, S):
@@ -120,8 +120,8 @@ def test_transpose_index_pairs_the_same_cells():
 def _sample_pairs(n_train: int):
     from pathlib import Path
 
-    from attnalign.alignments import read_alignments
-    from attnalign.corpus import read_corpus
+    from attnalign.data.alignments import read_alignments
+    from attnalign.data.corpus import read_corpus
 
     d = Path(__file__).resolve().parent.parent / "sample_data"
     test = read_corpus(d / "test.en", d / "test.fr")

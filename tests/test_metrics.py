@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnalign.alignments import Alignment
-from attnalign.metrics import Counts, corpus_counts, sentence_counts
+from attnalign.data.alignments import Alignment
+from attnalign.eval.metrics import Counts, corpus_counts, sentence_counts
 
 # (hyp, sure, possible-only, expected (precision, recall, aer)), computed by hand:
 #   P = |A∩P|/|A|, R = |A∩S|/|S|, AER = 1 - (|A∩S| + |A∩P|)/(|A| + |S|), P ⊇ S.

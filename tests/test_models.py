@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnalign.batching import bucket_batches, make_batch
-from attnalign.models import build_model
-from attnalign.models.attention import ATTENTION_TYPES
+from attnalign.nmt.batching import bucket_batches, make_batch
+from attnalign.nmt.models import build_model
+from attnalign.nmt.models.attention import ATTENTION_TYPES
 
 # Two pairs of different lengths: source lengths 3 and 1 (+EOS), target lengths 2 and 4 (+BOS/EOS).
 BATCH = make_batch([0, 1], [[5, 6, 7], [5]], [[4, 5], [6, 7, 8, 9]])
@@ -31,7 +31,7 @@ def test_batch_layout():
 def test_rnn_shapes_and_masking(attention, cell):
     torch.manual_seed(0)
     m = build_model("rnn", {"attention": attention, "cell": cell, "hidden": 16, "emb_dim": 8}, 12, 11)
-    logits, att = m(BATCH.src, BATCH.src_mask, BATCH.tgt_in)
+    logits, att, _ = m(BATCH.src, BATCH.src_mask, BATCH.tgt_in)
     assert logits.shape == (2, 5, 11) and att.shape == (2, 5, 4)
     check_attention(att)
     m.eval()
@@ -42,7 +42,7 @@ def test_rnn_shapes_and_masking(attention, cell):
 def test_rnn_without_input_feeding_and_deeper():
     m = build_model("rnn", {"hidden": 16, "emb_dim": 8, "input_feeding": False, "enc_layers": 2,
                             "dec_layers": 2}, 12, 11)
-    logits, att = m(BATCH.src, BATCH.src_mask, BATCH.tgt_in)
+    logits, att, _ = m(BATCH.src, BATCH.src_mask, BATCH.tgt_in)
     assert logits.shape == (2, 5, 11)
     check_attention(att)
 
@@ -50,7 +50,7 @@ def test_rnn_without_input_feeding_and_deeper():
 def test_transformer_keeps_every_layer_and_head():
     m = build_model("transformer", {"d_model": 16, "heads": 4, "ff_dim": 32, "enc_layers": 2,
                                     "dec_layers": 3}, 12, 11)
-    logits, att = m(BATCH.src, BATCH.src_mask, BATCH.tgt_in)
+    logits, att, _ = m(BATCH.src, BATCH.src_mask, BATCH.tgt_in)
     assert logits.shape == (2, 5, 11) and att.shape == (2, 3, 4, 5, 4)  # [B, layers, heads, T, S]
     check_attention(att)
 

@@ -8,8 +8,8 @@ import pytest
 from helpers import SAMPLE
 from test_align import invoke
 
-from attnalign.alignments import Alignment
-from attnalign.plot import Panel, figure_for, terminal_view
+from attnalign.data.alignments import Alignment
+from attnalign.eval.plot import Panel, figure_for, terminal_view
 
 SRC = ["the", "red", "car", "."]
 TGT = ["la", "voiture", "rouge", "."]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from helpers import shared_or_skip
 
-from attnalign.scoring import GoldOptions, score_files
+from attnalign.eval.scoring import GoldOptions, score_files
 
 # (gold, text, options, expected sentences, sure, possible) -- the counts are those of the files
 GOLDS = [

@@ -6,8 +6,8 @@ import runpy
 
 from helpers import SAMPLE
 
-from attnalign.alignments import read_alignments
-from attnalign.corpus import read_corpus
+from attnalign.data.alignments import read_alignments
+from attnalign.data.corpus import read_corpus
 
 FILES = ["train.en", "train.fr", "dev.en", "dev.fr", "dev.gold.pharaoh", "test.en", "test.fr",
          "test.gold.pharaoh", "test.gold.naacl", "test.diagonal.align"]

@@ -9,21 +9,17 @@ import pytest
 import torch
 from helpers import SAMPLE
 
-from attnalign.alignments import Alignment, read_alignments
-from attnalign.batching import make_batch
-from attnalign.corpus import read_corpus
+from attnalign.data.alignments import Alignment, read_alignments
+from attnalign.data.corpus import read_corpus
 from attnalign.errors import AttnAlignError
-from attnalign.metrics import Counts, corpus_counts
-from attnalign.statistical import (
-    _cells,
-    _digamma,
-    align_statistical,
-    m_step,
-    train_posteriors,
-    viterbi_links,
-    word_prefixes,
-)
-from attnalign.train import TrainOptions, guide_loss, guide_targets, train
+from attnalign.eval.metrics import Counts, corpus_counts
+from attnalign.nmt.batching import make_batch
+from attnalign.statistical import align_statistical, viterbi_links, word_prefixes
+from attnalign.statistical.cells import build_cells as _cells
+from attnalign.statistical.cells import digamma as _digamma
+from attnalign.statistical.cells import m_step
+from attnalign.statistical.ibm2 import train_posteriors
+from attnalign.training import TrainOptions, guide_loss, guide_targets, train
 
 
 @pytest.mark.parametrize(("x", "value"), [(1.0, -0.5772156649), (0.5, -1.9635100260), (10.0, 2.2517525891)])
@@ -51,7 +47,7 @@ def test_statistical_aligner_on_the_sample_data():
     pairs = read_corpus(SAMPLE / "test.en", SAMPLE / "test.fr") + read_corpus(SAMPLE / "train.en",
                                                                             SAMPLE / "train.fr")
     gold, _ = read_alignments(SAMPLE / "test.gold.pharaoh")
-    links = align_statistical(pairs, sym="grow-diag-final-and")[:200]
+    links = align_statistical(pairs, sym="grow-diag-final-and", model="ibm2")[:200]
     aer = sum(corpus_counts([Alignment.from_links(x) for x in links], gold), Counts()).aer
     assert aer < 0.15
 
@@ -77,7 +73,7 @@ def test_guided_training_teaches_the_attention(tmp_path):
         s = [f"w{r.randint(0, 19)}" for _ in range(r.randint(3, 7))]
         pairs.append((s, s[::-1]))
         gold.append([(len(s) - 1 - j, j) for j in range(len(s))])
-    from attnalign.train import DevSet
+    from attnalign.training import DevSet
 
     dev = DevSet(pairs[:50], [Alignment.from_links(g) for g in gold[:50]])
     opts = TrainOptions(model_config={"hidden": 32, "emb_dim": 16, "dropout": 0.0}, epochs=6,

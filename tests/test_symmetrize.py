@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnalign.symmetrize import symmetrize
+from attnalign.decoding.symmetrize import symmetrize
 
 # forward: 0-0 1-1 2-1 0-3; reverse: 0-0 1-1 1-2 3-3
 #   intersection {00, 11}; union adds 03 12 21 33.

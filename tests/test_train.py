@@ -10,13 +10,14 @@ import torch
 from helpers import SAMPLE, write
 from typer.testing import CliRunner
 
-import attnalign.train as train_mod
-from attnalign.alignments import Alignment
-from attnalign.batching import make_batch
-from attnalign.checkpoint import load_checkpoint, load_model
+import attnalign.training.loop as train_mod
 from attnalign.cli import app
+from attnalign.data.alignments import Alignment
 from attnalign.errors import AttnAlignError
-from attnalign.train import DevSet, TrainOptions, train
+from attnalign.nmt.batching import make_batch
+from attnalign.nmt.checkpoint import load_checkpoint, load_model
+from attnalign.training import DevSet, TrainOptions, train
+from attnalign.training.model_dir import write_config
 
 RNN_TINY = {"hidden": 64, "emb_dim": 32, "dropout": 0.0}
 TF_TINY = {"d_model": 64, "heads": 2, "ff_dim": 128, "enc_layers": 2, "dec_layers": 2, "dropout": 0.0}
@@ -55,7 +56,7 @@ def tiny_options(**kw) -> TrainOptions:
 
 @pytest.fixture(scope="module")
 def sample_pairs():
-    from attnalign.corpus import read_corpus
+    from attnalign.data.corpus import read_corpus
 
     return read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:300]
 
@@ -128,7 +129,7 @@ def test_resume_of_a_run_older_than_the_teacher_options_keeps_its_teacher(tmp_pa
 
     model_dir = tmp_path / "m"
     model_dir.mkdir()
-    train_mod._write_config(model_dir, tiny_options(guide="auto"), ["forward"], {})
+    write_config(model_dir, tiny_options(guide="auto"), ["forward"], {})
     config = json.loads((model_dir / "config.json").read_text())
     del config["train_options"]["guide_prefix"], config["train_options"]["guide_identical"]
     (model_dir / "config.json").write_text(json.dumps(config))
@@ -221,7 +222,7 @@ def test_cli_train(tmp_path):
 
 
 def test_subword_model_aligns_words(tmp_path, sample_pairs):
-    from attnalign.extract import corpus_attention
+    from attnalign.nmt.extract import corpus_attention
 
     train(sample_pairs, tmp_path / "m", tiny_options(epochs=1, subword=120))
     lm = load_model(tmp_path / "m")
@@ -260,7 +261,7 @@ def test_cli_train_subword_and_guide_options_reach_the_model(tmp_path):
 
 
 def test_out_of_memory_names_the_option_to_lower(tmp_path, sample_pairs, monkeypatch):
-    from attnalign.models.rnn import RNNModel
+    from attnalign.nmt.models.rnn import RNNModel
 
     def oom(self, *a, **kw):
         raise torch.OutOfMemoryError("CUDA out of memory")

@@ -1,0 +1,55 @@
+"""The ``attnalign`` command line: thin Typer commands over library functions.
+
+Each command parses its options, makes one library call that returns data, and renders it
+(:mod:`.render`); the options several commands share are declared once in :mod:`.common`. One module
+per command group: :mod:`.train`, :mod:`.align` (corpus, sentence, statistical), :mod:`.plot`,
+:mod:`.report`, :mod:`.score`. ``attnalign --help`` and ``attnalign score`` never import torch.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .._version import __version__
+from . import align, plot
+from .report import report
+from .score import score
+from .train import train
+
+app = typer.Typer(
+    name="attnalign",
+    help="Word alignment from the attention of NMT models: train, align, plot, score.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"attnalign {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """Word alignment from the attention of NMT models."""
+
+
+app.command()(score)
+app.command()(train)
+app.add_typer(align.app, name="align")
+app.add_typer(plot.app, name="plot")
+app.command()(report)
+
+
+def main() -> None:
+    """Entry point of the ``attnalign`` console script."""
+    app()

@@ -1,0 +1,180 @@
+"""``attnalign align corpus | sentence | statistical``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import (
+    TEACHER,
+    TEACHER_MODEL,
+    TEACHER_SYM,
+    AlignerOpt,
+    CorpusOpt,
+    Decoder,
+    DecoderOpt,
+    DeviceOpt,
+    EncodingOpt,
+    GoldBaseOpt,
+    GoldFormat,
+    GoldFormatOpt,
+    GoldOpt,
+    HeadOpt,
+    IdenticalOpt,
+    LayerOpt,
+    LowercaseOpt,
+    ModelDirOpt,
+    ModelLowercaseOpt,
+    OutputOpt,
+    PrefixOpt,
+    QuietOpt,
+    ReverseGoldOpt,
+    ShiftOpt,
+    SrcOpt,
+    StatSymOpt,
+    Sym,
+    SymOpt,
+    TgtOpt,
+    ThreadsOpt,
+    ThresholdOpt,
+    align_options,
+    err,
+    gold_options,
+    handle_errors,
+    out,
+)
+
+app = typer.Typer(help="Align a corpus or one sentence pair with a trained model.", no_args_is_help=True)
+
+ScoresOpt = Annotated[bool, typer.Option("--scores", help="Write links as i-j:weight.")]
+JsonLinesOpt = Annotated[
+    bool, typer.Option("--json-lines", help="One JSON object per pair instead of Pharaoh.")]
+SaveAttentionOpt = Annotated[
+    Path | None, typer.Option("--save-attention", help="Save every soft matrix to this .npz file.")]
+BatchTokensOpt = Annotated[int, typer.Option("--batch-tokens", help="Padded tokens per batch.")]
+MaxLengthOpt = Annotated[
+    int, typer.Option("--max-length", help="Longer pairs (model tokens) are skipped with a warning.")]
+
+
+def _progress_bar(quiet: bool):
+    """A rich progress bar on stderr and the callback that ``align_corpus_files`` calls."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("aligning"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[rate]} pairs/s"), TimeRemainingColumn(),
+                   console=err(), disable=quiet)
+    task = bar.add_task("align", total=None, rate="-")
+    start = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        if done % 100 == 0 or done == total:
+            rate = done / max(1e-9, time.perf_counter() - start)
+            bar.update(task, completed=done, total=total, rate=f"{rate:,.0f}")
+
+    return bar, progress
+
+
+@app.command("corpus")
+@handle_errors
+def align_corpus(
+    model: ModelDirOpt, src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None,
+    output: OutputOpt = None, decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto,
+    threshold: ThresholdOpt = None, layer: LayerOpt = None, head: HeadOpt = "mean", shift: ShiftOpt = 0,
+    scores: ScoresOpt = False, json_lines: JsonLinesOpt = False, save_attention: SaveAttentionOpt = None,
+    gold: GoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto, gold_one_based: GoldBaseOpt = None,
+    reverse_gold: ReverseGoldOpt = False, lowercase: ModelLowercaseOpt = None,
+    batch_tokens: BatchTokensOpt = 4000, max_length: MaxLengthOpt = 250, device: DeviceOpt = "auto",
+    threads: ThreadsOpt = None, quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8",
+) -> None:
+    """Align a parallel corpus: one Pharaoh line (0-based, source first) per input pair.
+
+    Example: attnalign align corpus --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
+    """
+    from ..nmt.device import set_threads
+    from ..workflows.align_files import align_corpus_files
+    from .render import align_summary_text, score_table
+
+    set_threads(threads)
+    options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length)
+    bar, progress = _progress_bar(quiet)
+    with bar:
+        summary = align_corpus_files(
+            model, src=src, tgt=tgt, corpus=corpus, output=output, options=options, scores=scores,
+            json_lines=json_lines, save_attention=save_attention, gold=gold,
+            gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
+            lowercase=lowercase, encoding=encoding, progress=progress)
+    e = err()
+    e.print(align_summary_text(summary), highlight=False)
+    if output is not None:
+        e.print(f"alignment written to {output}", highlight=False)
+    if summary.report is not None:  # on stdout unless the alignment itself went there
+        (out() if output is not None else e).print(score_table(summary.report))
+
+
+@app.command("statistical")
+@handle_errors
+def align_statistical_cmd(
+    src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None, output: OutputOpt = None,
+    model: AlignerOpt = TEACHER_MODEL, sym: StatSymOpt = TEACHER_SYM, prefix: PrefixOpt = TEACHER.prefix,
+    identical: IdenticalOpt = TEACHER.identical, gold: GoldOpt = None,
+    gold_format: GoldFormatOpt = GoldFormat.auto, gold_one_based: GoldBaseOpt = None,
+    reverse_gold: ReverseGoldOpt = False, lowercase: LowercaseOpt = False, encoding: EncodingOpt = "utf-8",
+) -> None:
+    """Align a parallel corpus with the built-in statistical aligner alone (no NMT model): the links
+    that `train --guide auto` learns from, in about a minute for 10,000 pairs. One Pharaoh line
+    (0-based) per pair.
+
+    Example: attnalign align statistical --src sample_data/train.en --tgt sample_data/train.fr -o guide.align
+    """
+    from ..workflows.align_files import align_statistical_files
+    from .render import score_table
+
+    with err().status("training the statistical aligner (both directions)"):
+        summary = align_statistical_files(
+            src=src, tgt=tgt, corpus=corpus, output=output, model=model.value, sym=sym.value, prefix=prefix,
+            identical=identical, gold=gold,
+            gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
+            lowercase=lowercase, encoding=encoding)
+    e = err()
+    e.print(f"aligned {summary.pairs} pairs in {summary.seconds:.1f} s; {summary.links} links "
+            f"({model.value}, {sym.value}, prefix {prefix}, identical {identical:g})", highlight=False)
+    if output is not None:
+        e.print(f"alignment written to {output}", highlight=False)
+    if summary.report is not None:
+        (out() if output is not None else e).print(score_table(summary.report))
+
+
+@app.command("sentence")
+@handle_errors
+def align_sentence(
+    model: ModelDirOpt,
+    src: Annotated[str, typer.Option("--src", help="Source sentence (whitespace-tokenized).")],
+    tgt: Annotated[str, typer.Option("--tgt", help="Target sentence (whitespace-tokenized).")],
+    decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto, threshold: ThresholdOpt = None,
+    layer: LayerOpt = None, head: HeadOpt = "mean", shift: ShiftOpt = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    device: DeviceOpt = "auto",
+) -> None:
+    """Align one sentence pair typed on the command line and show its links.
+
+    Example: attnalign align sentence --model runs/sample --src "the red car ." --tgt "la voiture rouge ."
+    """
+    from ..workflows.align_files import align_sentence as align_one
+    from ..workflows.align_files import pair_json
+    from .render import links_table
+
+    pair, settings = align_one(model, src, tgt, align_options(decoder, sym, threshold, layer, head, shift,
+                                                              device=device))
+    if as_json:
+        sys.stdout.write(json.dumps(pair_json(pair), ensure_ascii=False) + "\n")
+        return
+    out().print(links_table(pair, settings))
+    out().print(" ".join(f"{i}-{j}" for i, j in pair.links), highlight=False)
+    if pair.eos is not None and len(pair.eos):
+        mass = 100 * float(pair.eos.mean())
+        err().print(f"attention mass on EOS: {mass:.1f}% per target word", highlight=False)

@@ -1,0 +1,216 @@
+"""What every command shares: the consoles, the error handler, and the option declarations written
+once (gold files, corpora, models, decoding, the statistical teacher).
+
+Data goes to stdout; messages, warnings and progress go to stderr. A user-fixable error
+(:class:`~attnalign.errors.AttnAlignError`, an unreadable or unwritable file) prints one clear message
+and exits with code 1, never a traceback. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import warnings
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS
+from ..errors import AttnAlignError, AttnAlignWarning
+from ..statistical.options import DEFAULT as TEACHER
+from ..statistical.options import SYMS as TEACHER_SYMS
+from ..statistical.registry import MODELS as TEACHER_MODELS
+
+
+def out() -> Console:
+    """Console for data (stdout); wide when piped, so tables are never folded."""
+    return Console(width=None if sys.stdout.isatty() else 200)
+
+
+def err() -> Console:
+    """Console for messages and progress (stderr)."""
+    return Console(stderr=True, soft_wrap=True)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    prefix = "warning" if issubclass(category, AttnAlignWarning) else category.__name__
+    err().print(f"[yellow]{prefix}:[/yellow] {message}", highlight=False, markup=True)
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn user-fixable errors into a message on stderr and exit code 1; show warnings on stderr."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", AttnAlignWarning)
+            warnings.showwarning = _show_warning
+            try:
+                return fn(*args, **kwargs)
+            except AttnAlignError as e:
+                err().print(f"[red]error:[/red] {e.format()}", highlight=False, markup=True)
+                raise typer.Exit(1) from None
+            except BrokenPipeError:  # `attnalign ... | head`: the reader has what it wanted
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
+                raise typer.Exit(0) from None
+            except OSError as e:
+                where = f"{e.filename}: " if e.filename else ""
+                err().print(f"[red]error:[/red] {where}{e.strerror or e}", highlight=False)
+                raise typer.Exit(1) from None
+            except KeyboardInterrupt:
+                err().print("[red]interrupted[/red]")
+                raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def choices(name: str, values) -> type[Enum]:
+    """A str Enum for Typer from a library's names (the registries stay the one source of choices)."""
+    return Enum(name, {v.replace("-", "_").replace("+", "_"): v for v in values}, type=str)
+
+
+class GoldFormat(str, Enum):
+    auto = "auto"
+    pharaoh = "pharaoh"
+    naacl = "naacl"
+
+
+# Gold files.
+GoldFormatOpt = Annotated[
+    GoldFormat,
+    typer.Option("--gold-format",
+                 help="Gold format: pharaoh/talp (one line per sentence), naacl (sentid i j [S|P]) or auto."),
+]
+GoldBaseOpt = Annotated[
+    bool | None,
+    typer.Option("--gold-one-based/--gold-zero-based",
+                 help="Index base of the gold file [default: 0-based for pharaoh, 1-based for naacl].",
+                 show_default=False),
+]
+ReverseGoldOpt = Annotated[
+    bool, typer.Option("--reverse-gold", help="The gold lists target-source pairs; swap them.")]
+EncodingOpt = Annotated[str, typer.Option("--encoding", help="Encoding of the input files.")]
+
+
+def gold_options(gold_format: GoldFormat, gold_one_based: bool | None, reverse_gold: bool, encoding: str):
+    from ..eval.scoring import GoldOptions
+
+    return GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding)
+
+
+# Parallel corpora.
+SrcOpt = Annotated[
+    Path | None, typer.Option("--src", help="Source side: one whitespace-tokenized sentence a line.")]
+TgtOpt = Annotated[Path | None, typer.Option("--tgt", help="Target side, line-parallel to --src.")]
+CorpusOpt = Annotated[
+    Path | None, typer.Option("--corpus", help="One file of 'source ||| target' (or TAB-separated) pairs.")]
+LowercaseOpt = Annotated[bool, typer.Option("--lowercase", help="Lower-case the text.")]
+OutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Pharaoh output file [default: stdout].")]
+GoldOpt = Annotated[Path | None, typer.Option("--gold", help="Score against this gold at the end.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
+
+# Models.
+ModelDirOpt = Annotated[Path, typer.Option("--model", help="Model directory.")]
+OptionalModelOpt = Annotated[Path | None, typer.Option("--model", help="Model directory.")]
+DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")]
+ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for torch.")]
+ModelLowercaseOpt = Annotated[
+    bool | None,
+    typer.Option("--lowercase/--no-lowercase", help="[default: as the model was trained]",
+                 show_default=False),
+]
+
+# Decoding (the choices come from the registries of attnalign.decoding).
+Decoder = choices("Decoder", ("auto", *DECODERS))
+Sym = choices("Sym", ("auto", *SYMMETRIZATIONS))
+DecoderOpt = Annotated[
+    Decoder,
+    typer.Option("--decoder", help=f"How a matrix becomes links [auto: {HEAD_DECODING['decoder']} for a "
+                 f"bidirectional model with an alignment head (with --sym {HEAD_DECODING['sym']}: the En-Fr "
+                 "trial's choice), else argmax]."),
+]
+SymOpt = Annotated[
+    Sym,
+    typer.Option("--sym", help=f"Combine both directions (model trained with --direction both) [auto: "
+                 f"{HEAD_DECODING['sym']} for a model with both and an alignment head (the trial's choice), "
+                 "grow-diag-final-and for other models with both, else none]."),
+]
+ThresholdOpt = Annotated[
+    float | None,
+    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: " + (
+        "0.5]." if HEAD_DECODING["threshold"] == 0.5 else
+        f"{HEAD_DECODING['threshold']} for the alignment head's auto decoding, else 0.5].")),
+]
+LayerOpt = Annotated[
+    str | None,
+    typer.Option("--layer", help="align (the alignment head of a model trained with --align-head), or a "
+                 "Transformer layer: index (negative from the end) or mean [default: align if the model "
+                 "has the head, else -2]."),
+]
+HeadOpt = Annotated[str, typer.Option("--head", help="Transformer head: index or mean.")]
+ShiftOpt = Annotated[
+    int, typer.Option("--shift", help="1: read word t's attention where t is the decoder input (Shift-Att).")]
+
+
+def _layer_head(value: str | None, what: str) -> int | str | None:
+    if value is None or value == "mean" or (what == "layer" and value == "align"):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        choices = "an integer, 'mean' or 'align'" if what == "layer" else "an integer or 'mean'"
+        raise AttnAlignError(f"--{what} must be {choices}, not {value!r}") from None
+
+
+def align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=4000, device="auto",
+                  max_length=10**6, resolve: bool = True):
+    """The :class:`~attnalign.nmt.aligner.AlignOptions` of the parsed decoding options; ``resolve``:
+    the device named for torch (imports torch)."""
+    from ..nmt.aligner import AlignOptions
+
+    if resolve:
+        from ..nmt.device import resolve_device
+
+        device = str(resolve_device(device))
+    return AlignOptions(decoder=decoder.value, threshold=threshold, sym=sym.value,
+                        layer=_layer_head(layer, "layer"), head=_layer_head(head, "head"), shift=shift,
+                        batch_tokens=batch_tokens, device=device, max_length=max_length)
+
+
+# The statistical teacher: the same four options for `align statistical` (--aligner, --sym, --prefix,
+# --identical) and `train` (--guide-model, --guide-sym, --guide-prefix, --guide-identical).
+TeacherModel = choices("TeacherModel", TEACHER_MODELS)
+TeacherSym = choices("TeacherSym", TEACHER_SYMS)
+ALIGNERS_HELP = ("hmm-agree+fertility (the union of two models' confident links: hmm-agree's posterior "
+                 "links and those of fertility; takes posterior only), hmm-agree (two HMMs trained "
+                 "jointly by agreement), fertility (Bayesian HMMs with fertility, Gibbs-sampled, like "
+                 "eflomal), hmm, or ibm2 (fast_align's model).")
+SYM_HELP = ("posterior (links both directions give a posterior of at least 0.2) or a symmetrization of the "
+            "two directions' Viterbi links.")
+PREFIX_HELP = ("The statistical models see every word cut to its first N characters, pooling a word's "
+               "inflected forms; 0: whole words.")
+IDENTICAL_HELP = ("Extra counts for identical source and target words (names, numbers, cognates) in every "
+                  "EM step; 0: no such prior.")
+
+
+def _teacher_opts(model: str, sym: str, prefix: str, identical: str, context: str = ""):
+    model_help = f"The statistical aligner: {ALIGNERS_HELP}"
+    sym_help = f"How its directions combine: {SYM_HELP}"
+    return (Annotated[TeacherModel, typer.Option(model, help=context + model_help)],
+            Annotated[TeacherSym, typer.Option(sym, help=context + sym_help)],
+            Annotated[int, typer.Option(prefix, min=0, help=context + PREFIX_HELP)],
+            Annotated[float, typer.Option(identical, min=0.0, help=context + IDENTICAL_HELP)])
+
+
+AlignerOpt, StatSymOpt, PrefixOpt, IdenticalOpt = _teacher_opts(
+    "--aligner", "--sym", "--prefix", "--identical")
+GuideModelOpt, GuideSymOpt, GuidePrefixOpt, GuideIdenticalOpt = _teacher_opts(
+    "--guide-model", "--guide-sym", "--guide-prefix", "--guide-identical", "--guide auto: ")
+TEACHER_MODEL, TEACHER_SYM = TeacherModel(TEACHER.model), TeacherSym(TEACHER.sym)

@@ -1,0 +1,63 @@
+"""``attnalign report``: an HTML report of a model (or a saved attention file) against a gold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import (
+    CorpusOpt,
+    DeviceOpt,
+    EncodingOpt,
+    GoldBaseOpt,
+    GoldFormat,
+    GoldFormatOpt,
+    ModelLowercaseOpt,
+    OptionalModelOpt,
+    ReverseGoldOpt,
+    SrcOpt,
+    TgtOpt,
+    err,
+    gold_options,
+    handle_errors,
+    out,
+)
+
+
+@handle_errors
+def report(
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Report directory (index.html + CSV + PNG).")],
+    gold: Annotated[Path, typer.Option("--gold", help="Gold alignment of the corpus's first sentences.")],
+    model: OptionalModelOpt = None,
+    src: SrcOpt = None,
+    tgt: TgtOpt = None,
+    corpus: CorpusOpt = None,
+    attention: Annotated[
+        Path | None, typer.Option("--attention", help="A saved attention file instead of a model.")] = None,
+    gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_one_based: GoldBaseOpt = None,
+    reverse_gold: ReverseGoldOpt = False,
+    gallery: Annotated[int, typer.Option("--gallery", help="Worst and best sentences to draw.")] = 4,
+    lowercase: ModelLowercaseOpt = None,
+    device: DeviceOpt = "auto",
+    encoding: EncodingOpt = "utf-8",
+) -> None:
+    """Write an HTML report (scores of every configuration, plots, error tables, a gallery).
+
+    Example: attnalign report --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
+    --gold sample_data/test.gold.pharaoh -o report/
+    """
+    from ..workflows.report import report_files
+
+    summary = report_files(output, gold, gold_options(gold_format, gold_one_based, reverse_gold, encoding),
+                           model=model, src=src, tgt=tgt, corpus=corpus, attention=attention,
+                           lowercase=lowercase, device=device, gallery=gallery)
+    out().print(
+        f"best: {summary['best']}: AER {100 * summary['aer']:.2f}, P {100 * summary['precision']:.2f}, "
+        f"R {100 * summary['recall']:.2f} ({summary['configurations']} configurations)",
+        highlight=False,
+    )
+    err().print(f"report written to {summary['index']}", highlight=False)

@@ -1,0 +1,80 @@
+"""``attnalign score``: predicted alignments against a gold. Torch-free."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import (
+    CorpusOpt,
+    EncodingOpt,
+    GoldBaseOpt,
+    GoldFormat,
+    GoldFormatOpt,
+    ReverseGoldOpt,
+    SrcOpt,
+    TgtOpt,
+    err,
+    gold_options,
+    handle_errors,
+    out,
+)
+
+
+@handle_errors
+def score(
+    gold: Annotated[Path, typer.Argument(help="Gold alignment file (pharaoh/talp or naacl).")],
+    pred: Annotated[
+        list[Path], typer.Argument(help="Predicted alignments (Pharaoh, 0-based); several allowed.")],
+    gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_one_based: GoldBaseOpt = None,
+    reverse_gold: ReverseGoldOpt = False,
+    pred_format: Annotated[GoldFormat, typer.Option("--pred-format", help="Format of the predictions.")
+                           ] = GoldFormat.auto,
+    pred_one_based: Annotated[
+        bool | None,
+        typer.Option("--pred-one-based/--pred-zero-based",
+                     help="Index base of the predictions [default: as for the gold formats].",
+                     show_default=False),
+    ] = None,
+    reverse_pred: Annotated[bool, typer.Option("--reverse-pred", help="Predictions list target-source pairs.")
+                            ] = False,
+    src: SrcOpt = None,
+    tgt: TgtOpt = None,
+    corpus: CorpusOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object per prediction file.")] = False,
+    per_sentence: Annotated[
+        Path | None, typer.Option("--per-sentence", help="Write per-sentence scores to this CSV.")] = None,
+    encoding: EncodingOpt = "utf-8",
+) -> None:
+    """Score predicted alignments against a gold alignment: AER, precision, recall, F1.
+
+    Give the gold's text (--src/--tgt or --corpus) to range-check every link. A prediction with more
+    lines than the gold has sentences is scored on its first lines (the standard protocol).
+
+    Example: attnalign score sample_data/test.gold.naacl sample_data/test.diagonal.align
+    """
+    from ..data.fileio import atomic_open, check_writable
+    from ..eval.scoring import score_files
+    from .render import score_table
+
+    if per_sentence is not None:
+        check_writable(per_sentence, "per-sentence CSV")
+    report = score_files(gold, pred, gold_options(gold_format, gold_one_based, reverse_gold, encoding),
+                         src=src, tgt=tgt, corpus=corpus, pred_format=pred_format.value,
+                         pred_one_based=pred_one_based, reverse_pred=reverse_pred)
+    if as_json:
+        for s in report.systems:
+            row = {"system": s.name, **s.total.as_dict(), "signature": report.signature}
+            sys.stdout.write(json.dumps(row) + "\n")
+    else:
+        out().print(score_table(report))
+    if per_sentence is not None:
+        with atomic_open(per_sentence) as f:
+            report.per_sentence_frame().to_csv(f, index=False)
+        err().print(f"per-sentence scores written to {per_sentence}", highlight=False)

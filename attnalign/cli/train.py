@@ -1,0 +1,159 @@
+"""``attnalign train``: train an attention NMT model into a model directory."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import AttnAlignError
+from .common import (
+    TEACHER,
+    TEACHER_MODEL,
+    TEACHER_SYM,
+    CorpusOpt,
+    DeviceOpt,
+    EncodingOpt,
+    GoldBaseOpt,
+    GoldFormat,
+    GoldFormatOpt,
+    GuideIdenticalOpt,
+    GuideModelOpt,
+    GuidePrefixOpt,
+    GuideSymOpt,
+    LowercaseOpt,
+    ModelDirOpt,
+    QuietOpt,
+    ReverseGoldOpt,
+    SrcOpt,
+    TgtOpt,
+    ThreadsOpt,
+    err,
+    gold_options,
+    handle_errors,
+    out,
+)
+
+
+class ModelType(str, Enum):
+    rnn = "rnn"
+    transformer = "transformer"
+
+
+class AttentionType(str, Enum):
+    additive = "additive"
+    dot = "dot"
+    general = "general"
+    scaled_dot = "scaled-dot"
+
+
+class Direction(str, Enum):
+    forward = "forward"
+    reverse = "reverse"
+    both = "both"
+
+
+def _opt(kind, flag: str, help: str, **kw):
+    return Annotated[kind, typer.Option(flag, help=help, **kw)]
+
+
+ModelTypeOpt = _opt(ModelType, "--model-type", "Network.")
+AttentionOpt = _opt(AttentionType | None, "--attention", "RNN attention [default: general].")
+CellOpt = _opt(str | None, "--cell", "RNN cell: gru or lstm [default: gru].")
+HiddenOpt = _opt(int | None, "--hidden", "RNN hidden size [default: 256].")
+EmbDimOpt = _opt(int | None, "--emb-dim", "RNN embedding size [default: 256].")
+DModelOpt = _opt(int | None, "--d-model", "Transformer width [default: 256].")
+HeadsOpt = _opt(int | None, "--heads", "Transformer heads [default: 4].")
+LayersOpt = _opt(int | None, "--layers", "Encoder and decoder layers [default: rnn 1, transformer 3].")
+DropoutOpt = _opt(float | None, "--dropout", "Dropout [default: rnn 0.2, transformer 0.1].")
+EpochsOpt = _opt(int, "--epochs", "Passes over the training data.")
+MaxStepsOpt = _opt(int | None, "--max-steps", "Stop after this many updates.")
+BatchTokensOpt = _opt(int, "--batch-tokens", "Padded tokens per batch.")
+LrOpt = _opt(float | None, "--lr", "Peak learning rate [default: rnn 1e-3, transformer 5e-4].")
+WarmupOpt = _opt(int, "--warmup", "Warm-up steps (at most 10% of training).")
+ClipOpt = _opt(float, "--clip", "Gradient norm clipping.")
+SmoothingOpt = Annotated[float, typer.Option("--label-smoothing")]
+SeedOpt = _opt(int, "--seed", "Same seed, data and device: same model.")
+MinFreqOpt = _opt(int, "--min-freq", "Words seen fewer times are <unk>.")
+MaxVocabOpt = _opt(int | None, "--max-vocab", "Largest vocabulary per side.")
+DirectionOpt = _opt(Direction | None, "--direction", "Train src->tgt, tgt->src or both [default: forward].")
+DevSrcOpt = _opt(Path | None, "--dev-src", "Dev source text.")
+DevTgtOpt = _opt(Path | None, "--dev-tgt", "Dev target text.")
+DevGoldOpt = _opt(Path | None, "--dev-gold", "Dev gold alignment: select by dev AER.")
+GuideOpt = _opt(str | None, "--guide", "Guided alignment: 'auto' (the built-in statistical aligner, see "
+                "--guide-model and --guide-sym) or a Pharaoh file of links for the training corpus.")
+GuideWeightOpt = _opt(float, "--guide-weight", "Weight of the guide loss.")
+AlignHeadOpt = _opt(bool | None, "--align-head/--no-align-head", "Add an alignment head (sees the whole "
+                    "target sentence; trained by --guide only) and align with it.")
+PresetOpt = _opt(str | None, "--preset", "Named options; others given beside it override it. align: "
+                 "--direction both --guide auto --align-head --subword 4000 (the benchmarked aligner).")
+SubwordOpt = _opt(int | None, "--subword", "Sentencepiece vocabulary size per side; 0: whole words "
+                  "[default: whole words; 4000 with --preset align].")
+SubwordTypeOpt = _opt(str, "--subword-type", "unigram or bpe.")
+SaveEveryOpt = _opt(int | None, "--save-every", "Resumable checkpoint every N steps.")
+ResumeOpt = _opt(bool, "--resume", "Continue an interrupted run in --model.")
+OverwriteOpt = _opt(bool, "--overwrite", "Replace the model in --model.")
+
+RNN_ONLY, TRANSFORMER_ONLY = {"attention", "cell", "hidden", "emb_dim"}, {"d_model", "heads"}
+
+
+def network_options(model_type: ModelType, layers: int | None, **given) -> dict:
+    """The network options given on the command line, checked against ``--model-type``."""
+    given = {k: v for k, v in given.items() if v is not None}
+    if layers is not None:
+        given.update(enc_layers=layers, dec_layers=layers)
+    wrong = set(given) & (TRANSFORMER_ONLY if model_type == ModelType.rnn else RNN_ONLY)
+    if wrong:
+        raise AttnAlignError(f"--{', --'.join(sorted(w.replace('_', '-') for w in wrong))} do not apply to "
+                             f"--model-type {model_type.value}")
+    return given
+
+
+@handle_errors
+def train(
+    model: ModelDirOpt, src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None,
+    model_type: ModelTypeOpt = ModelType.rnn, attention: AttentionOpt = None, cell: CellOpt = None,
+    hidden: HiddenOpt = None, emb_dim: EmbDimOpt = None, d_model: DModelOpt = None, heads: HeadsOpt = None,
+    layers: LayersOpt = None, dropout: DropoutOpt = None, epochs: EpochsOpt = 8,
+    max_steps: MaxStepsOpt = None,
+    batch_tokens: BatchTokensOpt = 1000, lr: LrOpt = None, warmup: WarmupOpt = 200, clip: ClipOpt = 1.0,
+    label_smoothing: SmoothingOpt = 0.1, seed: SeedOpt = 1, device: DeviceOpt = "auto",
+    threads: ThreadsOpt = None, min_freq: MinFreqOpt = 1, max_vocab: MaxVocabOpt = None,
+    lowercase: LowercaseOpt = False, direction: DirectionOpt = None, dev_src: DevSrcOpt = None,
+    dev_tgt: DevTgtOpt = None, dev_gold: DevGoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False, guide: GuideOpt = None,
+    guide_weight: GuideWeightOpt = 1.0, guide_model: GuideModelOpt = TEACHER_MODEL,
+    guide_sym: GuideSymOpt = TEACHER_SYM, guide_prefix: GuidePrefixOpt = TEACHER.prefix,
+    guide_identical: GuideIdenticalOpt = TEACHER.identical, align_head: AlignHeadOpt = None,
+    preset: PresetOpt = None, subword: SubwordOpt = None, subword_type: SubwordTypeOpt = "unigram",
+    save_every: SaveEveryOpt = None, resume: ResumeOpt = False, overwrite: OverwriteOpt = False,
+    quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8",
+) -> None:
+    """Train an attention NMT model (one or both directions) into a model directory.
+
+    Example: attnalign train --src sample_data/train.en --tgt sample_data/train.fr --model runs/sample
+    """
+    from ..training import preset_options
+    from ..workflows.train_files import train_files
+    from .progress import RichTrainReporter
+    from .render import train_table
+
+    network = network_options(model_type, layers, attention=attention.value if attention else None, cell=cell,
+                              hidden=hidden, emb_dim=emb_dim, d_model=d_model, heads=heads, dropout=dropout,
+                              align_head=align_head)
+    options = preset_options(
+        preset, model_type=model_type.value, model_config=network, epochs=epochs, max_steps=max_steps,
+        batch_tokens=batch_tokens, lr=lr, warmup=warmup, clip=clip, label_smoothing=label_smoothing,
+        seed=seed,
+        device=device, threads=threads, min_freq=min_freq, max_vocab=max_vocab, lowercase=lowercase,
+        direction=direction.value if direction else None, save_every=save_every, subword=subword,
+        subword_type=subword_type, guide=guide, guide_weight=guide_weight, guide_model=guide_model.value,
+        guide_sym=guide_sym.value, guide_prefix=guide_prefix, guide_identical=guide_identical)
+    summary = train_files(model, options, src=src, tgt=tgt, corpus=corpus, dev_src=dev_src, dev_tgt=dev_tgt,
+                          dev_gold=dev_gold,
+                          gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
+                          overwrite=overwrite, resume=resume,
+                          reporter=None if quiet else RichTrainReporter(err()))
+    out().print(train_table(model, summary))

@@ -1,0 +1,386 @@
+"""Alignment and gold-alignment files: readers, writers, format detection. Torch-free.
+
+Conventions (used everywhere in attnalign): a link is ``(src_i, tgt_j)``, 0-based, source first
+(Pharaoh order). An :class:`Alignment` holds one sentence's sure links and possible links, with
+``possible ⊇ sure`` enforced; a predicted alignment has all its links sure.
+
+Formats read:
+
+* **pharaoh** (also "talp"): one line per sentence, whitespace-separated links. ``i-j`` is sure,
+  ``ipj`` or ``i?j`` possible, ``i-j-S`` / ``i-j-P`` labelled; ``i-j:0.83`` carries a score (the
+  ``--scores`` output of ``attnalign align``). 0-based by default.
+* **naacl** (also WPT / "key"): one link per line, ``sentid i j [S|P] [confidence]``. Sentence ids
+  are integers (zero-padding allowed; id 1 is the first sentence, or id 0 if the file uses 0);
+  positions are 1-based by default and position 0 means NULL (dropped); a missing label means S.
+  The plain ``sentid i j`` key format is this format without labels.
+
+Index base and side order are explicit (``one_based``, ``reverse``). The reader warns when the data
+contradicts the base it was told (a file that never uses index 0 read as 0-based), and, given sentence
+lengths, range-checks every link and says which option would make the file fit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from ..errors import FormatError, warn
+from .corpus import check_readable, read_lines
+
+Link = tuple[int, int]
+FORMATS = ("auto", "pharaoh", "naacl")
+
+_PHARAOH_LINK = re.compile(r"^(\d+)([-p?])(\d+)(?:-([SPsp]))?(?::([-+0-9.eE]+))?$")
+_NAACL_LINE = re.compile(r"^\d+\s+\d+\s+\d+(\s+[SPsp])?(\s+[-+0-9.eE]+)?\s*$")
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """One sentence's alignment: sure links ⊆ possible links, as (src_i, tgt_j), 0-based."""
+
+    sure: frozenset[Link] = frozenset()
+    possible: frozenset[Link] = frozenset()
+    scores: dict[Link, float] | None = field(default=None, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if not self.sure <= self.possible:
+            object.__setattr__(self, "possible", self.possible | self.sure)
+
+    @classmethod
+    def from_links(
+        cls, links: Iterable[Link], scores: dict[Link, float] | None = None
+    ) -> Alignment:
+        """A hypothesis alignment: every link is sure (and so possible)."""
+        s = frozenset((int(i), int(j)) for i, j in links)
+        return cls(s, s, scores)
+
+    @property
+    def links(self) -> frozenset[Link]:
+        """All links (the possible set, which includes the sure ones)."""
+        return self.possible
+
+    def __len__(self) -> int:
+        return len(self.possible)
+
+
+@dataclass(frozen=True)
+class _RawLink:
+    """A link as written in the file, before index base and side order are applied."""
+
+    sent: int
+    a: int
+    b: int
+    sure: bool
+    score: float | None
+    line: int
+
+
+@dataclass(frozen=True)
+class ReadInfo:
+    """How an alignment file was read (for signatures and messages)."""
+
+    path: str
+    format: str
+    one_based: bool
+    reverse: bool
+    sentences: int
+    lines_ignored: int = 0
+
+
+def detect_format(path: str | os.PathLike, encoding: str = "utf-8", probe: int = 200) -> str:
+    """Guess ``"pharaoh"`` or ``"naacl"`` from the first non-empty lines of a file."""
+    p = check_readable(path, "alignment file")
+    seen = 0
+    for line in read_lines(p, encoding):
+        text = line.strip()
+        if not text:
+            continue
+        if not _NAACL_LINE.match(text):
+            return "pharaoh"
+        seen += 1
+        if seen >= probe:
+            break
+    return "naacl" if seen else "pharaoh"
+
+
+def _parse_pharaoh(
+    p: Path, encoding: str, max_sentences: int | None
+) -> tuple[list[list[_RawLink]], int]:
+    sents: list[list[_RawLink]] = []
+    ignored = 0
+    for lineno, line in enumerate(read_lines(p, encoding), start=1):
+        if max_sentences is not None and len(sents) >= max_sentences:
+            ignored += 1
+            continue
+        row: list[_RawLink] = []
+        for tok in line.split():
+            m = _PHARAOH_LINK.match(tok)
+            if m is None:
+                raise FormatError(
+                    f"cannot read {tok!r} as a Pharaoh link",
+                    path=p,
+                    line=lineno,
+                    hint="links look like 3-4 (sure), 3p4 or 3?4 (possible), 3-4-S, 3-4-P or "
+                    "3-4:0.8; for 'sentid i j [S|P]' lines use --gold-format naacl",
+                )
+            a, kind, b, label, score = m.groups()
+            sure = kind == "-" and (label is None or label.upper() == "S")
+            row.append(
+                _RawLink(len(sents), int(a), int(b), sure, None if score is None else float(score),
+                         lineno)
+            )
+        sents.append(row)
+    return sents, ignored
+
+
+def _parse_naacl(p: Path, encoding: str) -> list[_RawLink]:
+    links: list[_RawLink] = []
+    for lineno, line in enumerate(read_lines(p, encoding), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        ok = 3 <= len(fields) <= 5 and all(f.isdigit() for f in fields[:3])
+        label, score = "S", None
+        if ok and len(fields) >= 4:
+            rest = fields[3:]
+            if rest[0].upper() in ("S", "P"):
+                label = rest.pop(0).upper()
+            if rest:
+                try:
+                    score = float(rest.pop(0))
+                except ValueError:
+                    ok = False
+            ok = ok and not rest
+        if not ok:
+            raise FormatError(
+                f"cannot read {line.strip()!r} as a NAACL link 'sentid i j [S|P] [confidence]'",
+                path=p,
+                line=lineno,
+                hint="for one-line-per-sentence files (0-1 2p3 ...) use --gold-format pharaoh",
+            )
+        links.append(
+            _RawLink(int(fields[0]), int(fields[1]), int(fields[2]), label == "S", score, lineno)
+        )
+    return links
+
+
+def _check_base(raw: list[_RawLink], p: Path, fmt: str, one_based: bool, role: str) -> None:
+    """Warn or fail when the links contradict the index base we were told."""
+    if not raw:
+        return
+    uses_zero = any(r.a == 0 or r.b == 0 for r in raw)
+    if one_based and fmt == "pharaoh" and uses_zero:
+        first = next(r for r in raw if r.a == 0 or r.b == 0)
+        raise FormatError(
+            "this link uses index 0, which does not exist in a 1-based file",
+            path=p,
+            line=first.line,
+            hint=f"the file looks 0-based: pass --{role}-zero-based",
+        )
+    if not one_based and not uses_zero and len(raw) >= 10:
+        opt = f"--{role}-one-based"
+        warn(
+            f"{p}: no link uses index 0 on either side, but the file is read as 0-based; it "
+            f"looks 1-based (use {opt}); read the wrong way, every link is off by one"
+        )
+
+
+def _build(
+    raw: list[_RawLink],
+    n_sentences: int,
+    one_based: bool,
+    reverse: bool,
+    drop_null: bool,
+) -> list[Alignment]:
+    sure: list[set[Link]] = [set() for _ in range(n_sentences)]
+    poss: list[set[Link]] = [set() for _ in range(n_sentences)]
+    scores: list[dict[Link, float]] = [{} for _ in range(n_sentences)]
+    off = 1 if one_based else 0
+    for r in raw:
+        if drop_null and (r.a == 0 or r.b == 0):
+            continue
+        link = (r.b - off, r.a - off) if reverse else (r.a - off, r.b - off)
+        (sure if r.sure else poss)[r.sent].add(link)
+        if r.score is not None:
+            scores[r.sent][link] = r.score
+    return [
+        Alignment(frozenset(s), frozenset(p | s), sc or None)
+        for s, p, sc in zip(sure, poss, scores, strict=True)
+    ]
+
+
+def _first_out_of_range(
+    raw: list[_RawLink],
+    src_lengths: Sequence[int],
+    tgt_lengths: Sequence[int],
+    one_based: bool,
+    reverse: bool,
+    drop_null: bool,
+) -> _RawLink | None:
+    off = 1 if one_based else 0
+    for r in raw:
+        if drop_null and (r.a == 0 or r.b == 0):
+            continue
+        i, j = (r.b - off, r.a - off) if reverse else (r.a - off, r.b - off)
+        if r.sent >= len(src_lengths):
+            return r
+        if not (0 <= i < src_lengths[r.sent] and 0 <= j < tgt_lengths[r.sent]):
+            return r
+    return None
+
+
+def _range_check(
+    raw: list[_RawLink],
+    p: Path,
+    src_lengths: Sequence[int],
+    tgt_lengths: Sequence[int],
+    one_based: bool,
+    reverse: bool,
+    fmt: str,
+    role: str,
+) -> None:
+    drop_null = fmt == "naacl" and one_based
+    bad = _first_out_of_range(raw, src_lengths, tgt_lengths, one_based, reverse, drop_null)
+    if bad is None:
+        return
+    if bad.sent >= len(src_lengths):
+        raise FormatError(
+            f"the alignment has a link for sentence {bad.sent + 1}, but the text has only "
+            f"{len(src_lengths)} sentences",
+            path=p,
+            line=bad.line,
+            hint="check that the text files (--src/--tgt) belong to this alignment file",
+        )
+    fixes = []
+    for ob, rev in ((one_based, not reverse), (not one_based, reverse), (not one_based, not reverse)):
+        dn = fmt == "naacl" and ob
+        if _first_out_of_range(raw, src_lengths, tgt_lengths, ob, rev, dn) is None:
+            opts = []
+            if ob != one_based:
+                opts.append(f"--{role}-one-based" if ob else f"--{role}-zero-based")
+            if rev != reverse:
+                opts.append(f"--reverse-{role}" if rev else f"no --reverse-{role}")
+            fixes.append(" and ".join(opts))
+    hint = (
+        f"the whole file fits the text with {fixes[0]}"
+        if fixes
+        else f"check the index base (--{role}-one-based/--{role}-zero-based), the side order "
+        f"(--reverse-{role}) and that the text files belong to this alignment file"
+    )
+    base = "1-based" if one_based else "0-based"
+    order = "target-source" if reverse else "source-target"
+    raise FormatError(
+        f"link {bad.a} {bad.b} (read as {base}, {order}) is out of range: sentence "
+        f"{bad.sent + 1} has {src_lengths[bad.sent]} source and {tgt_lengths[bad.sent]} target words",
+        path=p,
+        line=bad.line,
+        hint=hint,
+    )
+
+
+def read_alignments(
+    path: str | os.PathLike,
+    *,
+    fmt: str = "auto",
+    one_based: bool | None = None,
+    reverse: bool = False,
+    n_sentences: int | None = None,
+    max_sentences: int | None = None,
+    src_lengths: Sequence[int] | None = None,
+    tgt_lengths: Sequence[int] | None = None,
+    encoding: str = "utf-8",
+    role: str = "gold",
+) -> tuple[list[Alignment], ReadInfo]:
+    """Read an alignment or gold file into one :class:`Alignment` per sentence.
+
+    Args:
+        fmt: ``"auto"`` (detect), ``"pharaoh"`` or ``"naacl"``.
+        one_based: index base of the file; ``None`` picks the format's default (Pharaoh 0-based,
+            NAACL 1-based).
+        reverse: the file writes (tgt, src) pairs; swap them to (src, tgt).
+        n_sentences: the number of sentences (a NAACL file only lists sentences with links);
+            defaults to the length of ``src_lengths``, else the highest sentence id.
+        max_sentences: read only the first N sentences (Pharaoh: lines); ``ReadInfo.lines_ignored``
+            counts the rest.
+        src_lengths, tgt_lengths: sentence lengths in words; every link is range-checked against them.
+        role: ``"gold"`` or ``"pred"``: names the CLI options (``--gold-one-based``...) in hints.
+    """
+    p = check_readable(path, "alignment file")
+    if fmt not in FORMATS:
+        raise FormatError(f"unknown alignment format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "auto":
+        fmt = detect_format(p, encoding)
+    if one_based is None:
+        one_based = fmt == "naacl"
+    if src_lengths is not None and n_sentences is None:
+        n_sentences = len(src_lengths)
+    ignored = 0
+    if fmt == "pharaoh":
+        sents, ignored = _parse_pharaoh(p, encoding, max_sentences)
+        raw = [r for row in sents for r in row]
+        n = len(sents) if n_sentences is None else n_sentences
+        if n_sentences is not None and len(sents) > n_sentences:
+            raise FormatError(
+                f"the file has {len(sents)} lines but the text has {n_sentences} sentences",
+                path=p,
+                hint="a Pharaoh file has exactly one line per sentence pair",
+            )
+        n = max(n, len(sents))
+    else:
+        raw = _parse_naacl(p, encoding)
+        if raw and min(r.sent for r in raw) > 0:
+            raw = [_RawLink(r.sent - 1, r.a, r.b, r.sure, r.score, r.line) for r in raw]
+        top = max((r.sent for r in raw), default=-1) + 1
+        if max_sentences is not None and top > max_sentences:
+            ignored = top - max_sentences
+            raw = [r for r in raw if r.sent < max_sentences]
+            top = max_sentences
+        n = top if n_sentences is None else n_sentences
+    _check_base(raw, p, fmt, one_based, role)
+    if src_lengths is not None and tgt_lengths is not None:
+        _range_check(raw, p, src_lengths, tgt_lengths, one_based, reverse, fmt, role)
+    elif n < max((r.sent for r in raw), default=-1) + 1:
+        raise FormatError(f"the file has links for more than {n} sentences", path=p)
+    drop_null = fmt == "naacl" and one_based
+    info = ReadInfo(str(p), fmt, one_based, reverse, n, ignored)
+    return _build(raw, n, one_based, reverse, drop_null), info
+
+
+def format_pharaoh_line(a: Alignment, with_scores: bool = False, precision: int = 4) -> str:
+    """One Pharaoh line: sure links ``i-j``, possible-only links ``ipj``, sorted by (i, j).
+
+    With ``with_scores``, links that have a score are written ``i-j:0.8312``.
+    """
+    out = []
+    for link in sorted(a.possible):
+        i, j = link
+        tok = f"{i}-{j}" if link in a.sure else f"{i}p{j}"
+        if with_scores and a.scores and link in a.scores:
+            tok += f":{a.scores[link]:.{precision}f}"
+        out.append(tok)
+    return " ".join(out)
+
+
+def write_pharaoh(
+    alignments: Iterable[Alignment], out: IO[str], *, with_scores: bool = False
+) -> int:
+    """Write one Pharaoh line per alignment (an empty line for no links); return the line count."""
+    n = 0
+    for a in alignments:
+        out.write(format_pharaoh_line(a, with_scores) + "\n")
+        n += 1
+    return n
+
+
+def write_naacl(alignments: Iterable[Alignment], out: IO[str], *, start_id: int = 1) -> int:
+    """Write NAACL lines ``sentid i j S|P`` (1-based positions and ids); return the link count."""
+    n = 0
+    for k, a in enumerate(alignments, start=start_id):
+        for i, j in sorted(a.possible):
+            out.write(f"{k} {i + 1} {j + 1} {'S' if (i, j) in a.sure else 'P'}\n")
+            n += 1
+    return n

@@ -1,0 +1,92 @@
+"""Saved attention matrices: a streamable ``.npz`` file. Torch-free.
+
+The file is an ordinary NumPy ``.npz`` (a zip of ``.npy`` arrays) written entry by entry, so a corpus
+of any size streams to disk with flat memory, and ``numpy.load`` reads any pair lazily::
+
+    z = numpy.load("attention.npz")
+    meta = json.loads(str(z["meta"]))          # model, direction, layer, head, shift, ...
+    m = z["att_42"]                            # pair 42 (0-based line): [T_tgt, S_src] float32
+    src, tgt = z["src_42"], z["tgt_42"]        # its tokens (unicode arrays)
+    eos = z["eos_42"]                          # [T_tgt] attention mass on the source EOS
+
+With a bidirectional model, ``rev_42`` holds the reverse model's matrix turned to ``[T_tgt, S_src]``.
+Pairs skipped (too long) have no entries. :func:`read_attention` returns one pair as a record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import AttnAlignError
+
+
+class AttentionWriter:
+    """Write pairs' matrices one by one into an open binary file (see :mod:`attnalign.data.fileio`)."""
+
+    def __init__(self, fileobj, meta: dict):
+        self.zip = zipfile.ZipFile(fileobj, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True)
+        self._put("meta", np.array(json.dumps(meta)))
+
+    def _put(self, name: str, arr: np.ndarray) -> None:
+        with self.zip.open(name + ".npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
+
+    def add(self, index: int, src: list[str], tgt: list[str], matrix: np.ndarray, eos: np.ndarray,
+            reverse: np.ndarray | None = None) -> None:
+        self._put(f"att_{index}", matrix.astype(np.float32))
+        self._put(f"eos_{index}", eos.astype(np.float32))
+        self._put(f"src_{index}", np.array(src, dtype=str))
+        self._put(f"tgt_{index}", np.array(tgt, dtype=str))
+        if reverse is not None:
+            self._put(f"rev_{index}", reverse.astype(np.float32))
+
+    def close(self) -> None:
+        self.zip.close()
+
+
+@dataclass
+class SavedPair:
+    index: int
+    src: list[str]
+    tgt: list[str]
+    matrix: np.ndarray  # [T_tgt, S_src]
+    eos: np.ndarray  # [T_tgt]
+    reverse: np.ndarray | None  # [T_tgt, S_src] or None
+    meta: dict
+
+
+def open_attention(path: str | os.PathLike):
+    """Open a saved attention file (``numpy.load``), with a clear error if it is not one."""
+    p = Path(path)
+    if not p.exists():
+        raise AttnAlignError("attention file not found", path=p,
+                             hint="write one with: attnalign align corpus ... --save-attention FILE")
+    try:
+        z = np.load(p, allow_pickle=False)
+        json.loads(str(z["meta"]))
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
+        raise AttnAlignError(f"not an attnalign attention file ({e})", path=p) from None
+    return z
+
+
+def read_attention(path: str | os.PathLike, index: int) -> SavedPair:
+    """One pair (0-based corpus line) from a saved attention file."""
+    z = open_attention(path)
+    if f"att_{index}.npy" not in z.zip.namelist():
+        raise AttnAlignError(f"the attention file has no pair {index} (skipped, or out of range)",
+                             path=path)
+    rev = z[f"rev_{index}"] if f"rev_{index}.npy" in z.zip.namelist() else None
+    return SavedPair(index, [str(t) for t in z[f"src_{index}"]], [str(t) for t in z[f"tgt_{index}"]],
+                     z[f"att_{index}"], z[f"eos_{index}"], rev, json.loads(str(z["meta"])))
+
+
+def saved_indices(path: str | os.PathLike) -> list[int]:
+    """Indices of the pairs in a saved attention file, in file order."""
+    z = open_attention(path)
+    return [int(n[4:-4]) for n in z.zip.namelist() if n.startswith("att_")]

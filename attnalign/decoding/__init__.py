@@ -1,0 +1,21 @@
+"""Soft attention matrices -> links: decoders (:mod:`.decoders`), link-set symmetrizations
+(:mod:`.symmetrize`) and the pair-level registry that ``--sym`` reads (:mod:`.pair`). Torch-free.
+
+Conventions: matrices are ``[T_tgt, S_src]``; links are ``(src_i, tgt_j)``, 0-based.
+"""
+
+from .decoders import (
+           DECODERS,
+           argmax_links,
+           argmax_src_links,
+           decode_matrix,
+           inter_links,
+           register_decoder,
+           threshold_links,
+)
+from .pair import HEAD_DECODING, SYMMETRIZATIONS, decode_pair, register_symmetrization
+from .symmetrize import LINK_METHODS, METHODS, symmetrize
+
+__all__ = ["DECODERS", "HEAD_DECODING", "LINK_METHODS", "METHODS", "SYMMETRIZATIONS", "argmax_links",
+           "argmax_src_links", "decode_matrix", "decode_pair", "inter_links", "register_decoder",
+           "register_symmetrization", "symmetrize", "threshold_links"]

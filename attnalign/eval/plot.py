@@ -1,0 +1,173 @@
+"""Pictures of attention and alignments: heatmaps with link overlays (matplotlib, Agg) and a terminal
+view (rich). Torch-free: everything here takes ``[T_tgt, S_src]`` matrices and link sets.
+
+Overlay legend (shape carries the meaning; colour only repeats it):
+
+* predicted link that is right (in the gold's possible set): filled circle, green;
+* predicted link that is wrong: cross, red;
+* gold sure link: solid square outline; gold possible-only link: dashed square outline;
+  a gold sure link with no circle inside is a miss.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..data.alignments import Alignment, Link
+from .metrics import alignment_counts
+
+
+@dataclass
+class Panel:
+    """One heatmap: a matrix, its words, and what to draw over it."""
+
+    matrix: np.ndarray  # [T, S]
+    src: list[str]
+    tgt: list[str]
+    links: Sequence[Link] = ()
+    gold: Alignment | None = None
+    eos: np.ndarray | None = None  # [T]: drawn as an extra last column when given
+    title: str = ""
+    settings: dict = field(default_factory=dict)
+
+
+def _mpl():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def pair_score_text(links: Sequence[Link], gold: Alignment | None) -> str:
+    if gold is None:
+        return ""
+    c = alignment_counts(Alignment.from_links(links), gold)
+    return f"AER {100 * c.aer:.1f}  P {100 * c.precision:.1f}  R {100 * c.recall:.1f}"
+
+
+def _font(n: int) -> float:
+    return max(5.0, min(10.0, 220 / max(1, n)))
+
+
+def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False):
+    """Draw one panel on a matplotlib Axes; return the image (for a shared colour bar)."""
+    from matplotlib.patches import Rectangle
+
+    m = p.matrix
+    show_eos = p.eos is not None
+    data = np.concatenate([m, p.eos[:, None]], axis=1) if show_eos and m.size else m
+    im = ax.imshow(data, cmap="Blues", vmin=0.0, vmax=1.0, aspect="equal", interpolation="nearest")
+    T, S = m.shape
+    xlabels = list(p.src) + (["</s>"] if show_eos else [])
+    fs = _font(max(T, S))
+    if compact:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    else:
+        ax.set_xticks(range(len(xlabels)))
+        ax.set_xticklabels(xlabels, rotation=60, ha="left", fontsize=fs)
+        ax.xaxis.tick_top()
+        ax.set_yticks(range(T))
+        ax.set_yticklabels(p.tgt, fontsize=fs)
+    if show_eos:
+        ax.axvline(S - 0.5, color="0.4", lw=1.0)
+    gold = p.gold
+    if gold is not None:
+        for i, j in gold.possible:
+            solid = (i, j) in gold.sure
+            ax.add_patch(Rectangle((i - 0.45, j - 0.45), 0.9, 0.9, fill=False, lw=1.4 if solid else 1.0,
+                                   ls="-" if solid else "--", ec="black" if solid else "0.35"))
+    hits = [(i, j) for i, j in p.links if gold is None or (i, j) in gold.possible]
+    wrong = [(i, j) for i, j in p.links if gold is not None and (i, j) not in gold.possible]
+    ms = max(2.0, min(7.0, 120 / max(1, max(T, S))))
+    if hits:
+        ax.plot([i for i, _ in hits], [j for _, j in hits], "o", color="#1a9641" if gold else "#d95f02",
+                ms=ms, mec="white", mew=0.6, ls="none")
+    if wrong:
+        ax.plot([i for i, _ in wrong], [j for _, j in wrong], "x", color="#d7191c", ms=ms + 1, mew=1.6,
+                ls="none")
+    title = p.title
+    score = pair_score_text(p.links, gold)
+    if score:
+        title = f"{title}\n{score}" if title else score
+    if title:
+        ax.set_title(title, fontsize=max(6.0, fs), pad=4 if compact else 10)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.035, pad=0.02, label="attention")
+    return im
+
+
+def settings_text(settings: dict) -> str:
+    skip = ("directions", "grid_cols")
+    return "  ".join(f"{k}={v}" for k, v in settings.items() if v is not None and k not in skip)
+
+
+def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool = False,
+               suptitle: str = ""):
+    """A figure with one or more panels, sized so long sentences stay readable."""
+    plt = _mpl()
+    n = len(panels)
+    cols = cols or n
+    rows = (n + cols - 1) // cols
+    T = max(p.matrix.shape[0] for p in panels)
+    S = max(p.matrix.shape[1] + (p.eos is not None) for p in panels)
+    cell = 0.12 if compact else 0.32
+    w = max(2.2 if compact else 4.5, cell * S + (0.4 if compact else 2.2))
+    h = max(2.0 if compact else 3.5, cell * T + (0.6 if compact else 2.0))
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False,
+                             layout="constrained" if n > 1 else None)
+    im = None
+    for k, ax in enumerate(axes.flat):
+        if k < n:
+            im = draw_panel(ax, panels[k], colorbar=not compact and n == 1, compact=compact)
+        else:
+            ax.axis("off")
+    if im is not None and (compact or n > 1):
+        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="attention")
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=9)
+    if not compact and n == 1:
+        fig.tight_layout()
+    return fig
+
+
+def save_figure(fig, path: str | os.PathLike) -> None:
+    """Save by the file's extension (png, svg, pdf), atomically."""
+    from ..data.fileio import atomic_open
+
+    ext = os.path.splitext(str(path))[1].lower().lstrip(".") or "png"
+    with atomic_open(path, "wb") as f:
+        fig.savefig(f, format=ext, dpi=150, bbox_inches="tight")
+    _mpl().close(fig)
+
+
+def terminal_view(p: Panel):
+    """A rich Table: shaded cells (darker = more attention), ● on predicted links, □ on missed gold."""
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False, title=p.title or None)
+    t.add_column("")
+    for w in p.src:
+        t.add_column(w if len(w) <= 6 else w[:5] + "…", justify="center", no_wrap=True)
+    links = set(p.links)
+    for j, word in enumerate(p.tgt):
+        cells = [Text(word, style="bold")]
+        for i in range(len(p.src)):
+            v = float(p.matrix[j, i])
+            shade = int(255 - 200 * v)
+            fg = "white" if v > 0.5 else "black"
+            mark = "●" if (i, j) in links else ("□" if p.gold is not None and (i, j) in p.gold.sure else "")
+            if (i, j) in links and p.gold is not None and (i, j) not in p.gold.possible:
+                mark = "✗"
+            cells.append(Text(f"{mark:^3}", style=f"{fg} on rgb({shade},{shade},255)"))
+        t.add_row(*cells)
+    if p.gold is not None:
+        t.caption = pair_score_text(p.links, p.gold) + "   ● right  ✗ wrong  □ missed sure"
+    return t

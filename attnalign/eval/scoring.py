@@ -1,0 +1,218 @@
+"""Scoring alignment files against a gold file: the library behind ``attnalign score``.
+
+Reads the gold once (with explicit index base and side order), reads each prediction (Pharaoh,
+0-based, source first unless told otherwise), applies the standard protocol when a prediction has more
+lines than the gold has sentences (score the first N), and returns counts per system and per sentence.
+Torch-free; pandas is imported only for the tabular exports.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .._version import __version__
+from ..data.alignments import Alignment, ReadInfo, detect_format, read_alignments
+from ..data.corpus import Pairs, check_readable, count_lines, open_corpus
+from ..errors import FormatError, warn
+from .metrics import Counts, corpus_counts
+
+
+@dataclass(frozen=True)
+class GoldOptions:
+    """How to read a gold file: format (auto/pharaoh/naacl), index base (None: the format's
+    default), side order, encoding."""
+
+    fmt: str = "auto"
+    one_based: bool | None = None
+    reverse: bool = False
+    encoding: str = "utf-8"
+
+
+@dataclass
+class SystemScore:
+    """The score of one prediction file."""
+
+    name: str
+    total: Counts
+    per_sentence: list[Counts]
+    lines_ignored: int = 0
+
+
+@dataclass
+class ScoreReport:
+    """Scores of one or more systems against one gold, with the settings' signature."""
+
+    gold: ReadInfo
+    systems: list[SystemScore] = field(default_factory=list)
+
+    @property
+    def signature(self) -> str:
+        g = self.gold
+        return (
+            f"gold:{g.format}|base:{1 if g.one_based else 0}|"
+            f"order:{'tgt-src' if g.reverse else 'src-tgt'}|sents:{g.sentences}|"
+            f"metric:och-ney-micro|attnalign:{__version__}"
+        )
+
+    def frame(self):
+        """One row per system: aer, precision, recall, f1 (fractions) and the counts."""
+        import pandas as pd
+
+        rows = [{"system": s.name, **s.total.as_dict()} for s in self.systems]
+        return pd.DataFrame(rows)
+
+    def per_sentence_frame(self):
+        """One row per (system, sentence), sentence numbered from 1 as in the gold file."""
+        import pandas as pd
+
+        rows = [
+            {"system": s.name, "sentence": k, **c.as_dict()}
+            for s in self.systems
+            for k, c in enumerate(s.per_sentence, start=1)
+        ]
+        df = pd.DataFrame(rows)
+        return df.drop(columns=["sentences"]) if not df.empty else df
+
+
+def read_gold(
+    path: str | os.PathLike,
+    options: GoldOptions = GoldOptions(),
+    *,
+    pairs: Pairs | None = None,
+    lengths: tuple[Sequence[int], Sequence[int]] | None = None,
+    corpus_size: int | None = None,
+) -> tuple[list[Alignment], ReadInfo]:
+    """Read a gold file as ``options`` say: the one gold reader of attnalign.
+
+    ``pairs`` (token pairs) or ``lengths`` (source and target lengths): range-check every link against
+    them. ``corpus_size``: the gold covers the first sentences of a corpus of this many pairs and may
+    not be longer.
+    """
+    if pairs is not None:
+        lengths = [len(s) for s, _ in pairs], [len(t) for _, t in pairs]
+    gold, info = read_alignments(
+        path,
+        fmt=options.fmt,
+        one_based=options.one_based,
+        reverse=options.reverse,
+        src_lengths=lengths[0] if lengths else None,
+        tgt_lengths=lengths[1] if lengths else None,
+        encoding=options.encoding,
+    )
+    if corpus_size is not None and len(gold) > corpus_size:
+        raise FormatError(f"the gold has {len(gold)} sentences but the corpus only {corpus_size}",
+                          path=path, hint="the gold's sentences must be the corpus's first lines")
+    return gold, info
+
+
+def load_gold(
+    path: str | os.PathLike,
+    options: GoldOptions = GoldOptions(),
+    *,
+    src: str | os.PathLike | None = None,
+    tgt: str | os.PathLike | None = None,
+    corpus: str | os.PathLike | None = None,
+) -> tuple[list[Alignment], ReadInfo, tuple[list[int], list[int]] | None]:
+    """Read a gold file; given its text (``src`` + ``tgt`` or one ``corpus``), range-check every
+    link against it.
+
+    Returns the gold alignments, how the file was read, and the sentence lengths (if text was given).
+    """
+    lengths = None
+    if src is not None or tgt is not None or corpus is not None:
+        pairs = open_corpus(src, tgt, corpus, encoding=options.encoding)
+        s_len, t_len = [], []
+        for s, t in pairs:
+            s_len.append(len(s))
+            t_len.append(len(t))
+        lengths = (s_len, t_len)
+    gold, info = read_gold(path, options, lengths=lengths)
+    return gold, info, lengths
+
+
+def score_alignments(
+    gold: Sequence[Alignment], hyp: Sequence[Alignment], name: str = "system"
+) -> SystemScore:
+    """Score hypothesis alignments against gold alignments, sentence by sentence."""
+    per = corpus_counts(hyp, gold)
+    return SystemScore(name, sum(per, Counts()), per)
+
+
+def read_prediction(
+    path: str | os.PathLike,
+    n_gold: int,
+    *,
+    fmt: str = "auto",
+    reverse: bool = False,
+    one_based: bool | None = None,
+    lengths: tuple[list[int], list[int]] | None = None,
+    encoding: str = "utf-8",
+) -> tuple[list[Alignment], int]:
+    """Read a prediction file for a gold of ``n_gold`` sentences.
+
+    Following the standard protocol, a file with more lines than the gold has sentences is scored on
+    its first ``n_gold`` lines (the test sentences come first, training sentences after). Returns the
+    alignments and the number of lines (sentences) left out.
+    """
+    p = check_readable(path, "prediction file")
+    if fmt == "auto":
+        fmt = detect_format(p, encoding)
+    if fmt == "pharaoh" and (n_lines := count_lines(p)) < n_gold:
+        raise FormatError(
+            f"the prediction has {n_lines} lines but the gold has {n_gold} sentences",
+            path=p,
+            hint="a prediction needs one line per gold sentence, in the gold's order",
+        )
+    hyp, info = read_alignments(
+        p,
+        fmt=fmt,
+        one_based=one_based,
+        reverse=reverse,
+        n_sentences=n_gold,
+        max_sentences=n_gold,
+        src_lengths=lengths[0][:n_gold] if lengths else None,
+        tgt_lengths=lengths[1][:n_gold] if lengths else None,
+        encoding=encoding,
+        role="pred",
+    )
+    if info.lines_ignored:
+        warn(
+            f"{path}: has {n_gold + info.lines_ignored} lines for {n_gold} gold sentences; scoring "
+            f"the first {n_gold} (the standard protocol puts the test sentences first)"
+        )
+    return hyp, info.lines_ignored
+
+
+def score_files(
+    gold_path: str | os.PathLike,
+    pred_paths: Sequence[str | os.PathLike],
+    options: GoldOptions = GoldOptions(),
+    *,
+    src: str | os.PathLike | None = None,
+    tgt: str | os.PathLike | None = None,
+    corpus: str | os.PathLike | None = None,
+    pred_format: str = "auto",
+    reverse_pred: bool = False,
+    pred_one_based: bool | None = None,
+) -> ScoreReport:
+    """Score one or more prediction files against a gold file (one :class:`SystemScore` each)."""
+    if not pred_paths:
+        raise FormatError("give at least one prediction file to score")
+    gold, info, lengths = load_gold(gold_path, options, src=src, tgt=tgt, corpus=corpus)
+    report = ScoreReport(info)
+    for p in pred_paths:
+        hyp, ignored = read_prediction(
+            p,
+            len(gold),
+            fmt=pred_format,
+            reverse=reverse_pred,
+            one_based=pred_one_based,
+            lengths=lengths,
+            encoding=options.encoding,
+        )
+        s = score_alignments(gold, hyp, str(p))
+        s.lines_ignored = ignored
+        report.systems.append(s)
+    return report

@@ -1,0 +1,195 @@
+"""Corpus alignment with a trained model: pairs of word lists -> word alignments, in corpus order.
+
+The corpus is read in chunks; each chunk is extracted (length-bucketed, ``inference_mode``), decoded
+with :mod:`attnalign.decoding` (``--decoder`` and ``--sym`` name entries of its registries) and
+yielded in corpus order, so memory stays flat however large the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import islice
+
+import numpy as np
+
+from ..data.alignments import Link
+from ..data.corpus import Pairs
+from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, decode_pair
+from ..errors import AttnAlignError, warn
+from .checkpoint import LoadedModel, load_model, read_model_config
+from .extract import AttentionSpec, iter_attention, reduce_attention, uses_align_head
+
+AUTO = "auto"  # --decoder / --sym: chosen per model by resolve_decoding
+
+
+@dataclass(frozen=True)
+class AlignOptions:
+    decoder: str = AUTO  # a name of decoding.DECODERS, or auto: see resolve_decoding
+    threshold: float | None = None  # None: 0.5, or HEAD_DECODING's for an alignment-head model
+    sym: str = AUTO  # a name of decoding.SYMMETRIZATIONS, or auto: see resolve_decoding
+    layer: int | str | None = None
+    head: int | str = "mean"
+    shift: int = 0
+    batch_tokens: int = 4000
+    device: str = "cpu"
+    max_length: int = 250  # model tokens per side; longer pairs are skipped (empty line, warning)
+    chunk_size: int = 5000  # pairs extracted at once (bounds memory)
+
+
+@dataclass
+class AlignedPair:
+    """One aligned pair, with what produced its links."""
+
+    index: int
+    src: list[str]
+    tgt: list[str]
+    links: list[Link]
+    scores: dict[Link, float] = field(default_factory=dict)
+    matrix: np.ndarray | None = None  # [T, S] the matrix the links were decoded from
+    eos: np.ndarray | None = None  # [T] forward attention mass on the source EOS
+    reverse: np.ndarray | None = None  # [T, S] reverse attention turned around, if used
+    skipped: bool = False
+    forward: np.ndarray | None = None  # [T, S] the forward attention (= matrix unless soft-combined)
+
+
+def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_head: bool) -> AlignOptions:
+    """Fill in the "auto" choices for a model: a bidirectional model with an alignment head (read by
+    ``options.layer``) gets :data:`HEAD_DECODING`; any other bidirectional model grow-diag-final-and
+    with argmax; a one-direction model no symmetrization with argmax; the threshold is 0.5."""
+    both = "forward" in directions and "reverse" in directions
+    head = align_head and options.layer in (None, "align") and both
+    sym, decoder, threshold = options.sym, options.decoder, options.threshold
+    if sym == AUTO:
+        sym = HEAD_DECODING["sym"] if head else ("grow-diag-final-and" if both else "none")
+    if decoder == AUTO:
+        decoder = HEAD_DECODING["decoder"] if head and sym == HEAD_DECODING["sym"] else "argmax"
+    if threshold is None:
+        same = head and (sym, decoder) == (HEAD_DECODING["sym"], HEAD_DECODING["decoder"])
+        threshold = HEAD_DECODING["threshold"] if same else 0.5
+    return replace(options, sym=sym, decoder=decoder, threshold=threshold)
+
+
+class Aligner:
+    """Loads the model(s) a configuration needs and aligns pairs of word lists."""
+
+    def __init__(self, model_dir: str | os.PathLike, options: AlignOptions = AlignOptions()):
+        if options.decoder not in (AUTO, *DECODERS):
+            raise AttnAlignError(f"unknown decoder {options.decoder!r}; choose {AUTO}, {', '.join(DECODERS)}")
+        if options.sym not in (AUTO, *SYMMETRIZATIONS):
+            raise AttnAlignError(f"unknown symmetrization {options.sym!r}; "
+                                 f"choose {AUTO}, {', '.join(SYMMETRIZATIONS)}")
+        if options.shift not in (0, 1):
+            raise AttnAlignError("--shift must be 0 or 1")
+        meta = read_model_config(model_dir)
+        head = bool(meta.get("model_config", {}).get("align_head"))
+        options = resolve_decoding(options, meta["directions"], head)
+        sym = options.sym
+        self.sym = sym
+        self.options = options
+        self.meta = meta
+        self.spec = AttentionSpec(options.layer, options.head, options.shift)
+        first = "forward" if "forward" in meta["directions"] else "reverse"
+        both = SYMMETRIZATIONS[sym].both
+        if both and meta["directions"] != ["forward", "reverse"]:
+            raise AttnAlignError(
+                f"--sym {sym} needs a model trained in both directions; this one has "
+                f"{', '.join(meta['directions'])}", path=model_dir,
+                hint="train with --direction both, or use --sym none")
+        if first == "reverse" and not both:
+            raise AttnAlignError("the model has only the reverse direction", path=model_dir,
+                                 hint="align with the corpus sides swapped, or train --direction forward")
+        self.forward: LoadedModel = load_model(model_dir, "forward", options.device)
+        self.reverse: LoadedModel | None = (
+            load_model(model_dir, "reverse", options.device) if both else None)
+        self.lowercase = self.forward.lowercase
+        self._check_layer_head(self.forward)
+
+    def _check_layer_head(self, lm: LoadedModel) -> None:
+        if uses_align_head(lm.model, self.spec):  # raises for --layer align without a head
+            if self.options.head != "mean":
+                warn("--head applies to Transformer layers; the alignment head is a single attention")
+            return
+        if lm.model_type != "transformer":
+            if self.options.layer not in (None,) or self.options.head != "mean":
+                warn("--layer and --head apply to Transformer models only; this RNN has one attention")
+            return
+        import torch
+
+        cfg = lm.config
+        dummy = torch.zeros(1, cfg["dec_layers"], cfg["heads"], 1, 1)
+        reduce_attention(dummy, self.spec)  # raises with the valid choices
+
+    @property
+    def description(self) -> dict:
+        """The settings, for titles, signatures and saved-attention metadata."""
+        o = self.options
+        tf = self.forward.model_type == "transformer"
+        head_read = uses_align_head(self.forward.model, self.spec)
+        layer = "align" if head_read else o.layer
+        if layer is None:
+            layer = -2 if self.forward.config.get("dec_layers", 1) > 1 else -1
+        return {"model_type": self.forward.model_type, "directions": self.meta["directions"],
+                "sym": self.sym, "decoder": o.decoder, "layer": layer if tf or head_read else None,
+                "head": o.head if tf and not head_read else None, "shift": o.shift,
+                "threshold": o.threshold if o.decoder == "threshold" else None}
+
+    def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:
+        seg = lm.src_seg if side == "src" else lm.tgt_seg
+        n = len(seg.segment(words)[0]) if seg is not None and seg.is_subword else len(words)
+        return n + 1 > self.options.max_length
+
+    def align_pairs(self, pairs: Pairs, start: int = 0) -> list[AlignedPair]:
+        """Align a list of pairs (one chunk) and return them in order; ``start`` numbers them."""
+        o = self.options
+        ok = [k for k, (s, t) in enumerate(pairs)
+              if not (self._too_long(self.forward, s, "src") or self._too_long(self.forward, t, "tgt"))]
+        for k in sorted(set(range(len(pairs))) - set(ok)):
+            warn(f"pair {start + k + 1} (line {start + k + 1}) is longer than --max-length "
+                 f"{o.max_length} tokens: skipped, its output line is empty")
+        sub = [pairs[k] for k in ok]
+        fwd = [None] * len(sub)
+        for i, m, eos in iter_attention(self.forward, sub, self.spec, o.batch_tokens, o.device):
+            fwd[i] = (m, eos)
+        rev = [None] * len(sub)
+        if self.reverse is not None:
+            swapped = [(t, s) for s, t in sub]
+            for i, m, eos in iter_attention(self.reverse, swapped, self.spec, o.batch_tokens, o.device):
+                rev[i] = (m.T, eos)  # reverse [S, T] -> [T, S]; its EOS mass is per source word
+        out = [AlignedPair(start + k, list(s), list(t), [], skipped=True) for k, (s, t) in enumerate(pairs)]
+        for n, k in enumerate(ok):
+            m, eos = fwd[n]
+            r, r_eos = rev[n] if rev[n] is not None else (None, None)
+            links, scores, mat = decode_pair(m, eos, r, r_eos, o.decoder, self.sym, o.threshold)
+            p = out[k]
+            p.links, p.scores, p.matrix, p.eos, p.reverse, p.skipped = links, scores, mat, eos, r, False
+            p.forward = m
+        return out
+
+    def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]]) -> Iterator[AlignedPair]:
+        """Align any iterable of pairs, chunk by chunk, yielding results in corpus order."""
+        it = iter(pairs)
+        start = 0
+        checked = False
+        while chunk := list(islice(it, self.options.chunk_size)):
+            if not checked:
+                self._check_coverage(chunk)
+                checked = True
+            yield from self.align_pairs(chunk, start)
+            start += len(chunk)
+
+    def _check_coverage(self, pairs: Pairs) -> None:
+        """Warn when the corpus looks like the wrong language order for the model."""
+        lm = self.forward
+        if lm.src_seg is not None and lm.src_seg.is_subword:
+            return
+        src = [s for s, _ in pairs[:2000]]
+        tgt = [t for _, t in pairs[:2000]]
+        straight = min(lm.src_vocab.coverage(src), lm.tgt_vocab.coverage(tgt))
+        swapped = min(lm.src_vocab.coverage(tgt), lm.tgt_vocab.coverage(src))
+        if straight < 0.2:
+            hint = (" The swapped order fits much better: swap --src and --tgt."
+                    if swapped > 2 * straight + 0.1 else "")
+            warn(f"only {100 * straight:.0f}% of the corpus words are in the model's vocabulary: is this "
+                 f"the language pair and order the model was trained on?{hint}")

@@ -1,0 +1,118 @@
+"""Model directories and checkpoints.
+
+A model directory holds ``config.json`` (human-readable: model type, network config, training options,
+directions), one weights file per direction (``forward.pt``, ``reverse.pt``: the best checkpoint),
+one resumable state per direction (``forward.last.pt``: also optimizer, step, RNG state) and the
+training log ``log.csv``.
+
+A checkpoint is a plain dict (state_dict, config dict, both vocabularies as token lists, metadata),
+written atomically (temporary file + rename: a run killed at any moment leaves the last good file
+intact) and read with ``torch.load(weights_only=True)``, so loading can never execute code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .._version import __version__
+from ..data.fileio import atomic_open
+from ..errors import AttnAlignError
+from .models import build_model
+from .subword import Segmenter
+from .vocab import Vocab
+
+FORMAT_VERSION = 1
+DIRECTIONS = ("forward", "reverse")
+
+
+def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
+    """Write a checkpoint dict atomically."""
+    payload = {"format_version": FORMAT_VERSION, "attnalign_version": __version__, **payload}
+    with atomic_open(path, "wb") as f:
+        torch.save(payload, f)
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Read a checkpoint with ``weights_only=True``; a corrupt or foreign file gets a clear error."""
+    p = Path(path)
+    if not p.exists():
+        raise AttnAlignError("checkpoint not found", path=p,
+                             hint="train a model first: attnalign train ... --model DIR")
+    try:
+        ck = torch.load(p, map_location=map_location, weights_only=True)
+    except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, ValueError) as e:
+        raise AttnAlignError(f"cannot read the checkpoint ({type(e).__name__}: {str(e)[:200]})", path=p,
+                             hint="the file is corrupt or not an attnalign checkpoint; retrain it") from None
+    if not isinstance(ck, dict) or "format_version" not in ck:
+        raise AttnAlignError("not an attnalign checkpoint", path=p)
+    if ck["format_version"] != FORMAT_VERSION:
+        raise AttnAlignError(
+            f"checkpoint format {ck['format_version']} (attnalign {ck.get('attnalign_version')}) is not "
+            f"supported by attnalign {__version__} (format {FORMAT_VERSION})",
+            path=p, hint="retrain the model with this version, or use the version that wrote it")
+    return ck
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for inference, with what is needed to feed it."""
+
+    model: torch.nn.Module
+    model_type: str
+    config: dict
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    direction: str = "forward"
+    lowercase: bool = False
+    meta: dict | None = None
+    src_seg: Segmenter | None = None
+    tgt_seg: Segmenter | None = None
+
+
+def read_model_config(model_dir: str | os.PathLike) -> dict:
+    """The model directory's ``config.json``, with a clear error if it is not a model directory."""
+    d = Path(model_dir)
+    cfg = d / "config.json"
+    if not d.is_dir() or not cfg.exists():
+        raise AttnAlignError("not an attnalign model directory (no config.json)", path=d,
+                             hint="train one with: attnalign train --src F --tgt F --model DIR")
+    try:
+        data = json.loads(cfg.read_text())
+    except json.JSONDecodeError as e:
+        raise AttnAlignError(f"config.json is not valid JSON: {e}", path=cfg) from None
+    if data.get("format_version") != FORMAT_VERSION:
+        raise AttnAlignError(
+            f"model directory format {data.get('format_version')} is not supported by attnalign "
+            f"{__version__} (format {FORMAT_VERSION})", path=cfg, hint="retrain the model with this version")
+    return data
+
+
+def load_model(model_dir: str | os.PathLike, direction: str = "forward",
+               device: str | torch.device = "cpu") -> LoadedModel:
+    """Load the best checkpoint of one direction from a model directory, in eval mode."""
+    meta = read_model_config(model_dir)
+    if direction not in meta.get("directions", []):
+        raise AttnAlignError(
+            f"the model has no {direction} direction (it has: {', '.join(meta.get('directions', []))})",
+            path=model_dir, hint="train with --direction both for bidirectional alignment")
+    ck = load_checkpoint(Path(model_dir) / f"{direction}.pt", map_location=device)
+    src_vocab, tgt_vocab = Vocab(ck["src_vocab"]), Vocab(ck["tgt_vocab"])
+    model = build_model(ck["model_type"], ck["config"], len(src_vocab), len(tgt_vocab))
+    model.load_state_dict(ck["state_dict"])
+    model.to(device).eval()
+    return LoadedModel(model, ck["model_type"], ck["config"], src_vocab, tgt_vocab, direction,
+                       bool(meta.get("lowercase", False)), meta,
+                       Segmenter.from_tensor(ck.get("src_spm")), Segmenter.from_tensor(ck.get("tgt_spm")))
+
+
+def model_lowercase(model_dir: str | os.PathLike, lowercase: bool | None = None) -> bool:
+    """``lowercase`` if given, else whether the model was trained on lower-cased text."""
+    return bool(read_model_config(model_dir).get("lowercase")) if lowercase is None else lowercase

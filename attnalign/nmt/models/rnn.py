@@ -1,0 +1,121 @@
+"""RNN encoder-decoder: bidirectional GRU/LSTM encoder, GRU/LSTM decoder with input feeding and one
+attention (Luong et al. 2015 layout; the scorer is configurable, see :mod:`.attention`).
+
+Decoder step t (0-based) reads input token ``tgt_in[:, t]`` and the previous attentional vector,
+updates its state h_t, attends with h_t as the query and predicts ``tgt_out[:, t]``; so attention row t
+is computed knowing the target prefix up to the input token t, before seeing the token it predicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ..vocab import PAD_ID
+from .align_head import AlignHead
+from .attention import Attention
+from .output import ModelOutput
+
+
+@dataclass
+class RNNConfig:
+    """Fully determines the network (with the two vocabulary sizes)."""
+
+    emb_dim: int = 256
+    hidden: int = 256
+    enc_layers: int = 1
+    dec_layers: int = 1
+    cell: str = "gru"  # gru | lstm
+    attention: str = "general"  # additive | dot | general | scaled-dot
+    dropout: float = 0.2
+    input_feeding: bool = True
+    tie_embeddings: bool = False
+    align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
+
+
+class RNNModel(nn.Module):
+    model_type = "rnn"
+
+    def __init__(self, cfg: RNNConfig, src_vocab_size: int, tgt_vocab_size: int):
+        super().__init__()
+        if cfg.cell not in ("gru", "lstm"):
+            raise ValueError(f"unknown cell {cfg.cell!r}; choose gru or lstm")
+        self.cfg = cfg
+        H, E = cfg.hidden, cfg.emb_dim
+        rnn = nn.GRU if cfg.cell == "gru" else nn.LSTM
+        self.src_emb = nn.Embedding(src_vocab_size, E, padding_idx=PAD_ID)
+        self.tgt_emb = nn.Embedding(tgt_vocab_size, E, padding_idx=PAD_ID)
+        self.encoder = rnn(E, H, cfg.enc_layers, batch_first=True, bidirectional=True,
+                           dropout=cfg.dropout if cfg.enc_layers > 1 else 0.0)
+        self.enc_to_mem = nn.Linear(2 * H, H)  # encoder states -> attention keys/values [B, S, H]
+        self.bridge = nn.Linear(2 * H, cfg.dec_layers * H)  # final encoder state -> initial decoder state
+        self.decoder = rnn(E + (H if cfg.input_feeding else 0), H, cfg.dec_layers, batch_first=True,
+                           dropout=cfg.dropout if cfg.dec_layers > 1 else 0.0)
+        self.attn = Attention(cfg.attention, H)
+        self.combine = nn.Linear(2 * H, H)  # [h_t; c_t] -> attentional vector
+        self.drop = nn.Dropout(cfg.dropout)
+        self.out = nn.Linear(H, tgt_vocab_size)
+        if cfg.tie_embeddings and E == H:
+            self.out.weight = self.tgt_emb.weight
+        self.align_head = AlignHead(E, H, cfg.attention, cfg.dropout) if cfg.align_head else None
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """src [B, S] -> memory [B, S, H] and initial decoder state [dec_layers, B, H]."""
+        lengths = src_mask.sum(1).cpu()
+        packed = pack_padded_sequence(self.drop(self.src_emb(src)), lengths, batch_first=True,
+                                      enforce_sorted=False)
+        out, final = self.encoder(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # [B, S, 2H]
+        if isinstance(final, tuple):  # LSTM: (h, c)
+            final = final[0]
+        last = torch.cat([final[-2], final[-1]], dim=-1)  # top layer, both directions: [B, 2H]
+        B, H = src.size(0), self.cfg.hidden
+        h0 = torch.tanh(self.bridge(last)).view(B, self.cfg.dec_layers, H).transpose(0, 1).contiguous()
+        return self.enc_to_mem(out), h0
+
+    def _decode(self, memory, src_mask, h0, tgt_in) -> tuple[torch.Tensor, torch.Tensor]:
+        """Teacher-forced decoding: attentional vectors [B, T, H] and attention [B, T, S]."""
+        emb = self.drop(self.tgt_emb(tgt_in))  # [B, T, E]
+        proj = self.attn.precompute(memory)
+        state = h0 if self.cfg.cell == "gru" else (h0, torch.zeros_like(h0))
+        if not self.cfg.input_feeding:  # the whole target in one RNN call, attention in parallel
+            h, _ = self.decoder(emb, state)
+            ctx, weights = self.attn(h, memory, src_mask, proj)
+            return self.drop(torch.tanh(self.combine(torch.cat([h, ctx], -1)))), weights
+        B, T, _ = emb.shape
+        feed = emb.new_zeros(B, self.cfg.hidden)
+        outs, attns = [], []
+        for t in range(T):
+            h, state = self.decoder(torch.cat([emb[:, t], feed], -1).unsqueeze(1), state)  # [B, 1, H]
+            ctx, w = self.attn(h, memory, src_mask, proj)  # [B, 1, H], [B, 1, S]
+            feed = self.drop(torch.tanh(self.combine(torch.cat([h, ctx], -1)))).squeeze(1)
+            outs.append(feed)
+            attns.append(w)
+        return torch.stack(outs, 1), torch.cat(attns, 1)
+
+    def forward(self, src, src_mask, tgt_in) -> ModelOutput:
+        """Logits [B, T, V], attention [B, T, S] (rows sum to 1, padding exactly 0) and the alignment
+        head's weights [B, T, S] (None without a head)."""
+        memory, h0 = self.encode(src, src_mask)
+        vec, attn = self._decode(memory, src_mask, h0, tgt_in)
+        return ModelOutput(self.out(vec), attn, self._align(memory, src_mask, vec, tgt_in))
+
+    def _align(self, memory, src_mask, vec, tgt_in) -> torch.Tensor | None:
+        if self.align_head is None:
+            return None
+        emb = self.drop(self.tgt_emb(tgt_in))
+        return self.align_head(memory, src_mask, vec, emb, tgt_in != PAD_ID)
+
+    def alignment(self, src, src_mask, tgt_in) -> torch.Tensor:
+        """The alignment head's weights [B, T, S] (the model must have one)."""
+        memory, h0 = self.encode(src, src_mask)
+        vec, _ = self._decode(memory, src_mask, h0, tgt_in)
+        return self._align(memory, src_mask, vec, tgt_in)
+
+    def attention(self, src, src_mask, tgt_in) -> torch.Tensor:
+        """Attention only, [B, T, S]: no output-vocabulary projection."""
+        memory, h0 = self.encode(src, src_mask)
+        return self._decode(memory, src_mask, h0, tgt_in)[1]

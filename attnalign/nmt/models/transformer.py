@@ -1,0 +1,164 @@
+"""A small Transformer encoder-decoder (pre-norm) with its own multi-head attention, so the
+cross-attention weights of every layer and head are kept: ``[B, layers, heads, T, S]``.
+
+No fused attention kernels: weights are computed explicitly (softmax of q k^T / sqrt(d_head)).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..vocab import PAD_ID
+from .align_head import AlignHead
+from .output import ModelOutput
+
+
+@dataclass
+class TransformerConfig:
+    """Fully determines the network (with the two vocabulary sizes)."""
+
+    d_model: int = 256
+    heads: int = 4
+    enc_layers: int = 3
+    dec_layers: int = 3
+    ff_dim: int = 1024
+    dropout: float = 0.1
+    max_len: int = 512
+    align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
+
+
+class MultiHeadAttention(nn.Module):
+    """q [B, T, d], kv [B, S, d], mask [B, 1|T, S] (True = may attend) ->
+    out [B, T, d], weights [B, heads, T, S]."""
+
+    def __init__(self, d: int, heads: int, dropout: float):
+        super().__init__()
+        if d % heads:
+            raise ValueError(f"d_model {d} is not divisible by heads {heads}")
+        self.h, self.dk = heads, d // heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, q, kv, mask):
+        B, T, d = q.shape
+        S = kv.size(1)
+        qh = self.q(q).view(B, T, self.h, self.dk).transpose(1, 2)  # [B, h, T, dk]
+        kh = self.k(kv).view(B, S, self.h, self.dk).transpose(1, 2)  # [B, h, S, dk]
+        vh = self.v(kv).view(B, S, self.h, self.dk).transpose(1, 2)
+        scores = qh @ kh.transpose(-1, -2) / math.sqrt(self.dk)  # [B, h, T, S]
+        scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        out = (self.drop(weights) @ vh).transpose(1, 2).reshape(B, T, d)
+        return self.o(out), weights
+
+
+class _FF(nn.Sequential):
+    def __init__(self, d, ff, dropout):
+        super().__init__(nn.Linear(d, ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff, d))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, c: TransformerConfig):
+        super().__init__()
+        self.n1, self.n2 = nn.LayerNorm(c.d_model), nn.LayerNorm(c.d_model)
+        self.att = MultiHeadAttention(c.d_model, c.heads, c.dropout)
+        self.ff = _FF(c.d_model, c.ff_dim, c.dropout)
+        self.drop = nn.Dropout(c.dropout)
+
+    def forward(self, x, mask):
+        y = self.n1(x)
+        x = x + self.drop(self.att(y, y, mask)[0])
+        return x + self.drop(self.ff(self.n2(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, c: TransformerConfig):
+        super().__init__()
+        self.n1, self.n2, self.n3 = (nn.LayerNorm(c.d_model) for _ in range(3))
+        self.self_att = MultiHeadAttention(c.d_model, c.heads, c.dropout)
+        self.cross = MultiHeadAttention(c.d_model, c.heads, c.dropout)
+        self.ff = _FF(c.d_model, c.ff_dim, c.dropout)
+        self.drop = nn.Dropout(c.dropout)
+
+    def forward(self, x, memory, self_mask, src_mask):
+        y = self.n1(x)
+        x = x + self.drop(self.self_att(y, y, self_mask)[0])
+        ctx, weights = self.cross(self.n2(x), memory, src_mask)
+        x = x + self.drop(ctx)
+        return x + self.drop(self.ff(self.n3(x))), weights
+
+
+def sinusoids(n: int, d: int) -> torch.Tensor:
+    pos = torch.arange(n).unsqueeze(1)
+    div = torch.exp(torch.arange(0, d, 2) * (-math.log(10000.0) / d))
+    pe = torch.zeros(n, d)
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div)
+    return pe
+
+
+class TransformerModel(nn.Module):
+    model_type = "transformer"
+
+    def __init__(self, cfg: TransformerConfig, src_vocab_size: int, tgt_vocab_size: int):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.d_model
+        self.src_emb = nn.Embedding(src_vocab_size, d, padding_idx=PAD_ID)
+        self.tgt_emb = nn.Embedding(tgt_vocab_size, d, padding_idx=PAD_ID)
+        self.register_buffer("pe", sinusoids(cfg.max_len, d), persistent=False)
+        self.enc = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
+        self.dec = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
+        self.enc_norm, self.dec_norm = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.out = nn.Linear(d, tgt_vocab_size)
+        self.align_head = AlignHead(d, d, "scaled-dot", cfg.dropout) if cfg.align_head else None
+        for emb in (self.src_emb, self.tgt_emb):  # scaled by sqrt(d) in _embed: unit variance
+            nn.init.normal_(emb.weight, std=d**-0.5)
+            nn.init.zeros_(emb.weight[PAD_ID])
+
+    def _embed(self, emb: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+        if ids.size(1) > self.cfg.max_len:
+            raise ValueError(f"sequence of {ids.size(1)} tokens exceeds max_len {self.cfg.max_len}")
+        return self.drop(emb(ids) * math.sqrt(self.cfg.d_model) + self.pe[: ids.size(1)])
+
+    def _run(self, src, src_mask, tgt_in):
+        """Decoder states [B, T, d], cross-attention [B, layers, heads, T, S] and memory [B, S, d]."""
+        enc_mask = src_mask.unsqueeze(1)  # [B, 1, S]
+        x = self._embed(self.src_emb, src)
+        for layer in self.enc:
+            x = layer(x, enc_mask)
+        memory = self.enc_norm(x)
+        T = tgt_in.size(1)
+        causal = torch.ones(T, T, dtype=torch.bool, device=src.device).tril().unsqueeze(0)  # [1, T, T]
+        y = self._embed(self.tgt_emb, tgt_in)
+        attns = []
+        for layer in self.dec:
+            y, w = layer(y, memory, causal, enc_mask)
+            attns.append(w)
+        return self.dec_norm(y), torch.stack(attns, 1), memory
+
+    def forward(self, src, src_mask, tgt_in) -> ModelOutput:
+        """Logits [B, T, V], cross-attention [B, layers, heads, T, S] and the alignment head's weights
+        [B, T, S] (None without a head)."""
+        y, attn, memory = self._run(src, src_mask, tgt_in)
+        return ModelOutput(self.out(y), attn, self._align(memory, src_mask, y, tgt_in))
+
+    def _align(self, memory, src_mask, y, tgt_in) -> torch.Tensor | None:
+        if self.align_head is None:
+            return None
+        emb = self.drop(self.tgt_emb(tgt_in) * math.sqrt(self.cfg.d_model))
+        return self.align_head(memory, src_mask, y, emb, tgt_in != PAD_ID)
+
+    def attention(self, src, src_mask, tgt_in) -> torch.Tensor:
+        """Cross-attention only, [B, layers, heads, T, S]: no output-vocabulary projection."""
+        return self._run(src, src_mask, tgt_in)[1]
+
+    def alignment(self, src, src_mask, tgt_in) -> torch.Tensor:
+        """The alignment head's weights [B, T, S] (the model must have one)."""
+        y, _, memory = self._run(src, src_mask, tgt_in)
+        return self._align(memory, src_mask, y, tgt_in)

@@ -1,0 +1,30 @@
+"""The built-in statistical word aligners: the teacher of ``attnalign train --guide auto`` and the
+engine of ``attnalign align statistical``.
+
+Modules, bottom up: :mod:`.cells` (the EM cells shared by IBM2 and the HMMs), :mod:`.ibm2`
+(fast_align's model), :mod:`.hmm` (HMMs, alone or trained by agreement; torch), :mod:`.fertility`
+(Gibbs-sampled HMMs with fertility), :mod:`.links` (posteriors -> links), :mod:`.registry` (the
+aligners by name), :mod:`.options` (:class:`TeacherOptions`, the defaults), :mod:`.align` (the entry
+points). Importing this package does not import torch.
+"""
+
+from .align import align_statistical, combined_links, directional_links, directional_posteriors
+from .links import posterior_links, viterbi_links, word_prefixes
+from .options import (
+    COMBINED,
+    DEFAULT,
+    FERTILITY_PREFIX,
+    FERTILITY_THRESHOLD,
+    IDENTICAL,
+    POSTERIOR_THRESHOLD,
+    PREFIX,
+    SYMS,
+    TeacherOptions,
+    check_choices,
+)
+from .registry import MODELS
+
+__all__ = ["COMBINED", "DEFAULT", "FERTILITY_PREFIX", "FERTILITY_THRESHOLD", "IDENTICAL", "MODELS",
+           "POSTERIOR_THRESHOLD", "PREFIX", "SYMS", "TeacherOptions", "align_statistical", "check_choices",
+           "combined_links", "directional_links", "directional_posteriors", "posterior_links",
+           "viterbi_links", "word_prefixes"]

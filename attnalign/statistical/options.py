@@ -1,0 +1,73 @@
+"""The teacher's options: which statistical aligner, how its directions combine, what it sees.
+
+:class:`TeacherOptions` is the one statement of the built-in aligner's defaults; ``attnalign align
+statistical`` (``--aligner``, ``--sym``, ``--prefix``, ``--identical``) and ``attnalign train --guide
+auto`` (``--guide-model``, ``--guide-sym``, ``--guide-prefix``, ``--guide-identical``) both read it.
+Torch-free. How each default was chosen (on the English-French trial set only) is in the README,
+"Alignment quality", with the bench command that measures it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ..decoding.symmetrize import LINK_METHODS
+from ..errors import AttnAlignError
+from .registry import COMBINED, MODELS
+
+# How the two directions combine: a symmetrization of the Viterbi links, or "posterior": the links
+# whose posterior is at least POSTERIOR_THRESHOLD in both directions.
+SYMS = (*LINK_METHODS, "posterior")
+POSTERIOR_THRESHOLD = 0.2
+# COMBINED's fertility half sees whole words and keeps the links sampled in at least this share of
+# the sweeps of both directions.
+FERTILITY_PREFIX = 0
+FERTILITY_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class TeacherOptions:
+    """The built-in statistical aligner's settings.
+
+    ``model``: one of :data:`MODELS`. ``sym``: one of :data:`SYMS` (``COMBINED`` takes ``posterior``
+    only). ``prefix``: the EM models see every word cut to its first N characters, pooling a word's
+    inflected forms (0: whole words). ``identical``: extra counts for each pair of identical source and
+    target words in every EM step (0: none)."""
+
+    model: str = COMBINED
+    sym: str = "posterior"
+    prefix: int = 5
+    identical: float = 1.0
+
+    def as_kwargs(self) -> dict:
+        """Keyword arguments of :func:`attnalign.statistical.align_statistical`."""
+        return asdict(self)
+
+    def check(self, syms: tuple[str, ...] = SYMS, prefix_flag: str = "--prefix",
+              identical_flag: str = "--identical") -> TeacherOptions:
+        """A clear :class:`AttnAlignError` for a choice the aligner cannot take; ``self`` otherwise.
+        The flags name the options in the messages (``train`` calls them ``--guide-*``)."""
+        check_choices(self.model, self.sym, syms)
+        if self.prefix < 0:
+            raise AttnAlignError(f"bad {prefix_flag} {self.prefix}",
+                                 hint="give 0 (whole words) or a number of characters")
+        if self.identical < 0:
+            raise AttnAlignError(f"bad {identical_flag} {self.identical}",
+                                 hint="give 0 (no prior) or a positive number of counts")
+        return self
+
+
+DEFAULT = TeacherOptions()
+PREFIX = DEFAULT.prefix
+IDENTICAL = DEFAULT.identical
+
+
+def check_choices(model: str, sym: str, syms: tuple[str, ...] = SYMS) -> None:
+    """A clear error for an unknown statistical model or way of combining the directions."""
+    if model not in MODELS or sym not in syms:
+        raise AttnAlignError(f"unknown statistical model {model!r} or symmetrization {sym!r}",
+                             hint=f"choose {', '.join(MODELS)} and {', '.join(syms)}")
+    if model == COMBINED and sym != "posterior":
+        raise AttnAlignError(f"{COMBINED} combines its two models' posterior links; it has no {sym!r}",
+                             hint=f"use posterior (--sym / --guide-sym) with it, or another aligner "
+                                  f"with {sym}")

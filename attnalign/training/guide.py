@@ -1,0 +1,76 @@
+"""Guided alignment (Garg et al. 2019): the teacher's word links -> per-token attention targets, and
+the loss that pulls the attention (or the alignment head) towards them.
+
+Shapes: a batch's decoder steps are ``[B, T+1]`` and its source positions ``[B, S+1]`` (EOS last; see
+:mod:`attnalign.nmt.batching`); targets and attention rows are ``[B, T+1, S+1]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import torch
+
+from .. import statistical
+from ..data.alignments import Link
+from ..data.corpus import Pairs
+from ..nmt.subword import Segmenter
+from .options import TrainOptions
+
+
+def teacher_links(pairs: Pairs, options: TrainOptions, note=None) -> list[list[Link]]:
+    """The built-in statistical aligner's links for ``pairs`` (``guide="auto"``), with its stage told
+    to ``note`` (a callable taking a message) if given."""
+    t0 = time.perf_counter()
+    if note:
+        note(f"guide: aligning {len(pairs)} pairs with {options.guide_model} ...")
+    links = statistical.align_statistical(pairs, **options.teacher.as_kwargs())
+    if note:
+        note(f"guide: {sum(map(len, links))} links in {time.perf_counter() - t0:.0f} s")
+    return links
+
+
+def guide_targets(batch, tok_links: Sequence[Sequence[tuple[int, int]]], null_to_eos: bool = False
+                  ) -> torch.Tensor:
+    """Target attention for guided training, [B, T+1, S+1]: row j (the step predicting target token j)
+    is uniform over the source tokens linked to token j. Rows of unlinked target tokens are all zero
+    (not supervised), or with ``null_to_eos`` put on the source EOS, which decoding reads as "no link"
+    (the alignment head learns NULL alignment that way). The EOS row and padding are never supervised."""
+    B, T = batch.tgt_in.shape
+    g = torch.zeros(B, T, batch.src.size(1))
+    for k, links in enumerate(tok_links):
+        if links:
+            ii = torch.tensor([i for i, _ in links])
+            jj = torch.tensor([j for _, j in links])
+            g[k, jj, ii] = 1.0
+        if null_to_eos:
+            n = batch.tgt_len[k]
+            unlinked = g[k, :n].sum(-1) == 0
+            g[k, :n, batch.src_len[k]] = unlinked.float()
+    return g / g.sum(-1, keepdim=True).clamp(min=1.0)
+
+
+def guide_loss(att: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of attention rows [B, T, S] against guide rows, averaged over guided rows."""
+    rows = target.sum(-1) > 0
+    if not rows.any():
+        return att.new_zeros(())
+    ce = -(target * torch.log(att.clamp(min=1e-9))).sum(-1)
+    return ce[rows].mean()
+
+
+def token_links(src_seg: Segmenter | None, tgt_seg: Segmenter | None, pairs: Pairs,
+                links: Sequence[Sequence[Link]]) -> list[list[tuple[int, int]]]:
+    """Word links -> model-token links (every piece of the source word x every piece of the target)."""
+    ss, ts = src_seg or Segmenter(), tgt_seg or Segmenter()
+    out = []
+    for (s, t), lk in zip(pairs, links, strict=True):
+        s_of: dict[int, list[int]] = {}
+        t_of: dict[int, list[int]] = {}
+        for k, w in enumerate(ss.segment(s)[1]):
+            s_of.setdefault(w, []).append(k)
+        for k, w in enumerate(ts.segment(t)[1]):
+            t_of.setdefault(w, []).append(k)
+        out.append([(a, b) for i, j in lk for a in s_of.get(i, ()) for b in t_of.get(j, ())])
+    return out

@@ -1,0 +1,353 @@
+"""Training attention NMT models for alignment: the library behind ``attnalign train``.
+
+One call trains one or both directions into a model directory (:mod:`.model_dir`). Each epoch ends
+with a validation: dev loss and perplexity, and with a dev gold the dev AER of argmax-decoded
+attention; the best checkpoint is chosen by dev AER when a gold is given, else by dev loss (else by
+training loss). ``save_every`` adds resumable checkpoints inside epochs; ``resume`` continues from the
+last one and ends with the same weights as an uninterrupted run (same seed, data and device).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol
+
+import torch
+import torch.nn.functional as F
+
+from ..data.alignments import Alignment, Link
+from ..data.corpus import Pairs
+from ..decoding import argmax_links
+from ..errors import AttnAlignError, warn
+from ..eval.metrics import Counts, corpus_counts
+from ..nmt.batching import bucket_batches, make_batch
+from ..nmt.checkpoint import LoadedModel, load_checkpoint, save_checkpoint
+from ..nmt.device import resolve_device, set_threads
+from ..nmt.extract import AttentionSpec, corpus_attention, reduce_attention
+from ..nmt.models import build_model
+from ..nmt.subword import Segmenter, train_segmenter
+from ..nmt.vocab import PAD_ID, Vocab
+from .guide import guide_loss, guide_targets, teacher_links, token_links
+from .model_dir import append_log, prepare_dir, saved_options, write_config
+from .options import TrainOptions
+
+
+class Reporter(Protocol):
+    """Receives progress; the CLI draws it with rich, a notebook may ignore it. A reporter may also have
+    ``note(message)``, told of stages before training (the guide alignment)."""
+
+    def start(self, direction: str, total_steps: int, done_steps: int) -> None: ...
+    def step(self, step: int, loss: float, tokens_per_s: float) -> None: ...
+    def validation(self, row: dict) -> None: ...
+    def end(self) -> None: ...
+
+
+class _Silent:
+    def start(self, direction, total_steps, done_steps): pass
+    def step(self, step, loss, tokens_per_s): pass
+    def validation(self, row): pass
+    def end(self): pass
+
+
+@dataclass
+class DevSet:
+    pairs: Pairs
+    gold: list[Alignment] | None = None
+
+    def reversed(self) -> DevSet:
+        """The dev set of the reverse direction: sides and gold links swapped."""
+        gold = None if self.gold is None else [
+            Alignment(frozenset((j, i) for i, j in g.sure), frozenset((j, i) for i, j in g.possible))
+            for g in self.gold]
+        return DevSet(_swap(self.pairs), gold)
+
+
+def lr_at(step: int, total: int, base: float, warmup: int) -> float:
+    """Linear warm-up over ``warmup`` steps, then linear decay to 10% of ``base`` at ``total``."""
+    warm = min(1.0, (step + 1) / max(1, warmup))
+    progress = min(1.0, step / max(1, total))
+    return base * warm * (1.0 - 0.9 * progress)
+
+
+def _loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> tuple[torch.Tensor, int]:
+    """Summed token cross-entropy (with label smoothing) and the number of target tokens."""
+    n = int((target != PAD_ID).sum())
+    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1), ignore_index=PAD_ID,
+                           label_smoothing=smoothing, reduction="sum")
+    return loss, n
+
+
+def _encode(lm: LoadedModel, pairs: Pairs) -> tuple[list[list[int]], list[list[int]]]:
+    """Word pairs -> model token ids (through the segmenters and vocabularies)."""
+    ss, ts = lm.src_seg or Segmenter(), lm.tgt_seg or Segmenter()
+    src = [lm.src_vocab.encode(ss.segment(s)[0]) for s, _ in pairs]
+    tgt = [lm.tgt_vocab.encode(ts.segment(t)[0]) for _, t in pairs]
+    return src, tgt
+
+
+def evaluate(lm: LoadedModel, dev: DevSet, batch_tokens: int, device: torch.device) -> dict:
+    """Dev loss (no smoothing), perplexity and, with a gold, the AER of argmax-decoded attention."""
+    pairs = [(s, t) for s, t in dev.pairs]
+    src_ids, tgt_ids = _encode(lm, [(s, t) for s, t in pairs if s and t])
+    lengths = [(len(s), len(t)) for s, t in zip(src_ids, tgt_ids, strict=True)]
+    total, n_tok = 0.0, 0
+    model = lm.model
+    model.eval()
+    with torch.inference_mode():
+        for group in bucket_batches(lengths, batch_tokens):
+            b = make_batch(group, [src_ids[k] for k in group], [tgt_ids[k] for k in group]).to(device)
+            loss, n = _loss(model(b.src, b.src_mask, b.tgt_in).logits, b.tgt_out, 0.0)
+            total += float(loss)
+            n_tok += n
+    dev_loss = total / max(1, n_tok)
+    row = {"dev_loss": dev_loss, "dev_ppl": math.exp(min(dev_loss, 50.0)), "dev_aer": None}
+    if dev.gold is not None:
+        mats = corpus_attention(lm, pairs, AttentionSpec(), batch_tokens, device)
+        hyps = [Alignment.from_links(argmax_links(m, eos)) for m, eos in mats]
+        row["dev_aer"] = sum(corpus_counts(hyps, dev.gold), Counts()).aer
+    model.train()
+    return row
+
+
+def _swap(pairs: Pairs) -> list[tuple[list[str], list[str]]]:
+    return [(t, s) for s, t in pairs]
+
+
+def train(
+    pairs: Pairs,
+    model_dir: str | os.PathLike,
+    options: TrainOptions = TrainOptions(),
+    *,
+    dev: DevSet | None = None,
+    guide: Sequence[Sequence[Link]] | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    reporter: Reporter | None = None,
+) -> dict:
+    """Train the requested direction(s) on ``pairs`` (token lists) into ``model_dir``.
+
+    ``guide``: alignment links (source first) for every pair, to supervise the attention (guided
+    alignment, Garg et al. 2019); with ``options.guide == "auto"`` and no ``guide``, the built-in
+    statistical aligner (:mod:`attnalign.statistical`) makes them.
+
+    Returns a summary: for each direction its best step, dev loss and dev AER, and the elapsed time.
+    """
+    model_dir = Path(model_dir)
+    if resume:  # continue with the options the run started with
+        options = saved_options(model_dir)
+    model_config = asdict(options.check(has_guide_links=guide is not None))
+    keep = [k for k, (s, t) in enumerate(pairs) if s and t]
+    train_pairs = [pairs[k] for k in keep]
+    if guide is None and options.guide == "auto":
+        guide = teacher_links(train_pairs, options, getattr(reporter, "note", None))
+    elif guide is not None:
+        if len(guide) != len(pairs):
+            raise AttnAlignError(f"the guide alignment has {len(guide)} lines for {len(pairs)} pairs",
+                                 hint="give one alignment line per training pair")
+        guide = [guide[k] for k in keep]
+    if not train_pairs:
+        raise AttnAlignError("the training corpus has no pair with both sides non-empty",
+                             hint="check the --src/--tgt (or --corpus) files")
+    prepare_dir(model_dir, overwrite, resume)
+    if dev is None:
+        warn("no dev set given (--dev-src/--dev-tgt): the checkpoint with the lowest training loss is kept")
+    write_config(model_dir, options, options.directions, model_config)
+    set_threads(options.threads)
+    device = resolve_device(options.device)
+    reporter = reporter or _Silent()
+    summary: dict = {"model_dir": str(model_dir), "directions": {}}
+    for direction in options.directions:
+        forward = direction == "forward"
+        links = None
+        if guide is not None:
+            links = guide if forward else [[(j, i) for i, j in g] for g in guide]
+        run = _DirectionRun(train_pairs if forward else _swap(train_pairs), model_dir, direction, options,
+                            model_config, device, links)
+        d = dev if dev is None or forward else dev.reversed()
+        summary["directions"][direction] = run.train(d, resume, reporter)
+    return summary
+
+
+@dataclass
+class _Progress:
+    """Where a direction's training stands: what a resumable checkpoint saves besides the weights."""
+
+    step: int = 0
+    epoch: int = 0
+    offset: int = 0  # batches of the current epoch already done
+    best: float | None = None
+    elapsed: float = 0.0
+    ep_loss: float = 0.0  # training loss of the current epoch (for the log and no-dev selection)
+    ep_tok: int = 0
+
+
+class _DirectionRun:
+    """One direction's training: vocabularies, model, optimizer, data and progress, resumable."""
+
+    def __init__(self, pairs: Pairs, model_dir: Path, direction: str, o: TrainOptions, model_config: dict,
+                 device: torch.device, links: Sequence[Sequence[Link]] | None):
+        self.pairs, self.direction, self.o, self.device = pairs, direction, o, device
+        self.model_config = model_config
+        self.model_dir = model_dir
+        self.last_path = model_dir / f"{direction}.last.pt"
+        self.best_path = model_dir / f"{direction}.pt"
+        self.links = links
+
+    def _build(self, state: dict | None) -> None:
+        o, pairs = self.o, self.pairs
+        if state is not None:
+            src_vocab, tgt_vocab = Vocab(state["src_vocab"]), Vocab(state["tgt_vocab"])
+            src_seg = Segmenter.from_tensor(state["src_spm"])
+            tgt_seg = Segmenter.from_tensor(state["tgt_spm"])
+        else:
+            src_seg = tgt_seg = Segmenter()
+            if o.subword:
+                src_seg = train_segmenter((s for s, _ in pairs), o.subword, o.subword_type)
+                tgt_seg = train_segmenter((t for _, t in pairs), o.subword, o.subword_type)
+            src_vocab = Vocab.build((src_seg.segment(s)[0] for s, _ in pairs), o.min_freq, o.max_vocab)
+            tgt_vocab = Vocab.build((tgt_seg.segment(t)[0] for _, t in pairs), o.min_freq, o.max_vocab)
+        torch.manual_seed(o.seed)
+        model = build_model(o.model_type, self.model_config, len(src_vocab), len(tgt_vocab))
+        self.model = model.to(self.device)
+        self.lm = LoadedModel(self.model, o.model_type, self.model_config, src_vocab, tgt_vocab,
+                              self.direction, o.lowercase, None, src_seg, tgt_seg)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=o.base_lr, betas=(0.9, 0.98))
+        self.src_ids, self.tgt_ids = _encode(self.lm, pairs)
+        self.tok_links = (token_links(src_seg, tgt_seg, pairs, self.links) if self.links is not None
+                          else None)
+        self.lengths = [(len(s), len(t)) for s, t in zip(self.src_ids, self.tgt_ids, strict=True)]
+        per_epoch = len(bucket_batches(self.lengths, o.batch_tokens))
+        self.total = per_epoch * o.epochs if o.max_steps is None else min(o.max_steps, per_epoch * o.epochs)
+        self.p = _Progress()
+        if state is not None:
+            self.model.load_state_dict(state["state_dict"])
+            self.opt.load_state_dict(state["optimizer"])
+            self.p = _Progress(*(state[k] for k in ("step", "epoch", "offset", "best", "elapsed", "ep_loss",
+                                                    "ep_tok")))
+            torch.set_rng_state(state["torch_rng"])
+            if self.device.type == "cuda" and state.get("cuda_rng") is not None:
+                torch.cuda.set_rng_state(state["cuda_rng"], self.device)
+        self.meta = {"model_type": o.model_type, "config": self.model_config, "src_vocab": src_vocab.itos,
+                     "tgt_vocab": tgt_vocab.itos, "direction": self.direction, "src_spm": src_seg.to_tensor(),
+                     "tgt_spm": tgt_seg.to_tensor()}
+
+    def snapshot(self, finished: bool = False, summary: dict | None = None) -> None:
+        p = self.p
+        save_checkpoint(self.last_path, {
+            **self.meta, "state_dict": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+            "step": p.step, "epoch": p.epoch, "offset": p.offset, "best": p.best, "elapsed": p.elapsed,
+            "ep_loss": p.ep_loss, "ep_tok": p.ep_tok, "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+            "finished": finished, "summary": summary or {},
+        })
+
+    def train(self, dev: DevSet | None, resume: bool, reporter: Reporter) -> dict:
+        state = load_checkpoint(self.last_path) if resume and self.last_path.exists() else None
+        if state is not None and state.get("finished"):
+            return state["summary"]
+        self._build(state)
+        p = self.p
+        reporter.start(self.direction, self.total, p.step)
+        self.model.train()
+        self.t0 = time.perf_counter() - p.elapsed
+        self.run_seconds, self.run_tokens, self.run_pairs = 0.0, 0, 0  # this process's updates
+        self.win_loss, self.win_tok, self.win_t, self.tok_rate = 0.0, 0, time.perf_counter(), 0.0
+        while p.step < self.total:
+            batches = bucket_batches(self.lengths, self.o.batch_tokens,
+                                     random.Random(self.o.seed * 100_003 + p.epoch))
+            for group in batches[p.offset:]:
+                if p.step >= self.total:
+                    break
+                self._update(group, reporter)
+            else:
+                p.epoch, p.offset = p.epoch + 1, 0
+            self._validate(dev, reporter)  # end of an epoch (or of training)
+        reporter.end()
+        best_ck = load_checkpoint(self.best_path)
+        summary = {"best_step": best_ck["step"], **best_ck["dev"], "steps": p.step,
+                   "tokens_per_s": round(self.run_tokens / self.run_seconds) if self.run_seconds else None,
+                   "pairs_per_s": round(self.run_pairs / self.run_seconds, 1) if self.run_seconds else None,
+                   "elapsed_s": round(time.perf_counter() - self.t0, 1)}
+        self.snapshot(finished=True, summary=summary)
+        return summary
+
+    def _objective(self, b, group: list[int]) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """The training objective of one batch, its translation loss (summed) and its target tokens."""
+        o = self.o
+        out = self.model(b.src, b.src_mask, b.tgt_in)
+        loss, n = _loss(out.logits, b.tgt_out, o.label_smoothing)
+        objective = loss / n
+        if self.tok_links is not None:  # supervise the alignment head, else the attention read
+            target = guide_targets(b, [self.tok_links[k] for k in group],
+                                   null_to_eos=out.align is not None).to(self.device)
+            read = out.align if out.align is not None else reduce_attention(out.attention, AttentionSpec())
+            objective = objective + o.guide_weight * guide_loss(read, target)
+        return objective, loss, n
+
+    def _update(self, group: list[int], reporter: Reporter) -> None:
+        o, p = self.o, self.p
+        t_step = time.perf_counter()
+        b = make_batch(group, [self.src_ids[k] for k in group], [self.tgt_ids[k] for k in group])
+        b = b.to(self.device)
+        for g in self.opt.param_groups:
+            g["lr"] = lr_at(p.step, self.total, o.base_lr, min(o.warmup, self.total // 10))
+        try:
+            objective, loss, n = self._objective(b, group)
+            if not torch.isfinite(objective):
+                raise AttnAlignError(
+                    f"the training loss became {objective.item()} at step {p.step + 1} ({self.direction})",
+                    hint=f"lower --lr (now {o.base_lr}) or raise --warmup; the last good checkpoint "
+                         f"is kept in {self.model_dir}")
+            self.opt.zero_grad(set_to_none=True)
+            objective.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.clip)
+            self.opt.step()
+        except torch.OutOfMemoryError:
+            raise AttnAlignError(
+                f"out of memory on a batch of {b.src.numel() + b.tgt_in.numel()} padded tokens",
+                hint=f"lower --batch-tokens (now {o.batch_tokens})") from None
+        p.step += 1
+        p.offset += 1
+        loss_value = loss.item()
+        self.run_seconds += time.perf_counter() - t_step
+        self.run_tokens += n
+        self.run_pairs += len(group)
+        self.win_loss += loss_value
+        self.win_tok += n
+        p.ep_loss += loss_value
+        p.ep_tok += n
+        now = time.perf_counter()
+        if now - self.win_t >= 1.0 or p.step == self.total:
+            self.tok_rate = self.win_tok / (now - self.win_t)
+            reporter.step(p.step, self.win_loss / max(1, self.win_tok), self.tok_rate)
+            self.win_loss, self.win_tok, self.win_t = 0.0, 0, now
+        p.elapsed = time.perf_counter() - self.t0
+        if o.save_every and p.step % o.save_every == 0 and p.step < self.total:
+            self.snapshot()
+
+    def _validate(self, dev: DevSet | None, reporter: Reporter) -> None:
+        """Log the epoch, keep the checkpoint if it is the best so far, save a resumable state."""
+        p = self.p
+        row = {"direction": self.direction, "epoch": p.epoch, "step": p.step,
+               "train_loss": p.ep_loss / max(1, p.ep_tok),
+               "tokens_per_s": round(self.tok_rate), "elapsed_s": round(time.perf_counter() - self.t0, 1)}
+        if dev is not None:
+            row.update(evaluate(self.lm, dev, self.o.batch_tokens, self.device))
+        key = row["dev_aer"] if row.get("dev_aer") is not None else row.get("dev_loss", row["train_loss"])
+        row["best"] = p.best is None or key <= p.best
+        if row["best"]:
+            p.best = key
+            save_checkpoint(self.best_path, {**self.meta, "state_dict": self.model.state_dict(),
+                                             "step": p.step,
+                                             "dev": {k: row.get(k) for k in ("dev_loss", "dev_aer")}})
+        append_log(self.model_dir, {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()})
+        reporter.validation(row)
+        p.ep_loss, p.ep_tok = 0.0, 0
+        p.elapsed = time.perf_counter() - self.t0
+        self.snapshot()

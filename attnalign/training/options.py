@@ -1,0 +1,121 @@
+"""Training options: :class:`TrainOptions`, the named presets, and the checks that run before any work.
+
+``TrainOptions`` stays one flat record because it is an interface twice over: it is what users and
+bench/ construct (``TrainOptions(guide_model=..., model_config={...})``) and what a model directory's
+``config.json`` stores as ``train_options`` (so that ``--resume`` restarts exactly the run it resumes,
+old directories included). Its typed views are :meth:`TrainOptions.network` (the model's
+``RNNConfig`` / ``TransformerConfig``, with every default filled in) and :attr:`TrainOptions.teacher`
+(the :class:`~attnalign.statistical.TeacherOptions` of ``--guide auto``), and :meth:`TrainOptions.check`
+validates them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from ..errors import AttnAlignError
+from ..statistical.options import DEFAULT as TEACHER
+from ..statistical.options import TeacherOptions
+
+DIRECTIONS = ("forward", "reverse")
+
+
+@dataclass
+class TrainOptions:
+    """Everything that determines a training run besides the data."""
+
+    model_type: str = "rnn"
+    model_config: dict = field(default_factory=dict)  # network options given; see network()
+    epochs: int = 8
+    max_steps: int | None = None
+    batch_tokens: int = 1000
+    lr: float | None = None  # None: the model type's (see base_lr)
+    warmup: int = 200
+    clip: float = 1.0
+    label_smoothing: float = 0.1
+    seed: int = 1
+    device: str = "auto"
+    threads: int | None = None
+    min_freq: int = 1
+    max_vocab: int | None = None
+    lowercase: bool = False
+    direction: str = "forward"  # forward | reverse | both
+    subword: int | None = None  # sentencepiece vocabulary size per side; None or 0: words
+    guide: str | None = None  # guided alignment: "auto" (built-in statistical aligner) or a file
+    guide_weight: float = 1.0  # weight of the guided-alignment loss
+    guide_model: str = TEACHER.model  # the teacher of guide="auto": TeacherOptions, field by field
+    guide_sym: str = TEACHER.sym
+    guide_prefix: int = TEACHER.prefix
+    guide_identical: float = TEACHER.identical
+    subword_type: str = "unigram"  # unigram | bpe
+    save_every: int | None = None  # steps between resumable checkpoints inside an epoch
+
+    @property
+    def teacher(self) -> TeacherOptions:
+        """The statistical aligner behind ``guide="auto"``."""
+        return TeacherOptions(self.guide_model, self.guide_sym, self.guide_prefix, self.guide_identical)
+
+    @property
+    def directions(self) -> list[str]:
+        return list(DIRECTIONS) if self.direction == "both" else [self.direction]
+
+    @property
+    def base_lr(self) -> float:
+        return self.lr or (1e-3 if self.model_type == "rnn" else 5e-4)
+
+    def network(self):
+        """The typed network config (``RNNConfig`` or ``TransformerConfig``) with every default."""
+        from ..nmt.models import MODEL_TYPES
+
+        if self.model_type not in MODEL_TYPES:
+            raise AttnAlignError(f"unknown model type {self.model_type!r}; choose {', '.join(MODEL_TYPES)}")
+        try:
+            return MODEL_TYPES[self.model_type][0](**self.model_config)
+        except TypeError as e:
+            raise AttnAlignError(f"bad model option: {e}") from None
+
+    def check(self, has_guide_links: bool = False):
+        """Validate everything before any work; return the typed network config."""
+        if self.direction not in (*DIRECTIONS, "both"):
+            raise AttnAlignError(f"unknown direction {self.direction!r}; choose forward, reverse or both")
+        if self.subword is not None and self.subword < 0:
+            raise AttnAlignError(f"bad --subword {self.subword}",
+                                 hint="give 0 (whole words) or a vocabulary size per side, e.g. 4000")
+        network = self.network()
+        if network.align_head and not has_guide_links and self.guide is None:
+            raise AttnAlignError("the alignment head learns from a guide alignment only",
+                                 hint="add --guide auto (or --guide FILE), or leave out --align-head")
+        if self.guide == "auto" and not has_guide_links:
+            self.teacher.check(prefix_flag="--guide-prefix", identical_flag="--guide-identical")
+        return network
+
+    @classmethod
+    def from_saved(cls, saved: dict) -> TrainOptions:
+        """The options a model directory recorded (``config.json``'s ``train_options``). A run started
+        before the teacher options existed saw whole words and had no identical-word prior."""
+        saved = {"guide_prefix": 0, "guide_identical": 0.0, **saved}
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in saved.items() if k in known})
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# Named sets of training options (``attnalign train --preset NAME``); options given beside a preset
+# override it. "align": the configuration benchmarked in bench/quality.py (README, "Alignment
+# quality"): both directions reading 4,000 sentencepiece pieces per side, guided by the built-in
+# statistical aligner (its default, on words), with an alignment head.
+PRESETS: dict[str, dict] = {
+    "align": {"direction": "both", "guide": "auto", "subword": 4000, "model_config": {"align_head": True}},
+}
+
+
+def preset_options(name: str | None, **given) -> TrainOptions:
+    """TrainOptions from a preset (or none) and the options given (those not None win; model_config
+    entries are merged)."""
+    if name is not None and name not in PRESETS:
+        raise AttnAlignError(f"unknown preset {name!r}; choose {', '.join(PRESETS)}")
+    base = PRESETS.get(name, {}) if name else {}
+    given = {k: v for k, v in given.items() if v is not None}
+    config = {**base.get("model_config", {}), **given.pop("model_config", {})}
+    return TrainOptions(**{**base, **given, "model_config": config})

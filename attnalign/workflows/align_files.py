@@ -1,0 +1,190 @@
+"""Corpus files -> alignment files: the library behind ``attnalign align corpus`` and ``attnalign align
+statistical``.
+
+``align corpus`` streams the corpus through an :class:`~attnalign.nmt.aligner.Aligner`, writes the
+alignment (Pharaoh, or JSON lines) and optionally the soft matrices as they are produced, scores the
+first N pairs against a gold on the fly, and returns a summary. Files are written atomically: a failed
+or interrupted run leaves no half-written output (and does not clobber an earlier one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..data.alignments import Alignment, format_pharaoh_line
+from ..data.corpus import open_corpus
+from ..data.fileio import atomic_open, check_writable
+from ..eval.metrics import Counts, alignment_counts
+from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_gold
+from ..statistical.options import DEFAULT as TEACHER
+from ..statistical.options import SYMS, TeacherOptions
+
+if TYPE_CHECKING:
+    from ..nmt.aligner import AlignedPair, AlignOptions
+
+
+@dataclass
+class AlignSummary:
+    pairs: int = 0
+    skipped: int = 0
+    links: int = 0
+    seconds: float = 0.0
+    eos_mass: float = 0.0  # mean attention mass on the source EOS per target word
+    eos_argmax: int = 0  # target words whose argmax landed on EOS (no link)
+    report: ScoreReport | None = None
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def pairs_per_s(self) -> float:
+        return self.pairs / self.seconds if self.seconds else 0.0
+
+
+def pair_json(pair: AlignedPair) -> dict:
+    """The ``--json-lines`` record of one pair."""
+    return {
+        "index": pair.index, "src": pair.src, "tgt": pair.tgt, "links": [list(x) for x in pair.links],
+        "scores": [round(pair.scores.get(x, 0.0), 4) for x in pair.links], "skipped": pair.skipped,
+    }
+
+
+def _report(gold_info, output, per_sentence: list[Counts]) -> ScoreReport:
+    """The score report of one system: the output file's name, or "attnalign" for stdout."""
+    report = ScoreReport(gold_info)
+    name = str(output) if output is not None else "attnalign"
+    report.systems.append(SystemScore(name, sum(per_sentence, Counts()), per_sentence))
+    return report
+
+
+def align_corpus_files(
+    model: str | os.PathLike,
+    *,
+    src: str | os.PathLike | None = None,
+    tgt: str | os.PathLike | None = None,
+    corpus: str | os.PathLike | None = None,
+    output: str | os.PathLike | None = None,
+    options: AlignOptions | None = None,
+    scores: bool = False,
+    json_lines: bool = False,
+    save_attention: str | os.PathLike | None = None,
+    gold: str | os.PathLike | None = None,
+    gold_options: GoldOptions = GoldOptions(),
+    lowercase: bool | None = None,
+    encoding: str = "utf-8",
+    progress: Callable[[int, int], None] | None = None,
+) -> AlignSummary:
+    """Align a corpus file to ``output`` (stdout when None); see the module doc."""
+    from ..data.attnfile import AttentionWriter
+    from ..nmt.aligner import Aligner, AlignOptions
+
+    for path, what in ((output, "output file"), (save_attention, "attention file")):
+        if path is not None:
+            check_writable(path, what)
+    aligner = Aligner(model, options or AlignOptions())
+    pairs = open_corpus(src, tgt, corpus, encoding=encoding,
+                        lowercase=aligner.lowercase if lowercase is None else lowercase)
+    golds, gold_info = read_gold(gold, gold_options, corpus_size=len(pairs)) if gold else ([], None)
+    summary = AlignSummary(settings=aligner.description)
+    per_sentence: list[Counts] = []
+    eos_total, tgt_words = 0.0, 0
+    t0 = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        out = sys.stdout if output is None else stack.enter_context(atomic_open(output))
+        writer = None
+        if save_attention is not None:
+            f = stack.enter_context(atomic_open(save_attention, "wb"))
+            writer = AttentionWriter(f, {"model": str(model), **aligner.description})
+            stack.callback(writer.close)  # runs before the atomic rename (LIFO)
+        for pair in aligner.align(pairs):
+            if json_lines:
+                out.write(json.dumps(pair_json(pair), ensure_ascii=False) + "\n")
+            else:
+                a = Alignment.from_links(pair.links, pair.scores)
+                out.write(format_pharaoh_line(a, with_scores=scores) + "\n")
+            summary.pairs += 1
+            summary.links += len(pair.links)
+            if pair.skipped:
+                summary.skipped += 1
+            elif pair.eos is not None and len(pair.eos):
+                eos_total += float(pair.eos.sum())
+                tgt_words += len(pair.eos)
+                if pair.matrix is not None and pair.matrix.size:
+                    summary.eos_argmax += int((pair.eos > pair.matrix.max(axis=1)).sum())
+            if writer is not None and not pair.skipped and pair.matrix is not None:
+                writer.add(pair.index, pair.src, pair.tgt, pair.matrix, pair.eos, pair.reverse)
+            if pair.index < len(golds):
+                per_sentence.append(alignment_counts(Alignment.from_links(pair.links), golds[pair.index]))
+            if progress is not None:
+                progress(summary.pairs, len(pairs))
+        if output is None:
+            out.flush()
+    summary.seconds = time.perf_counter() - t0
+    summary.eos_mass = eos_total / tgt_words if tgt_words else 0.0
+    if gold is not None:
+        summary.report = _report(gold_info, output, per_sentence)
+    return summary
+
+
+def align_statistical_files(
+    *,
+    src: str | os.PathLike | None = None,
+    tgt: str | os.PathLike | None = None,
+    corpus: str | os.PathLike | None = None,
+    output: str | os.PathLike | None = None,
+    model: str = TEACHER.model,
+    sym: str = TEACHER.sym,
+    prefix: int = TEACHER.prefix,
+    identical: float = TEACHER.identical,
+    gold: str | os.PathLike | None = None,
+    gold_options: GoldOptions = GoldOptions(),
+    lowercase: bool = False,
+    encoding: str = "utf-8",
+) -> AlignSummary:
+    """Align a corpus file with the built-in statistical aligner (no NMT model; the teacher of
+    ``train --guide auto``; settings as :class:`~attnalign.statistical.TeacherOptions`) to ``output``
+    (stdout when None). The whole corpus is trained on at once and held in memory (README, ``align
+    statistical``)."""
+    from ..statistical import align_statistical
+
+    teacher = TeacherOptions(model, sym, prefix, identical).check((*SYMS, "none"))
+    if output is not None:
+        check_writable(output)
+    pairs = list(open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lowercase))
+    golds, gold_info = read_gold(gold, gold_options, corpus_size=len(pairs)) if gold else ([], None)
+    t0 = time.perf_counter()
+    links = align_statistical(pairs, **teacher.as_kwargs())
+    summary = AlignSummary(pairs=len(pairs), links=sum(map(len, links)), seconds=time.perf_counter() - t0,
+                           settings={"aligner": model, "sym": sym, "prefix": prefix,
+                                     "identical": identical})
+    with contextlib.ExitStack() as stack:
+        out = sys.stdout if output is None else stack.enter_context(atomic_open(output))
+        for x in links:
+            out.write(format_pharaoh_line(Alignment.from_links(x)) + "\n")
+        if output is None:
+            out.flush()
+    if gold is not None:
+        per_sentence = [alignment_counts(Alignment.from_links(x), g)
+                        for x, g in zip(links, golds, strict=False)]
+        summary.report = _report(gold_info, output, per_sentence)
+    return summary
+
+
+def align_sentence(model: str | os.PathLike, src: str, tgt: str, options: AlignOptions | None = None
+                   ) -> tuple[AlignedPair, dict]:
+    """One pair given as whitespace-tokenized strings, aligned by ``model``; the settings used."""
+    from ..data.corpus import tokenize
+    from ..errors import AttnAlignError
+    from ..nmt.aligner import Aligner, AlignOptions
+
+    aligner = Aligner(model, options or AlignOptions())
+    s, t = tokenize(src, aligner.lowercase), tokenize(tgt, aligner.lowercase)
+    if not s or not t:
+        raise AttnAlignError("both --src and --tgt need at least one word")
+    (pair,) = aligner.align_pairs([(s, t)])
+    return pair, aligner.description

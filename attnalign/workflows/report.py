@@ -1,0 +1,404 @@
+"""A self-contained report on a model's alignments over a corpus with gold: ``attnalign report``.
+
+The report directory holds ``index.html`` (opens in a browser with no server and no network: images
+are PNG files beside it, referenced by relative paths), the PNGs, and CSV tables:
+
+* ``scores.csv``: AER/P/R/F1 of every configuration tried (every decoder and symmetrization of
+  :mod:`attnalign.decoding`'s registries, shifts, and for Transformers every layer), the best marked;
+* ``by_length.csv``: AER and link counts by target sentence length (best configuration);
+* ``wrong_pairs.csv`` / ``missed_pairs.csv``: the most frequent wrongly linked word pairs and the
+  most frequently missed sure gold pairs;
+* ``per_sentence.csv``: every sentence's counts and scores (best configuration);
+* plots of AER per layer (Transformers), AER by length, attention entropy and EOS mass, and a gallery
+  of the worst and best sentences as heatmaps.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..data.alignments import Alignment
+from ..data.attnfile import read_attention, saved_indices
+from ..data.corpus import Pairs
+from ..decoding import DECODERS, SYMMETRIZATIONS, decode_pair
+from ..errors import AttnAlignError
+from ..eval.metrics import Counts, alignment_counts
+from ..eval.plot import Panel, figure_for, save_figure
+
+CSS = (
+    "body{font-family:sans-serif;margin:2em;max-width:70em} table.t{border-collapse:collapse;font-size:90%} "
+    "table.t td,table.t th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right} "
+    "img.g{height:260px;margin:4px}"
+)
+
+
+@dataclass
+class Config:
+    """One way of reading alignments: which attention, which decoder, which symmetrization."""
+
+    layer: int | str | None
+    shift: int
+    decoder: str
+    sym: str
+
+    @property
+    def name(self) -> str:
+        parts = [] if self.layer is None else [f"layer {self.layer}"]
+        decoder = "" if SYMMETRIZATIONS[self.sym].hard else self.decoder  # hard ones: the forward links'
+        parts += [f"shift {self.shift}", decoder, self.sym]
+        return ", ".join(p for p in parts if p and p != "none") or "argmax"
+
+
+@dataclass
+class Result:
+    config: Config
+    per_sentence: list[Counts]
+    links: list[list[tuple[int, int]]]
+
+    @property
+    def total(self) -> Counts:
+        return sum(self.per_sentence, Counts())
+
+
+def _entropy(m: np.ndarray, eos: np.ndarray) -> np.ndarray:
+    """Entropy (nats) of each target word's attention over source words + EOS."""
+    p = np.concatenate([m, eos[:, None]], axis=1).clip(1e-12, 1)
+    return -(p * np.log(p)).sum(axis=1)
+
+
+def _evaluate(config: Config, fwd, rev, gold: Sequence[Alignment]) -> Result:
+    per, links = [], []
+    for k, g in enumerate(gold):
+        m, eos = fwd[k]
+        r, r_eos = rev[k] if rev is not None else (None, None)
+        sym = config.sym if rev is not None else "none"
+        lk, _, _ = decode_pair(m, eos, r, r_eos, config.decoder, sym)
+        links.append(lk)
+        per.append(alignment_counts(Alignment.from_links(lk), g))
+    return Result(config, per, links)
+
+
+def swept_decoders() -> list[str]:
+    """The decoders the report scores (those of the registry marked ``sweep``)."""
+    return [name for name, d in DECODERS.items() if d.sweep]
+
+
+def swept_symmetrizations() -> list[str]:
+    """The symmetrizations the report scores (every one that reads both directions)."""
+    return [name for name, s in SYMMETRIZATIONS.items() if s.both]
+
+
+def _sweep(layer, shift: int, fwd, rev, gold, full: bool) -> list[Result]:
+    """The configurations of one (layer, shift): argmax, or with ``full`` every swept decoder and
+    (with a reverse direction) every swept symmetrization."""
+    results = [_evaluate(Config(layer, shift, dec, "none"), fwd, None, gold)
+               for dec in (swept_decoders() if full else ["argmax"])]
+    if rev is not None and full:
+        results += [_evaluate(Config(layer, shift, "argmax", sym), fwd, rev, gold)
+                    for sym in swept_symmetrizations()]
+    return results
+
+
+def _model_results(model_dir, pairs: Pairs, gold, device: str, batch_tokens: int):
+    """Every configuration's result; the matrices of each (layer, shift) for the analyses."""
+    from ..nmt.checkpoint import load_model, read_model_config
+    from ..nmt.extract import AttentionSpec, corpus_attention
+
+    meta = read_model_config(model_dir)
+    fwd_model = load_model(model_dir, "forward", device)
+    rev_model = load_model(model_dir, "reverse", device) if "reverse" in meta["directions"] else None
+    tf = fwd_model.model_type == "transformer"
+    layers: list[int | str | None] = [None]
+    if tf:
+        n = fwd_model.config["dec_layers"]
+        layers = [*range(n), "mean"]
+        if fwd_model.config.get("align_head"):
+            layers = ["align", *layers]
+    mats = {}
+    results = []
+    default_layer = (-2 if tf and fwd_model.config["dec_layers"] > 1 else -1) if tf else None
+    for layer in layers:
+        for shift in (0, 1):
+            spec = AttentionSpec(layer, "mean", shift)
+            fwd = corpus_attention(fwd_model, pairs, spec, batch_tokens, device)
+            rev = None
+            if rev_model is not None:
+                swapped = [(t, s) for s, t in pairs]
+                rev = [(m.T, e) for m, e in corpus_attention(rev_model, swapped, spec, batch_tokens, device)]
+            mats[(layer, shift)] = (fwd, rev)
+            is_default = layer in (None, "align") or (
+                isinstance(layer, int)
+                and layer % fwd_model.config["dec_layers"] == default_layer % fwd_model.config["dec_layers"]
+            )
+            results += _sweep(layer, shift, fwd, rev, gold, is_default)
+    return results, mats, tf
+
+
+def _saved_results(path, gold):
+    idx = set(saved_indices(path))
+    fwd, rev, pairs = [], [], []
+    for k in range(len(gold)):
+        if k not in idx:
+            raise AttnAlignError(
+                f"the attention file has no pair {k}; the report needs the gold's pairs", path=path
+            )
+        p = read_attention(path, k)
+        fwd.append((p.matrix, p.eos))
+        rev.append((p.reverse, None) if p.reverse is not None else None)
+        pairs.append((p.src, p.tgt))
+    has_rev = all(r is not None for r in rev)
+    rev = rev if has_rev else None
+    return _sweep(None, 0, fwd, rev, gold, full=True), {(None, 0): (fwd, rev)}, pairs
+
+
+def build_report(
+    out_dir: str | os.PathLike,
+    gold: Sequence[Alignment],
+    *,
+    model: str | os.PathLike | None = None,
+    pairs: Pairs | None = None,
+    attention: str | os.PathLike | None = None,
+    device: str = "cpu",
+    batch_tokens: int = 4000,
+    gallery: int = 4,
+    top: int = 20,
+) -> dict:
+    """Write the report directory; return a summary (best configuration and its scores)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if attention is not None:
+        results, mats, pairs = _saved_results(attention, gold)
+        tf = False
+        title = f"attention file {attention}"
+    else:
+        if model is None or pairs is None:
+            raise AttnAlignError("a report needs --model and a corpus, or --attention")
+        if len(pairs) < len(gold):
+            raise AttnAlignError(f"the corpus has {len(pairs)} pairs but the gold {len(gold)} sentences")
+        pairs = list(pairs[: len(gold)])
+        results, mats, tf = _model_results(model, pairs, gold, device, batch_tokens)
+        title = f"model {model}"
+    best = min(results, key=lambda r: r.total.aer)
+    fwd, _ = mats[(best.config.layer, best.config.shift)]
+    tables = _write_tables(out, results, best, pairs, gold, top)
+    images = _write_plots(out, tables, best, fwd, pairs, gold, tf, gallery)
+    _write_page(out, title, len(gold), best, tables, images, fwd, tf)
+    return {
+        "best": best.config.name,
+        **best.total.as_dict(),
+        "configurations": len(results),
+        "index": str(out / "index.html"),
+    }
+
+
+def _write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, gold, top: int) -> dict:
+    """scores.csv, per_sentence.csv, by_length.csv, wrong_pairs.csv, missed_pairs.csv; the frames."""
+    import pandas as pd
+
+    rows = [
+        {
+            "configuration": r.config.name,
+            "layer": r.config.layer,
+            "shift": r.config.shift,
+            "decoder": r.config.decoder,
+            "sym": r.config.sym,
+            **r.total.as_dict(),
+            "best": r is best,
+        }
+        for r in results
+    ]
+    scores = pd.DataFrame(rows)
+    scores.to_csv(out / "scores.csv", index=False)
+    per = pd.DataFrame(
+        [
+            {"sentence": k + 1, "src_len": len(s), "tgt_len": len(t), **c.as_dict()}
+            for k, ((s, t), c) in enumerate(zip(pairs, best.per_sentence, strict=True))
+        ]
+    )
+    per.drop(columns=["sentences"]).to_csv(out / "per_sentence.csv", index=False)
+    bins = [0, 5, 10, 15, 20, 30, 40, 60, 10**6]
+    labels = ["1-5", "6-10", "11-15", "16-20", "21-30", "31-40", "41-60", "61+"]
+    per["length"] = pd.cut(per.tgt_len, bins=bins, labels=labels)
+    by_len = []
+    for lab, grp in per.groupby("length", observed=True):
+        c = sum((best.per_sentence[k - 1] for k in grp.sentence), Counts())
+        by_len.append({"length": lab, **c.as_dict()})
+    by_length = pd.DataFrame(by_len)
+    by_length.to_csv(out / "by_length.csv", index=False)
+    wrong, missed = Counter(), Counter()
+    for (s, t), lk, g in zip(pairs, best.links, gold, strict=True):
+        for i, j in lk:
+            if (i, j) not in g.possible:
+                wrong[(s[i], t[j])] += 1
+        for i, j in g.sure - set(lk):
+            missed[(s[i], t[j])] += 1
+    frames = {"scores": scores, "by_length": by_length}
+    for name, counter in (("wrong_pairs", wrong), ("missed_pairs", missed)):
+        frames[name] = pd.DataFrame([{"source": a, "target": b, "count": n}
+                                     for (a, b), n in counter.most_common(top)])
+        frames[name].to_csv(out / f"{name}.csv", index=False)
+    return frames
+
+
+def _write_plots(out: Path, tables: dict, best: Result, fwd, pairs: Pairs, gold, tf: bool, gallery: int
+                 ) -> dict:
+    """The PNGs: AER by layer (Transformers), AER by length, attention statistics, the gallery."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scores, by_length = tables["scores"], tables["by_length"]
+    images = {}
+    if tf:
+        fig, ax = plt.subplots(figsize=(5, 3.2), layout="constrained")
+        for shift, style in ((0, "o-"), (1, "s--")):
+            sub = scores[
+                (scores.shift == shift)
+                & (scores.decoder == "argmax")
+                & (scores.sym == "none")
+                & scores.layer.apply(lambda v: isinstance(v, int | np.integer))
+            ]
+            ax.plot(sub.layer.astype(int), 100 * sub.aer, style, label=f"shift {shift}")
+        ax.set_xlabel("decoder layer")
+        ax.set_ylabel("AER (%)")
+        ax.legend()
+        ax.set_title("AER by layer (argmax, heads averaged)")
+        save_figure(fig, out / "aer_by_layer.png")
+        images["aer_by_layer"] = "aer_by_layer.png"
+    fig, ax = plt.subplots(figsize=(5, 3.2), layout="constrained")
+    ax.bar(by_length.length.astype(str), 100 * by_length.aer, color="#4a78b5")
+    ax.set_xlabel("target length (words)")
+    ax.set_ylabel("AER (%)")
+    ax.set_title(f"AER by sentence length ({best.config.name})")
+    save_figure(fig, out / "aer_by_length.png")
+    images["aer_by_length"] = "aer_by_length.png"
+    ent, eos = _attention_stats(fwd)
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
+    axes[0].hist(ent, bins=40, color="#4a78b5")
+    axes[0].set_xlabel("attention entropy per target word (nats)")
+    axes[1].hist(eos, bins=40, color="#d95f02")
+    axes[1].set_xlabel("attention mass on EOS per target word")
+    for a in axes:
+        a.set_ylabel("target words")
+    save_figure(fig, out / "attention_stats.png")
+    images["attention_stats"] = "attention_stats.png"
+    order = sorted(range(len(pairs)), key=lambda k: (best.per_sentence[k].aer, -len(pairs[k][1])))
+    eligible = [k for k in order if len(pairs[k][0]) >= 2 and len(pairs[k][1]) >= 2]
+    images["gallery"] = {"best": eligible[:gallery], "worst": eligible[::-1][:gallery]}
+    for kind, ks in images["gallery"].items():
+        for n, k in enumerate(ks):
+            m, e = fwd[k]
+            s, t = pairs[k]
+            p = Panel(m, s, t, best.links[k], gold[k], None, f"sentence {k + 1}")
+            name = f"{kind}_{n + 1}.png"
+            save_figure(figure_for([p]), out / name)
+            images[f"{kind}_{n + 1}"] = name
+    return images
+
+
+def _attention_stats(fwd) -> tuple[np.ndarray, np.ndarray]:
+    """Per target word: attention entropy and EOS mass (every non-empty pair)."""
+    ent = np.concatenate([_entropy(m, e) for m, e in fwd if m.size])
+    eos = np.concatenate([e for m, e in fwd if m.size])
+    return ent, eos
+
+
+def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, images: dict, fwd,
+                tf: bool) -> None:
+    """index.html: the summary, the tables and the pictures."""
+    from ..data.fileio import atomic_open
+
+    total = best.total
+    ent, eos = _attention_stats(fwd)
+
+    def table(df):
+        return df.to_html(index=False, float_format=lambda x: f"{x:.4f}", border=0, classes="t")
+
+    shown = tables["scores"].drop(columns=["layer", "shift", "decoder", "sym"]).copy()
+    shown["best"] = shown["best"].map({True: "★", False: ""})
+    wrong_df, missed_df = tables["wrong_pairs"], tables["missed_pairs"]
+    gallery_html = "".join(
+        f"<h3>{kind} sentences</h3>"
+        + "".join(
+            f'<a href="{images[f"{kind}_{n + 1}"]}"><img class="g" src="{images[f"{kind}_{n + 1}"]}" '
+            f'alt="{kind} {n + 1}"></a>'
+            for n in range(len(ks))
+        )
+        for kind, ks in images["gallery"].items()
+    )
+    body = f"""<!doctype html><html><head><meta charset="utf-8"><title>attnalign report</title>
+<style>{CSS}</style></head><body>
+<h1>attnalign report</h1>
+<p>{html.escape(title)}: {n_gold} sentences with gold.
+Best configuration: <b>{html.escape(best.config.name)}</b>,
+AER {100 * total.aer:.2f}, precision {100 * total.precision:.2f}, recall {100 * total.recall:.2f},
+F1 {100 * total.f1:.2f} ({total.hyp} links, {total.sure} sure, {total.possible} possible).</p>
+<h2>Scores of every configuration</h2><p><a href="scores.csv">scores.csv</a> (★ = best)</p>{table(shown)}
+{'<h2>AER by layer</h2><img src="aer_by_layer.png" alt="AER by layer">' if tf else ""}
+<h2>By sentence length</h2><p><a href="by_length.csv">by_length.csv</a>,
+<a href="per_sentence.csv">per_sentence.csv</a></p><img src="aer_by_length.png" alt="AER by length">
+{table(tables["by_length"])}
+<h2>Attention entropy and EOS mass</h2><p>mean entropy {float(ent.mean()):.3f} nats
+(uniform over a {float(np.mean([m.shape[1] for m, _ in fwd if m.size])):.1f}-word source:
+{math.log(max(1.0, float(np.mean([m.shape[1] + 1 for m, _ in fwd if m.size])))):.3f}); mean EOS mass
+{100 * float(eos.mean()):.2f}%.</p><img src="attention_stats.png" alt="attention statistics">
+<h2>Most frequent wrongly linked word pairs</h2><p><a href="wrong_pairs.csv">wrong_pairs.csv</a></p>
+{table(wrong_df) if len(wrong_df) else "<p>none</p>"}
+<h2>Most frequently missed sure gold pairs</h2><p><a href="missed_pairs.csv">missed_pairs.csv</a></p>
+{table(missed_df) if len(missed_df) else "<p>none</p>"}
+<h2>Gallery</h2>{gallery_html}
+</body></html>
+"""
+    with atomic_open(out / "index.html") as f:
+        f.write(body)
+
+
+def report_files(
+    out_dir: str | os.PathLike,
+    gold: str | os.PathLike,
+    gold_options=None,
+    *,
+    model: str | os.PathLike | None = None,
+    src: str | os.PathLike | None = None,
+    tgt: str | os.PathLike | None = None,
+    corpus: str | os.PathLike | None = None,
+    attention: str | os.PathLike | None = None,
+    lowercase: bool | None = None,
+    device: str = "auto",
+    gallery: int = 4,
+) -> dict:
+    """The library behind ``attnalign report``: read the gold and the corpus's first sentences (or a
+    saved attention file), then :func:`build_report`."""
+    from ..eval.scoring import GoldOptions, read_gold
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise AttnAlignError("the report output must be a directory", path=out)
+    gold_options = gold_options or GoldOptions()
+    golds, _ = read_gold(gold, gold_options)
+    pairs = None
+    if attention is None:
+        if model is None:
+            raise AttnAlignError("give --model DIR with a corpus, or --attention FILE")
+        from ..data.corpus import open_corpus
+        from ..nmt.checkpoint import model_lowercase
+
+        it = iter(open_corpus(src, tgt, corpus, encoding=gold_options.encoding,
+                              lowercase=model_lowercase(model, lowercase)))
+        pairs = [p for _, p in zip(range(len(golds)), it, strict=False)]
+    dev = "cpu"
+    if attention is None:
+        from ..nmt.device import resolve_device
+
+        dev = str(resolve_device(device))
+    return build_report(out, golds, model=model, pairs=pairs, attention=attention, device=dev,
+                        gallery=gallery)

@@ -1,0 +1,55 @@
+"""Corpus files -> a trained model directory: the library behind ``attnalign train``.
+
+Reads the training corpus, the dev set and its gold, and a guide file if one is given, then calls
+:func:`attnalign.training.train`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..data.alignments import read_alignments
+from ..data.corpus import read_corpus
+from ..errors import AttnAlignError
+from ..eval.scoring import GoldOptions, read_gold
+from ..training import DevSet, TrainOptions, train
+from ..training.loop import Reporter
+
+PathLike = str | os.PathLike
+
+
+def train_files(
+    model: PathLike,
+    options: TrainOptions,
+    *,
+    src: PathLike | None = None,
+    tgt: PathLike | None = None,
+    corpus: PathLike | None = None,
+    dev_src: PathLike | None = None,
+    dev_tgt: PathLike | None = None,
+    dev_gold: PathLike | None = None,
+    gold_options: GoldOptions = GoldOptions(),
+    overwrite: bool = False,
+    resume: bool = False,
+    reporter: Reporter | None = None,
+) -> dict:
+    """Train ``options`` on a corpus file (``src`` + ``tgt`` or one ``corpus``) into ``model``; with
+    ``dev_src`` + ``dev_tgt`` (and ``dev_gold``) validate on them. ``options.guide`` is ``None``,
+    ``"auto"`` or a Pharaoh file of links, one line per training pair. Returns :func:`train`'s summary."""
+    encoding = gold_options.encoding
+    pairs = read_corpus(src, tgt, corpus, encoding=encoding, lowercase=options.lowercase)
+    dev = None
+    if dev_src or dev_tgt:
+        dev_pairs = read_corpus(dev_src, dev_tgt, encoding=encoding, lowercase=options.lowercase)
+        gold = None if dev_gold is None else read_gold(dev_gold, gold_options, pairs=dev_pairs)[0]
+        dev = DevSet(dev_pairs, gold)
+    elif dev_gold is not None:
+        raise AttnAlignError("--dev-gold needs the dev text: --dev-src and --dev-tgt")
+    guide_links = None
+    if options.guide not in (None, "auto"):
+        lengths = [len(s) for s, _ in pairs], [len(t) for _, t in pairs]
+        alignments = read_alignments(options.guide, fmt="pharaoh", src_lengths=lengths[0],
+                                     tgt_lengths=lengths[1], encoding=encoding)[0]
+        guide_links = [sorted(a.links) for a in alignments]
+    return train(pairs, model, options, dev=dev, guide=guide_links, overwrite=overwrite, resume=resume,
+                 reporter=reporter)

@@ -1,0 +1,168 @@
+"""What ``attnalign plot sentence`` shows: panels for one pair, from a model or a saved attention file.
+
+Returns :class:`~attnalign.eval.plot.Panel` lists (data), which :mod:`attnalign.eval.plot` draws as figures or
+terminal tables.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from ..data.alignments import Alignment
+from ..data.attnfile import read_attention
+from ..decoding import DECODERS, SYMMETRIZATIONS, argmax_src_links, decode_matrix, decode_pair
+from ..errors import AttnAlignError
+from ..eval.plot import Panel
+from ..nmt.aligner import Aligner, AlignOptions, resolve_decoding
+from ..nmt.extract import AttentionSpec, corpus_attention
+
+COMPARE_SYM = "grow-diag-final-and"  # the hard symmetrization --compare shows beside a soft one
+
+
+def _compare_panels(fwd, eos, rev, rev_eos, src, tgt, gold, opts: AlignOptions, sym: str, settings: dict,
+                    show_eos: bool) -> list[Panel]:
+    e = eos if show_eos else None
+    if rev is None:  # one direction: the decoders side by side
+        out = []
+        for dec in DECODERS:
+            links = decode_matrix(fwd, dec, eos, opts.threshold)
+            name = f"threshold {opts.threshold}" if dec == "threshold" else dec
+            out.append(Panel(fwd, src, tgt, links, gold, e, f"forward, {name}", settings))
+        return out
+    sym_name = sym if SYMMETRIZATIONS[sym].hard else COMPARE_SYM
+    sym_links, _, _ = decode_pair(fwd, eos, rev, rev_eos, opts.decoder, sym_name, opts.threshold)
+    soft_links, _, soft = decode_pair(fwd, eos, rev, rev_eos, opts.decoder, "soft", opts.threshold)
+    return [
+        Panel(fwd, src, tgt, decode_matrix(fwd, opts.decoder, eos, opts.threshold), gold, e,
+              f"forward, {opts.decoder}", settings),
+        Panel(rev, src, tgt, argmax_src_links(rev, rev_eos), gold, None, "reverse (turned), argmax",
+              settings),
+        Panel(fwd, src, tgt, sym_links, gold, e, f"{sym_name}", settings),
+        Panel(soft, src, tgt, soft_links, gold, None, f"soft, {opts.decoder}", settings),
+    ]
+
+
+def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], options: AlignOptions,
+                 *, gold: Alignment | None = None, compare: bool = False, all_layers: bool = False,
+                 all_heads: bool = False, show_eos: bool = False) -> list[Panel]:
+    """Panels for one pair aligned by a model: the chosen configuration, a comparison, or a
+    layer x head grid (Transformers)."""
+    if not src or not tgt:
+        raise AttnAlignError("both sides of the pair need at least one word")
+    grid = all_layers or all_heads
+    aligner = Aligner(model_dir, replace(options, layer=None if all_layers else options.layer,
+                                         head="mean" if all_heads else options.head))
+    options = aligner.options  # "auto" choices resolved for this model
+    settings = {"model": os.path.basename(os.path.normpath(model_dir)), **aligner.description}
+    if grid:
+        lm = aligner.forward
+        if lm.model_type != "transformer":
+            raise AttnAlignError("--layer all / --head all need a Transformer model; this one is an RNN")
+        L, H = lm.config["dec_layers"], lm.config["heads"]
+        layers = range(L) if all_layers else [aligner.spec.layer if aligner.spec.layer is not None else -2]
+        heads = range(H) if all_heads else [aligner.spec.head]
+        panels = []
+        settings = {**settings, "grid_cols": len(heads) if all_heads else min(4, len(layers))}
+        for layer in layers:
+            for head in heads:
+                spec = AttentionSpec(layer, head, options.shift)
+                ((m, eos),) = corpus_attention(lm, [(src, tgt)], spec, device=options.device)
+                links = decode_matrix(m, options.decoder, eos, options.threshold)
+                panels.append(Panel(m, src, tgt, links, gold, eos if show_eos else None,
+                                    f"layer {layer} head {head}", settings))
+        return panels
+    (pair,) = aligner.align_pairs([(src, tgt)])
+    if compare:
+        rev_eos = None
+        if aligner.reverse is not None:
+            ((_, rev_eos),) = corpus_attention(aligner.reverse, [(tgt, src)], aligner.spec,
+                                               device=options.device)
+        return _compare_panels(pair.forward, pair.eos, pair.reverse, rev_eos, src, tgt, gold, options,
+                               aligner.sym, settings, show_eos)
+    title = f"{settings['model']}: {settings_line(settings)}"
+    return [Panel(pair.matrix, src, tgt, pair.links, gold, pair.eos if show_eos else None, title, settings)]
+
+
+def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
+                 gold: Alignment | None = None, compare: bool = False, show_eos: bool = False) -> list[Panel]:
+    """Panels for one pair of a saved attention file (``align corpus --save-attention``)."""
+    p = read_attention(path, index)
+    settings = {k: v for k, v in p.meta.items() if k in ("model", "sym", "layer", "head", "shift")}
+    directions = ["forward", "reverse"] if p.reverse is not None else ["forward"]
+    options = resolve_decoding(replace(options, layer=None), directions, p.meta.get("layer") == "align")
+    sym = options.sym
+    if compare:
+        return _compare_panels(p.matrix, p.eos, p.reverse, None, p.src, p.tgt, gold, options, sym,
+                               settings, show_eos)
+    links, _, m = decode_pair(p.matrix, p.eos, p.reverse, None, options.decoder,
+                              sym if p.reverse is not None else "none", options.threshold)
+    title = f"pair {index}: {settings_line({**settings, 'decoder': options.decoder, 'sym': sym})}"
+    return [Panel(m, p.src, p.tgt, links, gold, p.eos if show_eos else None, title, settings)]
+
+
+def settings_line(settings: dict) -> str:
+    keys = ("model_type", "sym", "decoder", "layer", "head", "shift")
+    return ", ".join(f"{k}={settings[k]}" for k in keys if settings.get(k) is not None)
+
+
+def sentence_panels(
+    options: AlignOptions,
+    *,
+    model: str | os.PathLike | None = None,
+    src: str | None = None,
+    tgt: str | None = None,
+    corpus: str | os.PathLike | None = None,
+    index: int | None = None,
+    attention: str | os.PathLike | None = None,
+    gold: str | os.PathLike | None = None,
+    gold_options=None,
+    compare: bool = False,
+    all_layers: bool = False,
+    all_heads: bool = False,
+    show_eos: bool = False,
+    lowercase: bool | None = None,
+    encoding: str = "utf-8",
+) -> list[Panel]:
+    """What ``plot sentence`` draws: the pair typed as ``src``/``tgt`` strings, pair ``index``
+    (0-based) of a corpus (``src``/``tgt`` files or ``corpus``), or pair ``index`` of a saved
+    ``attention`` file; with ``gold`` (and ``index``) that gold sentence overlaid."""
+    from ..data.corpus import open_corpus, tokenize
+    from ..eval.scoring import GoldOptions, read_gold
+    from ..nmt.checkpoint import model_lowercase
+
+    gold_pair = None
+    if gold is not None:
+        if index is None:
+            raise AttnAlignError("--gold needs --index (which gold sentence to draw)")
+        golds, _ = read_gold(gold, gold_options or GoldOptions(encoding=encoding))
+        if index >= len(golds):
+            raise AttnAlignError(f"the gold has {len(golds)} sentences; --index {index} is past its end")
+        gold_pair = golds[index]
+    if attention is not None:
+        if index is None:
+            raise AttnAlignError("--attention needs --index (which pair to draw)")
+        return saved_panels(attention, index, options, gold=gold_pair, compare=compare, show_eos=show_eos)
+    if model is None:
+        raise AttnAlignError("give --model DIR (or --attention FILE)")
+    lower = model_lowercase(model, lowercase)
+    if index is not None:
+        pairs = open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lower)
+        if index < 0 or index >= len(pairs):
+            raise AttnAlignError(f"--index {index} is out of range: the corpus has {len(pairs)} pairs")
+        s, t = next(p for k, p in enumerate(pairs) if k == index)
+    else:
+        if src is None or tgt is None:
+            raise AttnAlignError('give the pair as --src "..." --tgt "..." (or --index N with files)')
+        s, t = tokenize(src, lower), tokenize(tgt, lower)
+    return model_panels(model, s, t, options, gold=gold_pair, compare=compare, all_layers=all_layers,
+                        all_heads=all_heads, show_eos=show_eos)
+
+
+def sentence_figure(panels: list[Panel], grid: bool):
+    """The matplotlib figure of ``plot sentence``'s panels (a layer x head grid when ``grid``)."""
+    from ..eval.plot import figure_for, settings_text
+
+    cols = panels[0].settings.get("grid_cols") if grid else (2 if len(panels) == 4 else None)
+    return figure_for(panels, cols=cols, compact=grid,
+                      suptitle=settings_text(panels[0].settings) if len(panels) > 1 else "")

@@ -1,0 +1,141 @@
+"""The package's shape: no import cycles, short functions, torch only where it is needed, and the
+decoding registry as the one list of decoders that every consumer reads."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "attnalign"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Every module of the package -> the package modules it imports (at any depth of its code)."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")
+                if node.level:
+                    base = base[: len(base) - node.level + 1]
+                target = (".".join(base + ([node.module] if node.module else [])) if node.level
+                          else node.module)
+                for alias in node.names:  # `from . import x` may name a module
+                    sub = f"{target}.{alias.name}"
+                    edges.add(sub if sub in modules else target)
+            elif isinstance(node, ast.Import):
+                edges |= {a.name for a in node.names}
+        graph[name] = {e for e in edges if e in modules and e != name}
+    return graph
+
+
+def test_no_import_cycle():
+    graph = _imports()
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                pytest.fail("import cycle: " + " -> ".join(path[path.index(nxt):] + [node, nxt])
+                            if nxt in path else f"import cycle through {node} -> {nxt}")
+            if nxt not in state:
+                visit(nxt, path + [node])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])
+
+
+def test_no_function_over_100_lines():
+    long = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = node.end_lineno - node.lineno + 1
+                if n > 100:
+                    long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} ({n} lines)")
+    assert not long, long
+
+
+def test_the_folders_follow_the_data_flow():
+    """Files and decoding never reach into the model side; the library never imports the CLI."""
+    graph = _imports()
+    for module, targets in graph.items():
+        for target in targets:
+            for low, high in (("data", "nmt"), ("data", "decoding"), ("data", "eval"), ("decoding", "nmt"),
+                              ("eval", "nmt"), ("statistical", "nmt"), ("nmt", "training"),
+                              ("nmt", "workflows"), ("training", "workflows")):
+                wrong = module.startswith(f"attnalign.{low}") and target.startswith(f"attnalign.{high}")
+                assert not wrong, f"{module} imports {target}"
+            if not module.startswith(("attnalign.cli", "attnalign.__main__")):
+                assert not target.startswith("attnalign.cli"), f"{module} imports {target}"
+
+
+TORCH_FREE = """
+import sys
+from typer.testing import CliRunner
+import attnalign, attnalign.data.alignments, attnalign.decoding, attnalign.eval.scoring, attnalign.statistical
+from attnalign.cli import app
+r = CliRunner().invoke(app, {args!r})
+assert r.exit_code == 0, r.output
+assert "torch" not in sys.modules, "torch was imported"
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["align", "--help"], ["train", "--help"],
+                                  ["score", "sample_data/test.gold.naacl",
+                                   "sample_data/test.diagonal.align"]])
+def test_help_and_score_never_import_torch(args):
+    r = subprocess.run([sys.executable, "-c", TORCH_FREE.format(args=args)], capture_output=True, text=True,
+                       cwd=PACKAGE.parent)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_a_registered_decoder_reaches_the_report(models, tmp_path, monkeypatch):
+    from attnalign.decoding import DECODERS, decode_matrix
+    from attnalign.decoding.decoders import Decoder
+    from attnalign.workflows.report import report_files
+
+    def first_word(m, eos, threshold):  # every target word to source word 0
+        return sorted((0, j) for j in range(m.shape[0]))
+
+    monkeypatch.setitem(DECODERS, "first-word", Decoder("first-word", first_word, "toy"))
+    assert decode_matrix(np.ones((3, 2)), "first-word") == [(0, 0), (0, 1), (0, 2)]
+    sample = PACKAGE.parent / "sample_data"
+    report_files(tmp_path / "r", sample / "test.gold.pharaoh", model=models / "rnn", src=sample / "test.en",
+                 tgt=sample / "test.fr", device="cpu", gallery=1)
+    scores = pd.read_csv(tmp_path / "r" / "scores.csv")
+    assert "first-word" in set(scores.decoder)
+
+
+def test_teacher_defaults_are_stated_once():
+    """The CLI's, the library's and training's teacher defaults are TeacherOptions'."""
+    import inspect
+
+    from attnalign.statistical import DEFAULT, align_statistical
+    from attnalign.training import TrainOptions
+    from attnalign.workflows.align_files import align_statistical_files
+
+    params = inspect.signature(align_statistical).parameters
+    assert (params["model"].default, params["sym"].default) == (DEFAULT.model, DEFAULT.sym)
+    assert TrainOptions().teacher == DEFAULT
+    params = inspect.signature(align_statistical_files).parameters
+    assert tuple(params[k].default for k in ("model", "sym", "prefix", "identical")) == \
+        (DEFAULT.model, DEFAULT.sym, DEFAULT.prefix, DEFAULT.identical)
