@@ -126,8 +126,7 @@ def align_statistical_cmd(
     reverse_gold: ReverseGoldOpt = False, lowercase: LowercaseOpt = False, encoding: EncodingOpt = "utf-8",
 ) -> None:
     """Align a parallel corpus with the built-in statistical aligner alone (no NMT model): the links
-    that `train --guide auto` learns from, in about a minute for 10,000 pairs. One Pharaoh line
-    (0-based) per pair.
+    that `train --guide auto` learns from. One Pharaoh line (0-based) per pair.
 
     Example: attnalign align statistical --src sample_data/train.en --tgt sample_data/train.fr -o guide.align
     """

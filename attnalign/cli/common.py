@@ -133,13 +133,13 @@ Sym = choices("Sym", ("auto", *SYMMETRIZATIONS))
 DecoderOpt = Annotated[
     Decoder,
     typer.Option("--decoder", help=f"How a matrix becomes links [auto: {HEAD_DECODING['decoder']} for a "
-                 f"bidirectional model with an alignment head (with --sym {HEAD_DECODING['sym']}: the En-Fr "
-                 "trial's choice), else argmax]."),
+                 f"bidirectional model with an alignment head (with --sym {HEAD_DECODING['sym']}), else "
+                 "argmax]."),
 ]
 SymOpt = Annotated[
     Sym,
     typer.Option("--sym", help=f"Combine both directions (model trained with --direction both) [auto: "
-                 f"{HEAD_DECODING['sym']} for a model with both and an alignment head (the trial's choice), "
+                 f"{HEAD_DECODING['sym']} for a model with both and an alignment head, "
                  "grow-diag-final-and for other models with both, else none]."),
 ]
 ThresholdOpt = Annotated[

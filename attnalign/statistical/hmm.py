@@ -160,8 +160,8 @@ class _HMM:
     def e_step(self) -> tuple[np.ndarray, torch.Tensor]:
         """Posteriors of every cell [cells] and the expected jump counts [2 * max_jump + 1]."""
         # a floor keeps rows whose every emission underflowed (tiny VB alpha) from dividing by zero; it
-        # must stay far below real values (VB with alpha 0.01 gives unseen pairs ~1e-49; a floor of
-        # 1e-30 changed the model: Ro-En AER 34.8 -> 37.1)
+        # must stay far below real values (VB with alpha 0.01 gives unseen pairs ~1e-49; a floor that
+        # reaches them changes the model)
         t_ext = torch.from_numpy(np.append(np.maximum(self.t, _FLOOR), 0.0))  # padding emits 0
         post = np.zeros(self.c.unique.size)
         jump_counts = torch.zeros_like(self.jump)
