@@ -95,11 +95,9 @@ def align_corpus(
 
     Example: attnalign align corpus --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
     """
-    from ..nmt.device import set_threads
     from ..workflows.align_files import align_corpus_files
     from .render import align_summary_text, score_table
 
-    set_threads(threads)
     options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length)
     bar, progress = _progress_bar(quiet)
     with bar:
@@ -107,7 +105,7 @@ def align_corpus(
             model, src=src, tgt=tgt, corpus=corpus, output=output, options=options, scores=scores,
             json_lines=json_lines, save_attention=save_attention, gold=gold,
             gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
-            lowercase=lowercase, encoding=encoding, progress=progress)
+            lowercase=lowercase, encoding=encoding, progress=progress, threads=threads)
     e = err()
     e.print(align_summary_text(summary), highlight=False)
     if output is not None:

@@ -78,11 +78,15 @@ def align_corpus_files(
     lowercase: bool | None = None,
     encoding: str = "utf-8",
     progress: Callable[[int, int], None] | None = None,
+    threads: int | None = None,
 ) -> AlignSummary:
-    """Align a corpus file to ``output`` (stdout when None); see the module doc."""
+    """Align a corpus file to ``output`` (stdout when None) with ``threads`` CPU threads (None: torch's
+    default); see the module doc."""
     from ..data.attnfile import AttentionWriter
     from ..nmt.aligner import Aligner, AlignOptions
+    from ..nmt.device import set_threads
 
+    set_threads(threads)
     for path, what in ((output, "output file"), (save_attention, "attention file")):
         if path is not None:
             check_writable(path, what)
