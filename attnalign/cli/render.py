@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from ..eval.plot import settings_text
 from ..eval.scoring import ScoreReport
 
 
@@ -28,12 +29,6 @@ def score_table(report: ScoreReport) -> Table:
             str(c.hyp), str(c.sure), str(c.possible), str(c.sentences),
         )
     return t
-
-
-def settings_text(settings: dict) -> str:
-    from ..eval.plot import settings_text as text
-
-    return text(settings)
 
 
 def train_table(model, summary: dict) -> Table:

@@ -17,18 +17,22 @@ def _swap(pairs: Pairs) -> Pairs:
     return [(t, s) for s, t in pairs]
 
 
+def _independent(train: Callable, pairs: Pairs, iterations: int, identical: float, **kw):
+    """One model per direction, trained apart."""
+    return (train(pairs, iterations, identical=identical, **kw),
+            train(_swap(pairs), iterations, identical=identical, **kw))
+
+
 def _ibm2(pairs: Pairs, iterations: int, identical: float, **kw):
     from .ibm2 import train_posteriors
 
-    kw["identical"] = identical
-    return train_posteriors(pairs, iterations, **kw), train_posteriors(_swap(pairs), iterations, **kw)
+    return _independent(train_posteriors, pairs, iterations, identical, **kw)
 
 
 def _hmm(pairs: Pairs, iterations: int, identical: float, **kw):
     from .hmm import train_hmm_posteriors
 
-    kw["identical"] = identical
-    return train_hmm_posteriors(pairs, iterations, **kw), train_hmm_posteriors(_swap(pairs), iterations, **kw)
+    return _independent(train_hmm_posteriors, pairs, iterations, identical, **kw)
 
 
 def _hmm_agree(pairs: Pairs, iterations: int, identical: float, **kw):

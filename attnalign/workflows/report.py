@@ -189,8 +189,9 @@ def build_report(
     best = min(results, key=lambda r: r.total.aer)
     fwd, _ = mats[(best.config.layer, best.config.shift)]
     tables = _write_tables(out, results, best, pairs, gold, top)
-    images = _write_plots(out, tables, best, fwd, pairs, gold, tf, gallery)
-    _write_page(out, title, len(gold), best, tables, images, fwd, tf)
+    stats = _attention_stats(fwd)
+    images = _write_plots(out, tables, best, fwd, stats, pairs, gold, tf, gallery)
+    _write_page(out, title, len(gold), best, tables, images, fwd, stats, tf)
     return {
         "best": best.config.name,
         **best.total.as_dict(),
@@ -248,8 +249,8 @@ def _write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, 
     return frames
 
 
-def _write_plots(out: Path, tables: dict, best: Result, fwd, pairs: Pairs, gold, tf: bool, gallery: int
-                 ) -> dict:
+def _write_plots(out: Path, tables: dict, best: Result, fwd, stats, pairs: Pairs, gold, tf: bool,
+                 gallery: int) -> dict:
     """The PNGs: AER by layer (Transformers), AER by length, attention statistics, the gallery."""
     import matplotlib
 
@@ -281,7 +282,7 @@ def _write_plots(out: Path, tables: dict, best: Result, fwd, pairs: Pairs, gold,
     ax.set_title(f"AER by sentence length ({best.config.name})")
     save_figure(fig, out / "aer_by_length.png")
     images["aer_by_length"] = "aer_by_length.png"
-    ent, eos = _attention_stats(fwd)
+    ent, eos = stats
     fig, axes = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
     axes[0].hist(ent, bins=40, color="#4a78b5")
     axes[0].set_xlabel("attention entropy per target word (nats)")
@@ -312,13 +313,13 @@ def _attention_stats(fwd) -> tuple[np.ndarray, np.ndarray]:
     return ent, eos
 
 
-def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, images: dict, fwd,
+def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, images: dict, fwd, stats,
                 tf: bool) -> None:
     """index.html: the summary, the tables and the pictures."""
     from ..data.fileio import atomic_open
 
     total = best.total
-    ent, eos = _attention_stats(fwd)
+    ent, eos = stats
 
     def table(df):
         return df.to_html(index=False, float_format=lambda x: f"{x:.4f}", border=0, classes="t")
