@@ -1,8 +1,12 @@
 """User-facing errors and warnings.
 
 Library code raises :class:`AttnAlignError` for anything a user can fix (a bad file, a bad option).
-It carries the file, the 1-based line and a hint, so the CLI can print one clear message and exit 1
-instead of a traceback; a notebook user gets the same message from the exception.
+It carries the file, the 1-based line and a hint, so the CLI can print one clear ``error:`` line
+instead of a traceback; a notebook user gets the same message from the exception. The CLI's exit codes:
+2 for :class:`OptionError` (the command line is wrong: a value out of range, options that do not go
+together, an output that would overwrite an input; Typer's own usage errors exit 2 too), 1 for every
+other error (an input file missing, unreadable or malformed, a model that does not load, a failed
+run), 130 when interrupted.
 
 Recoverable oddities (empty sides, a gold file that looks 1-based, ...) are reported with
 ``warnings.warn(..., AttnAlignWarning)``: the CLI prints them on stderr, a notebook shows them.
@@ -41,6 +45,10 @@ class AttnAlignError(Exception):
         return text
 
 
+class OptionError(AttnAlignError):
+    """An option's value is invalid, or options conflict (the CLI exits 2, like a usage error)."""
+
+
 class CorpusError(AttnAlignError):
     """A parallel corpus file cannot be read as given."""
 
@@ -56,3 +64,22 @@ class AttnAlignWarning(UserWarning):
 def warn(message: str) -> None:
     """Emit an :class:`AttnAlignWarning` (printed by the CLI on stderr)."""
     warnings.warn(message, AttnAlignWarning, stacklevel=3)
+
+
+def require(flag: str, value, *, low=None, high=None, low_open: bool = False, high_open: bool = False,
+            choices=None, optional: bool = False) -> None:
+    """Raise :class:`OptionError` unless ``value`` (the option ``flag``) lies in the range or the choices;
+    ``optional``: None is allowed (the default applies). NaN is never in a range."""
+    if value is None and optional:
+        return
+    if choices is not None:
+        if value not in choices:
+            raise OptionError(f"{flag} must be one of {', '.join(map(str, choices))}, not {value!r}")
+        return
+    bad = value is None or value != value  # None or NaN
+    bad = bad or (low is not None and (value <= low if low_open else value < low))
+    bad = bad or (high is not None and (value >= high if high_open else value > high))
+    if bad:
+        lo = "" if low is None else f"{'>' if low_open else '>='} {low}"
+        hi = "" if high is None else f"{'<' if high_open else '<='} {high}"
+        raise OptionError(f"{flag} must be {' and '.join(x for x in (lo, hi) if x)}, not {value}")

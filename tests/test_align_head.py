@@ -123,7 +123,7 @@ def test_head_needs_a_guide(tmp_path):
         train(pairs, tmp_path / "m", TrainOptions(model_config={"align_head": True}, epochs=1))
     r = CliRunner().invoke(app, ["train", "--src", str(SAMPLE / "dev.en"), "--tgt", str(SAMPLE / "dev.fr"),
                                  "--model", str(tmp_path / "c"), "--align-head", "--quiet"])
-    assert r.exit_code == 1 and "--guide auto" in r.output
+    assert r.exit_code == 2 and "--guide auto" in r.output
 
 
 def test_layer_align_without_a_head_is_a_clear_error(models):
@@ -203,4 +203,4 @@ def test_cli_preset_reaches_the_model(tmp_path):
     assert "guide: aligning 45 pairs with hmm-agree+fertility" in r.stderr and "links in" in r.stderr
     assert json.loads((tmp_path / "f" / "config.json").read_text())["directions"] == ["forward"]
     r = CliRunner().invoke(app, [*base[:-1], "nope", "--model", str(tmp_path / "x")])
-    assert r.exit_code == 1 and "unknown preset" in r.output
+    assert r.exit_code == 2 and "unknown preset" in r.output

@@ -73,7 +73,7 @@ def test_the_fertility_aligner_and_the_combined_default(tmp_path):
     assert r.exit_code == 0 and r.stdout.splitlines()[0] == "0-0 1-1"
     assert "(hmm-agree+fertility, posterior" in r.stderr
     r = CliRunner().invoke(app, [*base, "--aligner", "hmm-agree+fertility", "--sym", "grow-diag"])
-    assert r.exit_code == 1 and "hmm-agree+fertility" in r.output and "use posterior" in r.output
+    assert r.exit_code == 2 and "hmm-agree+fertility" in r.output and "use posterior" in r.output
 
 
 def test_errors_are_clear_and_keep_the_old_output(tmp_path):

@@ -16,10 +16,17 @@ def test_two_files(tmp_path):
     assert read_corpus(s, t, lowercase=True)[1] == (["a", "dog"], ["un", "chien"])
 
 
-@pytest.mark.parametrize("sep", [" ||| ", "|||", "   |||  ", "\t"])
+@pytest.mark.parametrize("sep", [" ||| ", "   |||  ", "\t", " |||\t"])
 def test_one_file_separators(tmp_path, sep):
     c = write(tmp_path / "c.txt", f"the cat{sep}le chat\n")
     assert read_corpus(corpus=c) == [(["the", "cat"], ["le", "chat"])]
+
+
+def test_bars_inside_a_token_are_not_a_separator(tmp_path):
+    c = write(tmp_path / "c.txt", "a|||b c ||| x\nsrc ||| \n")
+    assert read_corpus(corpus=c) == [(["a|||b", "c"], ["x"]), (["src"], [])]
+    with pytest.raises(CorpusError, match="no ' \\|\\|\\| ' .*separator"):
+        read_corpus(corpus=write(tmp_path / "d.txt", "the cat|||le chat\n"))
 
 
 def test_empty_sides_are_kept_and_counted(tmp_path):
@@ -46,7 +53,7 @@ def test_missing_separator_names_the_line(tmp_path):
 
 def test_two_separators(tmp_path):
     c = write(tmp_path / "c.txt", "a ||| b ||| c\n")
-    with pytest.raises(CorpusError, match="2 '\\|\\|\\|' separators"):
+    with pytest.raises(CorpusError, match="2 ' \\|\\|\\| ' separators"):
         read_corpus(corpus=c)
 
 

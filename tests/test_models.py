@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attnalign.errors import OptionError
 from attnalign.nmt.batching import bucket_batches, make_batch
 from attnalign.nmt.models import build_model
 from attnalign.nmt.models.attention import ATTENTION_TYPES
@@ -68,9 +69,9 @@ def test_transformer_is_causal():
 
 
 def test_bad_configs():
-    with pytest.raises(ValueError, match="attention"):
+    with pytest.raises(OptionError, match="--attention"):
         build_model("rnn", {"attention": "cosine"}, 10, 10)
-    with pytest.raises(ValueError, match="divisible"):
+    with pytest.raises(OptionError, match="divisible"):
         build_model("transformer", {"d_model": 10, "heads": 3}, 10, 10)
 
 

@@ -252,7 +252,7 @@ def test_cli_train_subword_and_guide_options_reach_the_model(tmp_path):
     r = runner.invoke(app, [str(a) for a in args[:-4]] + ["--guide", str(bad), "--overwrite"])
     assert r.exit_code == 1 and "out of range" in r.stderr
     r = runner.invoke(app, [str(a) for a in args] + ["--overwrite", "--subword", "-1"])
-    assert r.exit_code == 1 and "bad --subword -1" in r.stderr
+    assert r.exit_code == 2 and "bad --subword -1" in r.stderr
     # 0 turns the preset's pieces off: the student reads whole words
     words = [str(a) for a in args[:-6]] + ["--preset", "align", "--subword", "0", "--overwrite"]
     r = runner.invoke(app, words)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from .common import (
     TEACHER,
@@ -79,6 +80,17 @@ def _progress_bar(quiet: bool):
     return bar, progress
 
 
+def _written(output: Path | None, report) -> None:
+    """Say where the alignment went; the scores go to stdout unless the alignment itself went there."""
+    from .render import score_table
+
+    to_file = output is not None and str(output) != "-"
+    if to_file:
+        err().print(Text(f"alignment written to {output}"))
+    if report is not None:
+        (out() if to_file else err()).print(score_table(report))
+
+
 @app.command("corpus")
 @handle_errors
 def align_corpus(
@@ -96,7 +108,7 @@ def align_corpus(
     Example: attnalign align corpus --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
     """
     from ..workflows.align_files import align_corpus_files
-    from .render import align_summary_text, score_table
+    from .render import align_summary_text
 
     options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length)
     bar, progress = _progress_bar(quiet)
@@ -107,11 +119,8 @@ def align_corpus(
             gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
             lowercase=lowercase, encoding=encoding, progress=progress, threads=threads)
     e = err()
-    e.print(align_summary_text(summary), highlight=False)
-    if output is not None:
-        e.print(f"alignment written to {output}", highlight=False)
-    if summary.report is not None:  # on stdout unless the alignment itself went there
-        (out() if output is not None else e).print(score_table(summary.report))
+    e.print(Text(align_summary_text(summary)))
+    _written(output, summary.report)
 
 
 @app.command("statistical")
@@ -129,7 +138,6 @@ def align_statistical_cmd(
     Example: attnalign align statistical --src sample_data/train.en --tgt sample_data/train.fr -o guide.align
     """
     from ..workflows.align_files import align_statistical_files
-    from .render import score_table
 
     with err().status("training the statistical aligner (both directions)"):
         summary = align_statistical_files(
@@ -138,12 +146,9 @@ def align_statistical_cmd(
             gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
             lowercase=lowercase, encoding=encoding)
     e = err()
-    e.print(f"aligned {summary.pairs} pairs in {summary.seconds:.1f} s; {summary.links} links "
-            f"({model.value}, {sym.value}, prefix {prefix}, identical {identical:g})", highlight=False)
-    if output is not None:
-        e.print(f"alignment written to {output}", highlight=False)
-    if summary.report is not None:
-        (out() if output is not None else e).print(score_table(summary.report))
+    e.print(Text(f"aligned {summary.pairs} pairs in {summary.seconds:.1f} s; {summary.links} links "
+            f"({model.value}, {sym.value}, prefix {prefix}, identical {identical:g})"))
+    _written(output, summary.report)
 
 
 @app.command("sentence")

@@ -19,27 +19,38 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS
-from ..errors import AttnAlignError, AttnAlignWarning
+from ..errors import AttnAlignError, AttnAlignWarning, OptionError
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import SYMS as TEACHER_SYMS
 from ..statistical.registry import MODELS as TEACHER_MODELS
 
 
+# Both consoles read no markup: what they print holds user text (words, file names) that may contain
+# "[...]"; styles are given as Text objects.
 def out() -> Console:
     """Console for data (stdout); wide when piped, so tables are never folded."""
-    return Console(width=None if sys.stdout.isatty() else 200)
+    return Console(width=None if sys.stdout.isatty() else 200, markup=False, highlight=False)
 
 
 def err() -> Console:
     """Console for messages and progress (stderr)."""
-    return Console(stderr=True, soft_wrap=True)
+    return Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+def message(label: str, style: str, text: str) -> Text:
+    """``label: text`` with the label styled and the text taken literally."""
+    return Text.assemble((f"{label}:", style), " ", text)
+
+
+def _show_warning(message_, category, filename, lineno, file=None, line=None) -> None:
     prefix = "warning" if issubclass(category, AttnAlignWarning) else category.__name__
-    err().print(f"[yellow]{prefix}:[/yellow] {message}", highlight=False, markup=True)
+    err().print(message(prefix, "yellow", str(message_)))
+
+
+EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 
 
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -53,19 +64,20 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             try:
                 return fn(*args, **kwargs)
             except AttnAlignError as e:
-                err().print(f"[red]error:[/red] {e.format()}", highlight=False, markup=True)
-                raise typer.Exit(1) from None
+                err().print(message("error", "red", e.format()))
+                raise typer.Exit(EXIT_USAGE if isinstance(e, OptionError) else EXIT_ERROR) from None
             except BrokenPipeError:  # `attnalign ... | head`: the reader has what it wanted
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
                 raise typer.Exit(0) from None
             except OSError as e:
                 where = f"{e.filename}: " if e.filename else ""
-                err().print(f"[red]error:[/red] {where}{e.strerror or e}", highlight=False)
-                raise typer.Exit(1) from None
-            except KeyboardInterrupt:
-                err().print("[red]interrupted[/red]")
-                raise typer.Exit(130) from None
+                err().print(message("error", "red", f"{where}{e.strerror or e}"))
+                raise typer.Exit(EXIT_ERROR) from None
+            except KeyboardInterrupt as e:
+                what = str(e.args[0]) if e.args else "no output was written"
+                err().print(message("interrupted", "red", what))
+                raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper
 
@@ -112,7 +124,7 @@ CorpusOpt = Annotated[
     Path | None, typer.Option("--corpus", help="One file of 'source ||| target' (or TAB-separated) pairs.")]
 LowercaseOpt = Annotated[bool, typer.Option("--lowercase", help="Lower-case the text.")]
 OutputOpt = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Pharaoh output file [default: stdout].")]
+    Path | None, typer.Option("--output", "-o", help="Pharaoh output file; - for stdout [default: stdout].")]
 GoldOpt = Annotated[Path | None, typer.Option("--gold", help="Score against this gold at the end.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
 

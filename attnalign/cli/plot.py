@@ -70,13 +70,16 @@ def plot_sentence(
     Example: attnalign plot sentence --model runs/sample --src "the red car ." --tgt "la voiture rouge ."
     -o pair.png
     """
-    from ..data.fileio import check_writable
+    from ..data.fileio import check_distinct, check_writable
     from ..eval.plot import save_figure, terminal_view
     from ..workflows.views import sentence_figure, sentence_panels
 
     if output is None and not terminal:
         raise AttnAlignError("give --output FILE (.png, .svg, .pdf) or --terminal")
     if output is not None:
+        files = {"--src": src, "--tgt": tgt} if index is not None else {}
+        check_distinct({"--output": output}, {**files, "--corpus": corpus, "--attention": attention,
+                                              "--gold": gold})
         check_writable(output, "image file")
         if output.suffix.lower() not in IMAGE_TYPES:
             raise AttnAlignError(f"unknown image type {output.suffix!r}", hint="use .png, .svg or .pdf")
@@ -92,4 +95,4 @@ def plot_sentence(
             out().print(terminal_view(p))
     if output is not None:
         save_figure(sentence_figure(panels, grid_layers or grid_heads), output)
-        err().print(f"figure written to {output}", highlight=False)
+        err().print(f"figure written to {output}")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
 
 class RichTrainReporter:
     """Draws training progress (direction, step, loss, tokens/s, ETA) and validation lines on stderr."""
 
     def __init__(self, console: Console | None = None):
-        self.console = console or Console(stderr=True)
+        self.console = console or Console(stderr=True, markup=False)
         self.progress: Progress | None = None
         self.task = None
 
@@ -24,7 +25,7 @@ class RichTrainReporter:
         self.progress.start()
 
     def note(self, message: str) -> None:
-        self.console.print(message, highlight=False)
+        self.console.print(Text(message))
 
     def step(self, step: int, loss: float, tokens_per_s: float) -> None:
         self.progress.update(self.task, completed=step, loss=f"{loss:.3f}", tps=f"{tokens_per_s:,.0f}")
@@ -35,9 +36,10 @@ class RichTrainReporter:
             parts += [f"dev loss {row['dev_loss']:.3f}", f"dev ppl {row['dev_ppl']:.2f}"]
         if row.get("dev_aer") is not None:
             parts.append(f"dev AER {100 * row['dev_aer']:.2f}")
+        line = Text(f"{row['direction']}: " + ", ".join(parts))
         if row.get("best"):
-            parts.append("[green]best[/green]")
-        self.progress.console.print(f"{row['direction']}: " + ", ".join(parts), highlight=False)
+            line.append(", ").append("best", style="green")
+        self.progress.console.print(line)
 
     def end(self) -> None:
         if self.progress is not None:

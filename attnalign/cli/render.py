@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 
 from ..eval.plot import settings_text
 from ..eval.scoring import ScoreReport
@@ -14,18 +15,16 @@ def pct(x: float) -> str:
 
 def score_table(report: ScoreReport) -> Table:
     """One row per system: AER, precision, recall, F1 (in %) and the link counts."""
-    t = Table(title="Alignment scores (%)", caption=report.signature, title_justify="left")
+    t = Table(title="Alignment scores (%)", caption=Text(report.signature), title_justify="left")
     t.add_column("system", no_wrap=True)
     for name in ("AER", "P", "R", "F1", "links", "sure", "possible", "sentences"):
         t.add_column(name, justify="right")
     best = min(s.total.aer for s in report.systems) if report.systems else None
     for s in report.systems:
         c = s.total
-        aer = pct(c.aer)
-        if len(report.systems) > 1 and c.aer == best:
-            aer = f"[bold]{aer}[/bold]"
+        aer = Text(pct(c.aer), style="bold" if len(report.systems) > 1 and c.aer == best else "")
         t.add_row(
-            s.name, aer, pct(c.precision), pct(c.recall), pct(c.f1),
+            Text(s.name), aer, pct(c.precision), pct(c.recall), pct(c.f1),
             str(c.hyp), str(c.sure), str(c.possible), str(c.sentences),
         )
     return t
@@ -33,7 +32,7 @@ def score_table(report: ScoreReport) -> Table:
 
 def train_table(model, summary: dict) -> Table:
     """One row per trained direction: best step, dev loss and AER, steps, time."""
-    t = Table(title=f"Trained {model}", title_justify="left")
+    t = Table(title=Text(f"Trained {model}"), title_justify="left")
     for col in ("direction", "best step", "dev loss", "dev AER (%)", "steps", "time (s)"):
         t.add_column(col, justify="right")
     for d, r in summary["directions"].items():
@@ -45,11 +44,12 @@ def train_table(model, summary: dict) -> Table:
 
 def links_table(pair, settings: dict) -> Table:
     """One aligned pair's links with their words and weights (``align sentence``)."""
-    table = Table(title="Links", caption=settings_text(settings), title_justify="left")
+    table = Table(title="Links", caption=Text(settings_text(settings)), title_justify="left")
     for col in ("src", "source word", "tgt", "target word", "weight"):
         table.add_column(col, justify="right" if col in ("src", "tgt", "weight") else "left")
     for i, j in sorted(pair.links, key=lambda link: (link[1], link[0])):
-        table.add_row(str(i), pair.src[i], str(j), pair.tgt[j], f"{pair.scores.get((i, j), 0.0):.3f}")
+        weight = f"{pair.scores.get((i, j), 0.0):.3f}"
+        table.add_row(str(i), Text(pair.src[i]), str(j), Text(pair.tgt[j]), weight)
     return table
 
 

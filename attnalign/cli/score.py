@@ -59,10 +59,13 @@ def score(
 
     Example: attnalign score sample_data/test.gold.naacl sample_data/test.diagonal.align
     """
-    from ..data.fileio import atomic_open, check_writable
+    from ..data.fileio import atomic_open, check_distinct, check_writable
     from ..eval.scoring import score_files
     from .render import score_table
 
+    check_distinct({"--per-sentence": per_sentence},
+                   {"GOLD": gold, **{f"PRED {p}": p for p in pred}, "--src": src, "--tgt": tgt,
+                    "--corpus": corpus})
     if per_sentence is not None:
         check_writable(per_sentence, "per-sentence CSV")
     report = score_files(gold, pred, gold_options(gold_format, gold_one_based, reverse_gold, encoding),
@@ -77,4 +80,5 @@ def score(
     if per_sentence is not None:
         with atomic_open(per_sentence) as f:
             report.per_sentence_frame().to_csv(f, index=False)
-        err().print(f"per-sentence scores written to {per_sentence}", highlight=False)
+        if str(per_sentence) != "-":
+            err().print(f"per-sentence scores written to {per_sentence}")

@@ -10,24 +10,78 @@ empty, have the same number of lines) is checked when the corpus is opened.
 
 from __future__ import annotations
 
+import codecs
+import io
 import os
+import re
+import stat
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
-from ..errors import CorpusError, warn
+from ..errors import CorpusError, OptionError, warn
 
 Tokens = list[str]
 # A corpus in memory: (source tokens, target tokens) per pair. The one definition; used everywhere.
 Pairs = Sequence[tuple[Sequence[str], Sequence[str]]]
-SEPARATORS = ("|||", "\t")
+BOM = "\ufeff"
+# " ||| " between the sides (whitespace or the line's edge around it, so a token "a|||b" is not split),
+# or a TAB
+_TRIPLE_BAR = re.compile(r"(?:^|\s)\|\|\|(?=\s|$)")
 
 
-def count_lines(path: str | os.PathLike) -> int:
+_PIPED: dict[str, bytes] = {}  # stdin and pipes, read once (they cannot be read twice)
+
+
+def _is_piped(path: str | os.PathLike) -> bool:
+    """``-`` (stdin) or an existing path that is not a regular file (``/dev/stdin``, ``<(...)``, a FIFO)."""
+    if str(path) == "-":
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode) and not Path(path).is_dir()
+    except OSError:
+        return False
+
+
+def _piped_bytes(path: str | os.PathLike) -> bytes:
+    key = str(path)
+    if key not in _PIPED:
+        if key == "-":
+            _PIPED[key] = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                _PIPED[key] = f.read()
+    return _PIPED[key]
+
+
+def _open_binary(path: str | os.PathLike) -> BinaryIO:
+    return io.BytesIO(_piped_bytes(path)) if _is_piped(path) else open(path, "rb")
+
+
+def check_encoding(encoding: str) -> str:
+    """The encoding's name, or an error naming the option if Python does not know it."""
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise OptionError(f"unknown --encoding {encoding!r}",
+                          hint="give a Python codec name, e.g. utf-8, latin-1, utf-16") from None
+    return encoding
+
+
+def _byte_lines(encoding: str) -> bool:
+    """Whether lines of this encoding can be split on the byte ``\n`` (UTF-8, Latin-1, ...; not UTF-16)."""
+    return "\n".encode(encoding) == b"\n" and "a\n".encode(encoding) == b"a\n"
+
+
+def count_lines(path: str | os.PathLike, encoding: str = "utf-8") -> int:
     """Number of lines in a file; a last line without a newline counts."""
+    if not _byte_lines(check_encoding(encoding)):
+        return sum(1 for _ in read_lines(path, encoding))
     n = 0
     last = b"\n"
-    with open(path, "rb") as f:
+    with _open_binary(path) as f:
         while chunk := f.read(1 << 20):
             n += chunk.count(b"\n")
             last = chunk[-1:]
@@ -35,12 +89,23 @@ def count_lines(path: str | os.PathLike) -> int:
 
 
 def check_readable(path: str | os.PathLike, what: str = "file") -> Path:
-    """Return ``path`` as a Path, or raise a clear error if it is missing, a directory or empty."""
+    """Return ``path`` as a Path, or raise a clear error if it is missing, a directory or empty.
+    ``-`` is stdin; stdin, pipes and process substitutions are read once and kept in memory."""
     p = Path(path)
+    if _is_piped(p):
+        try:
+            empty = not _piped_bytes(p)
+        except OSError as e:
+            raise CorpusError(f"cannot read the {what} ({e.strerror})", path=p) from None
+        if empty:
+            raise CorpusError(f"{what} is empty (nothing came through the pipe)", path=p)
+        return p
     if not p.exists():
         raise CorpusError(f"{what} does not exist", path=p, hint="check the path and its spelling")
     if p.is_dir():
         raise CorpusError(f"{what} is a directory, not a file", path=p)
+    if not os.access(p, os.R_OK):
+        raise CorpusError(f"{what} is not readable", path=p, hint="check the permissions")
     if p.stat().st_size == 0:
         raise CorpusError(f"{what} is empty", path=p, hint="give a file with one sentence per line")
     return p
@@ -48,7 +113,7 @@ def check_readable(path: str | os.PathLike, what: str = "file") -> Path:
 
 def _decode(raw: bytes, path: Path, lineno: int, encoding: str) -> str:
     try:
-        return raw.decode(encoding).rstrip("\r\n")
+        text = raw.decode(encoding).rstrip("\r\n")
     except UnicodeDecodeError as e:
         raise CorpusError(
             f"invalid {encoding} (byte {e.start + 1} of the line)",
@@ -56,14 +121,28 @@ def _decode(raw: bytes, path: Path, lineno: int, encoding: str) -> str:
             line=lineno,
             hint="if the file is in another encoding, pass it, e.g. --encoding latin-1",
         ) from None
+    return text.removeprefix(BOM) if lineno == 1 else text
 
 
 def read_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[str]:
-    """Yield the decoded lines of a file (without their newline), with errors naming the line."""
+    """Yield the decoded lines of a file (without their newline; a byte-order mark removed), with
+    errors naming the line."""
     p = Path(path)
-    with open(p, "rb") as f:
-        for lineno, raw in enumerate(f, start=1):
-            yield _decode(raw, p, lineno, encoding)
+    if _byte_lines(check_encoding(encoding)):
+        with _open_binary(p) as f:
+            for lineno, raw in enumerate(f, start=1):
+                yield _decode(raw, p, lineno, encoding)
+        return
+    # UTF-16/32: decode the stream, then split on "\n" only (as the byte path does)
+    lineno = 0
+    with io.TextIOWrapper(_open_binary(p), encoding=encoding, newline="\n") as f:
+        try:
+            for lineno, line in enumerate(f, start=1):
+                text = line.rstrip("\r\n")
+                yield text.removeprefix(BOM) if lineno == 1 else text
+        except UnicodeDecodeError as e:
+            raise CorpusError(f"invalid {encoding} ({e.reason})", path=p, line=lineno + 1,
+                              hint="pass the file's encoding with --encoding") from None
 
 
 def tokenize(text: str, lowercase: bool = False) -> Tokens:
@@ -75,22 +154,22 @@ def split_pair(line: str, path: Path, lineno: int) -> tuple[str, str]:
     """Split one line of a one-file corpus on `` ||| `` (or a TAB) into its two sides."""
     if not line.strip():
         return "", ""
-    for sep in SEPARATORS:
-        if sep in line:
-            parts = line.split(sep)
-            if len(parts) != 2:
-                raise CorpusError(
-                    f"line has {len(parts) - 1} {sep!r} separators; expected exactly one",
-                    path=path,
-                    line=lineno,
-                    hint="write each pair as 'source ||| target'",
-                )
+    for name, parts in (("' ||| '", _TRIPLE_BAR.split(line)), ("TAB", line.split("\t"))):
+        if len(parts) > 2:
+            raise CorpusError(
+                f"line has {len(parts) - 1} {name} separators; expected exactly one",
+                path=path,
+                line=lineno,
+                hint="write each pair as 'source ||| target'",
+            )
+        if len(parts) == 2:
             return parts[0], parts[1]
     raise CorpusError(
         "line has no ' ||| ' (or TAB) separator between source and target",
         path=path,
         line=lineno,
-        hint="write each pair as 'source ||| target', or give two files with --src and --tgt",
+        hint="write each pair as 'source ||| target' (spaces around |||), or give two files with --src "
+             "and --tgt",
     )
 
 
@@ -165,13 +244,13 @@ def open_corpus(
         raise CorpusError("give either --corpus or --src and --tgt, not both")
     if corpus is not None:
         p = check_readable(corpus, "corpus file")
-        return ParallelCorpus(None, None, p, count_lines(p), encoding, lowercase)
+        return ParallelCorpus(None, None, p, count_lines(p, encoding), encoding, lowercase)
     if src is None or tgt is None:
         raise CorpusError(
             "a parallel corpus needs both --src and --tgt (or one --corpus file with 'src ||| tgt')"
         )
     ps, pt = check_readable(src, "source file"), check_readable(tgt, "target file")
-    ns, nt = count_lines(ps), count_lines(pt)
+    ns, nt = count_lines(ps, encoding), count_lines(pt, encoding)
     if ns != nt:
         raise CorpusError(
             f"the source and target files have different line counts: {ps} has {ns} lines, "

@@ -1,35 +1,85 @@
-"""Safe output files: everything attnalign writes appears whole or not at all.
+"""Safe output files: everything attnalign writes appears whole or not at all, and nothing a user owns
+is replaced by accident.
 
-:func:`atomic_open` writes to a temporary file beside the target and renames it over the target only
-when the block ends without an error, so a failed or killed run never leaves a half-written output
-(and never clobbers a good one). :func:`check_writable` fails before long work, not after it.
+:func:`atomic_open` writes a regular file through a temporary file beside it and renames it over the
+target only when the block ends without an error, so a failed or killed run never leaves a half-written
+output (and never clobbers a good one). A symlink is followed (its target is replaced, the link stays);
+a device node or a FIFO (``/dev/null``, ``/dev/stdout``, a named pipe) is written through, never
+replaced. ``-`` means stdout. Temporary files carry the writer's process id, so one left by a killed
+run is removed by the next write beside it.
+
+:func:`check_writable` and :func:`check_distinct` fail before long work, not after it: an output that
+cannot be written, or that names one of the run's inputs (or another of its outputs).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
-from ..errors import AttnAlignError
+from ..errors import AttnAlignError, OptionError
+
+STDIO = "-"
+
+
+def is_stdio(path: str | os.PathLike | None) -> bool:
+    return path is not None and str(path) == STDIO
+
+
+def _special(p: Path) -> bool:
+    """An existing path that is not a regular file or a directory (device, FIFO, socket)."""
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def check_writable(path: str | os.PathLike, what: str = "output file") -> Path:
     """Raise a clear error now if ``path`` cannot be created or replaced."""
     p = Path(path)
+    if is_stdio(p) or _special(p):
+        return p
     if p.is_dir():
         raise AttnAlignError(f"{what} is a directory", path=p, hint="give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
+    target = Path(os.path.realpath(p))
+    parent = target.parent
     if not parent.exists():
         raise AttnAlignError(
             f"the folder for the {what} does not exist", path=p, hint=f"create it: mkdir -p {parent}"
         )
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise AttnAlignError(f"{what} is not writable", path=p, hint="check the permissions")
     return p
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name the same file (through links and ``..``); stdio is never the same."""
+    if is_stdio(a) or is_stdio(b):
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist yet
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_distinct(outputs: Mapping[str, str | os.PathLike | None],
+                   inputs: Mapping[str, str | os.PathLike | None]) -> None:
+    """Refuse an output that names an input or another output (``{option: path}``; None: not given)."""
+    outs = [(k, v) for k, v in outputs.items() if v is not None and not _special(Path(v))]
+    ins = [(k, v) for k, v in inputs.items() if v is not None]
+    for i, (name, path) in enumerate(outs):
+        for other, used in [*ins, *outs[:i]]:
+            if same_file(path, used):
+                kind = "input" if (other, used) in ins else "output"
+                raise OptionError(f"{name} names the same file as the {kind} {other}", path=path,
+                                  hint=f"write {name} to another file; {other} would be lost")
 
 
 def _umask() -> int:
@@ -38,20 +88,56 @@ def _umask() -> int:
     return mask
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def clean_stale_temps(target: Path) -> None:
+    """Remove temporary files of ``target`` left by writers that were killed (their process is gone)."""
+    with contextlib.suppress(OSError):
+        for tmp in target.parent.glob(f".{target.name}.*.tmp"):
+            pid = tmp.name[len(target.name) + 2:].split(".", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+                tmp.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def atomic_open(
     path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"
 ) -> Iterator[IO]:
-    """Open a temporary file beside ``path``; on success it replaces ``path`` atomically."""
+    """Open ``path`` for writing: a regular file (or a new one, or a symlink's target) through a
+    temporary file that replaces it on success; a device or FIFO directly; ``-`` is stdout."""
+    text = "b" not in mode
+    if is_stdio(path):
+        stream = sys.stdout if text else sys.stdout.buffer
+        yield stream
+        stream.flush()
+        return
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
+    if _special(p):
+        with open(p, mode, encoding=encoding if text else None) as f:
+            yield f
+        return
+    target = Path(os.path.realpath(p))  # a symlink stays a symlink; its target gets the new content
+    clean_stale_temps(target)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    except OSError as e:
+        raise AttnAlignError(f"cannot write here ({e.strerror})", path=p,
+                             hint="choose an output in a folder you can write to") from None
+    try:
+        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask())
+        with os.fdopen(fd, mode, encoding=encoding if text else None) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, p)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -152,10 +152,12 @@ def terminal_view(p: Panel):
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False, title=p.title or None)
+    # user words are Text, never markup: "[laughter]" is a word, not a style
+    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False,
+              title=Text(p.title) if p.title else None)
     t.add_column("")
     for w in p.src:
-        t.add_column(w if len(w) <= 6 else w[:5] + "…", justify="center", no_wrap=True)
+        t.add_column(Text(w if len(w) <= 6 else w[:5] + "…"), justify="center", no_wrap=True)
     links = set(p.links)
     for j, word in enumerate(p.tgt):
         cells = [Text(word, style="bold")]
@@ -169,5 +171,5 @@ def terminal_view(p: Panel):
             cells.append(Text(f"{mark:^3}", style=f"{fg} on rgb({shade},{shade},255)"))
         t.add_row(*cells)
     if p.gold is not None:
-        t.caption = pair_score_text(p.links, p.gold) + "   ● right  ✗ wrong  □ missed sure"
+        t.caption = Text(pair_score_text(p.links, p.gold) + "   ● right  ✗ wrong  □ missed sure")
     return t

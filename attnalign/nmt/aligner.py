@@ -17,7 +17,7 @@ import numpy as np
 from ..data.alignments import Link
 from ..data.corpus import Pairs
 from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, decode_pair
-from ..errors import AttnAlignError, warn
+from ..errors import AttnAlignError, require, warn
 from .checkpoint import LoadedModel, load_model, read_model_config
 from .extract import AttentionSpec, iter_attention, reduce_attention, uses_align_head
 
@@ -36,6 +36,17 @@ class AlignOptions:
     device: str = "cpu"
     max_length: int = 250  # model tokens per side; longer pairs are skipped (empty line, warning)
     chunk_size: int = 5000  # pairs extracted at once (bounds memory)
+
+    def check(self) -> AlignOptions:
+        """Raise an OptionError naming the option that is out of range or unknown."""
+        require("--decoder", self.decoder, choices=(AUTO, *DECODERS))
+        require("--sym", self.sym, choices=(AUTO, *SYMMETRIZATIONS))
+        require("--threshold", self.threshold, low=0, high=1, optional=True)
+        require("--shift", self.shift, choices=(0, 1))
+        for flag, value in (("--batch-tokens", self.batch_tokens), ("--max-length", self.max_length),
+                            ("chunk_size", self.chunk_size)):
+            require(flag, value, low=1)
+        return self
 
 
 @dataclass
@@ -75,13 +86,7 @@ class Aligner:
     """Loads the model(s) a configuration needs and aligns pairs of word lists."""
 
     def __init__(self, model_dir: str | os.PathLike, options: AlignOptions = AlignOptions()):
-        if options.decoder not in (AUTO, *DECODERS):
-            raise AttnAlignError(f"unknown decoder {options.decoder!r}; choose {AUTO}, {', '.join(DECODERS)}")
-        if options.sym not in (AUTO, *SYMMETRIZATIONS):
-            raise AttnAlignError(f"unknown symmetrization {options.sym!r}; "
-                                 f"choose {AUTO}, {', '.join(SYMMETRIZATIONS)}")
-        if options.shift not in (0, 1):
-            raise AttnAlignError("--shift must be 0 or 1")
+        options.check()
         meta = read_model_config(model_dir)
         head = bool(meta.get("model_config", {}).get("align_head"))
         options = resolve_decoding(options, meta["directions"], head)

@@ -24,7 +24,7 @@ import torch
 
 from .._version import __version__
 from ..data.fileio import atomic_open
-from ..errors import AttnAlignError
+from ..errors import AttnAlignError, warn
 from .models import build_model
 from .subword import Segmenter
 from .vocab import Vocab
@@ -85,9 +85,13 @@ def read_model_config(model_dir: str | os.PathLike) -> dict:
         raise AttnAlignError("not an attnalign model directory (no config.json)", path=d,
                              hint="train one with: attnalign train --src F --tgt F --model DIR")
     try:
-        data = json.loads(cfg.read_text())
-    except json.JSONDecodeError as e:
-        raise AttnAlignError(f"config.json is not valid JSON: {e}", path=cfg) from None
+        data = json.loads(cfg.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise AttnAlignError(f"config.json is not valid UTF-8 JSON: {e}", path=cfg,
+                             hint="a model directory's config.json is written by attnalign train") from None
+    if not isinstance(data, dict) or not isinstance(data.get("directions"), list):
+        raise AttnAlignError("config.json is not an attnalign model configuration", path=cfg,
+                             hint="a model directory's config.json is written by attnalign train")
     if data.get("format_version") != FORMAT_VERSION:
         raise AttnAlignError(
             f"model directory format {data.get('format_version')} is not supported by attnalign "
@@ -103,10 +107,26 @@ def load_model(model_dir: str | os.PathLike, direction: str = "forward",
         raise AttnAlignError(
             f"the model has no {direction} direction (it has: {', '.join(meta.get('directions', []))})",
             path=model_dir, hint="train with --direction both for bidirectional alignment")
-    ck = load_checkpoint(Path(model_dir) / f"{direction}.pt", map_location=device)
-    src_vocab, tgt_vocab = Vocab(ck["src_vocab"]), Vocab(ck["tgt_vocab"])
-    model = build_model(ck["model_type"], ck["config"], len(src_vocab), len(tgt_vocab))
-    model.load_state_dict(ck["state_dict"])
+    path = Path(model_dir) / f"{direction}.pt"
+    finished = meta.get("finished")  # None: written before this was recorded
+    if not path.exists() and finished is not None and direction not in finished:
+        raise AttnAlignError(f"the training of the {direction} direction was interrupted before its first "
+                             "checkpoint", path=path,
+                             hint=f"continue it: attnalign train --model {model_dir} --resume")
+    ck = load_checkpoint(path, map_location=device)
+    try:
+        src_vocab, tgt_vocab = Vocab(ck["src_vocab"]), Vocab(ck["tgt_vocab"])
+        model = build_model(ck["model_type"], ck["config"], len(src_vocab), len(tgt_vocab))
+        model.load_state_dict(ck["state_dict"])
+    except (KeyError, TypeError, ValueError, RuntimeError, AttnAlignError) as e:
+        detail = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise AttnAlignError(f"the checkpoint does not hold a model this version can load ({detail})",
+                             path=path, hint="retrain the model, or use the attnalign version that wrote it"
+                             ) from None
+    if finished is not None and direction not in finished:
+        warn(f"{model_dir}: the training of the {direction} direction was interrupted; using its best "
+             f"checkpoint so far (step {ck.get('step')}); finish it with: attnalign train --model "
+             f"{model_dir} --resume")
     model.to(device).eval()
     return LoadedModel(model, ck["model_type"], ck["config"], src_vocab, tgt_vocab, direction,
                        bool(meta.get("lowercase", False)), meta,

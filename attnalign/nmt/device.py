@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import AttnAlignError
+from ..errors import AttnAlignError, OptionError, require
 
 
 def resolve_device(name: str) -> torch.device:
     """``auto`` (a CUDA GPU if torch sees one, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise AttnAlignError("--device cuda was asked for, but torch sees no CUDA GPU",
+    if name not in ("cpu", "cuda") and not (name.startswith("cuda:") and name[5:].isdigit()):
+        raise OptionError(f"unknown --device {name!r}", hint="use auto, cpu, cuda or cuda:N")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise AttnAlignError(f"--device {name} was asked for, but torch sees no CUDA GPU",
                              hint="use --device cpu (or auto)")
-    if name not in ("cpu", "cuda") and not name.startswith("cuda:"):
-        raise AttnAlignError(f"unknown device {name!r}", hint="use auto, cpu or cuda")
+    if name.startswith("cuda:") and torch.cuda.is_available() and int(name[5:]) >= torch.cuda.device_count():
+        raise AttnAlignError(f"--device {name}: torch sees {torch.cuda.device_count()} CUDA GPUs",
+                             hint="GPUs are numbered from 0")
     return torch.device(name)
 
 
 def set_threads(threads: int | None) -> None:
     """Use ``threads`` CPU threads for torch (None: torch's default)."""
+    require("--threads", threads, low=1, optional=True)
     if threads:
         torch.set_num_threads(threads)

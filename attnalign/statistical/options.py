@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..decoding.symmetrize import LINK_METHODS
-from ..errors import AttnAlignError
+from ..errors import OptionError
 from .registry import COMBINED, MODELS
 
 # How the two directions combine: a symmetrization of the Viterbi links, or "posterior": the links
@@ -45,14 +45,14 @@ class TeacherOptions:
 
     def check(self, syms: tuple[str, ...] = SYMS, prefix_flag: str = "--prefix",
               identical_flag: str = "--identical") -> TeacherOptions:
-        """A clear :class:`AttnAlignError` for a choice the aligner cannot take; ``self`` otherwise.
+        """A clear :class:`OptionError` for a choice the aligner cannot take; ``self`` otherwise.
         The flags name the options in the messages (``train`` calls them ``--guide-*``)."""
         check_choices(self.model, self.sym, syms)
         if self.prefix < 0:
-            raise AttnAlignError(f"bad {prefix_flag} {self.prefix}",
+            raise OptionError(f"bad {prefix_flag} {self.prefix}",
                                  hint="give 0 (whole words) or a number of characters")
         if self.identical < 0:
-            raise AttnAlignError(f"bad {identical_flag} {self.identical}",
+            raise OptionError(f"bad {identical_flag} {self.identical}",
                                  hint="give 0 (no prior) or a positive number of counts")
         return self
 
@@ -65,9 +65,9 @@ IDENTICAL = DEFAULT.identical
 def check_choices(model: str, sym: str, syms: tuple[str, ...] = SYMS) -> None:
     """A clear error for an unknown statistical model or way of combining the directions."""
     if model not in MODELS or sym not in syms:
-        raise AttnAlignError(f"unknown statistical model {model!r} or symmetrization {sym!r}",
+        raise OptionError(f"unknown statistical model {model!r} or symmetrization {sym!r}",
                              hint=f"choose {', '.join(MODELS)} and {', '.join(syms)}")
     if model == COMBINED and sym != "posterior":
-        raise AttnAlignError(f"{COMBINED} combines its two models' posterior links; it has no {sym!r}",
+        raise OptionError(f"{COMBINED} combines its two models' posterior links; it has no {sym!r}",
                              hint=f"use posterior (--sym / --guide-sym) with it, or another aligner "
                                   f"with {sym}")

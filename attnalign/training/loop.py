@@ -27,14 +27,23 @@ from ..decoding import argmax_links
 from ..errors import AttnAlignError, warn
 from ..eval.metrics import Counts, corpus_counts
 from ..nmt.batching import bucket_batches, make_batch
-from ..nmt.checkpoint import LoadedModel, load_checkpoint, save_checkpoint
+from ..nmt.checkpoint import LoadedModel, load_checkpoint, read_model_config, save_checkpoint
 from ..nmt.device import resolve_device, set_threads
 from ..nmt.extract import AttentionSpec, corpus_attention, reduce_attention
 from ..nmt.models import build_model
 from ..nmt.subword import Segmenter, train_segmenter
 from ..nmt.vocab import PAD_ID, Vocab
 from .guide import guide_loss, guide_targets, teacher_links, token_links
-from .model_dir import append_log, prepare_dir, saved_options, write_config
+from .model_dir import (
+    append_log,
+    finish_dir,
+    mark_finished,
+    pairs_fingerprint,
+    prepare_dir,
+    run_config,
+    saved_options,
+    write_config,
+)
 from .options import TrainOptions
 
 
@@ -129,8 +138,14 @@ def train(
     overwrite: bool = False,
     resume: bool = False,
     reporter: Reporter | None = None,
+    files: dict | None = None,
 ) -> dict:
     """Train the requested direction(s) on ``pairs`` (token lists) into ``model_dir``.
+
+    ``overwrite``: replace an existing model, which stays in place until the new one is complete.
+    ``resume``: continue the interrupted run in ``model_dir`` with its own options; ``pairs`` and
+    ``dev`` must be the data it started with (their fingerprints are checked). ``files``: the data's
+    file names, recorded in ``config.json`` (``attnalign train --resume`` reads them back).
 
     ``guide``: alignment links (source first) for every pair, to supervise the attention (guided
     alignment, Garg et al. 2019); with ``options.guide == "auto"`` and no ``guide``, the built-in
@@ -141,25 +156,30 @@ def train(
     model_dir = Path(model_dir)
     if resume:  # continue with the options the run started with
         options = saved_options(model_dir)
+    # everything is checked before the model directory is touched
     model_config = asdict(options.check(has_guide_links=guide is not None))
+    device = resolve_device(options.device)
+    set_threads(options.threads)
+    data = _data_record(pairs, dev, files)
+    if resume:
+        _check_same_data(model_dir, data)
     keep = [k for k, (s, t) in enumerate(pairs) if s and t]
     train_pairs = [pairs[k] for k in keep]
-    if guide is None and options.guide == "auto":
-        guide = teacher_links(train_pairs, options, getattr(reporter, "note", None))
-    elif guide is not None:
+    if not train_pairs:
+        raise AttnAlignError("the training corpus has no pair with both sides non-empty",
+                             hint="check the --src/--tgt (or --corpus) files")
+    if guide is not None:
         if len(guide) != len(pairs):
             raise AttnAlignError(f"the guide alignment has {len(guide)} lines for {len(pairs)} pairs",
                                  hint="give one alignment line per training pair")
         guide = [guide[k] for k in keep]
-    if not train_pairs:
-        raise AttnAlignError("the training corpus has no pair with both sides non-empty",
-                             hint="check the --src/--tgt (or --corpus) files")
-    prepare_dir(model_dir, overwrite, resume)
+    if guide is None and options.guide == "auto":
+        guide = teacher_links(train_pairs, options, getattr(reporter, "note", None))
+    work_dir = prepare_dir(model_dir, overwrite, resume)
     if dev is None:
         warn("no dev set given (--dev-src/--dev-tgt): the checkpoint with the lowest training loss is kept")
-    write_config(model_dir, options, options.directions, model_config)
-    set_threads(options.threads)
-    device = resolve_device(options.device)
+    finished = read_model_config(work_dir).get("finished", []) if resume else []
+    write_config(work_dir, options, options.directions, model_config, data, finished)
     reporter = reporter or _Silent()
     summary: dict = {"model_dir": str(model_dir), "directions": {}}
     for direction in options.directions:
@@ -167,11 +187,43 @@ def train(
         links = None
         if guide is not None:
             links = guide if forward else [[(j, i) for i, j in g] for g in guide]
-        run = _DirectionRun(train_pairs if forward else _swap(train_pairs), model_dir, direction, options,
+        run = _DirectionRun(train_pairs if forward else _swap(train_pairs), work_dir, direction, options,
                             model_config, device, links)
         d = dev if dev is None or forward else dev.reversed()
         summary["directions"][direction] = run.train(d, resume, reporter)
+        mark_finished(work_dir, direction)
+    finish_dir(work_dir, model_dir)
     return summary
+
+
+def _data_record(pairs: Pairs, dev: DevSet | None, files: dict | None) -> dict:
+    """What ``config.json`` records of a run's data (see :func:`_check_same_data`)."""
+    return {"pairs": len(pairs), "fingerprint": pairs_fingerprint(pairs),
+            "dev_pairs": None if dev is None else len(dev.pairs),
+            "dev_fingerprint": None if dev is None else pairs_fingerprint(dev.pairs, dev.gold),
+            "files": {k: v for k, v in (files or {}).items() if v is not None}}
+
+
+def _check_same_data(model_dir: Path, data: dict) -> None:
+    """``--resume`` continues the run it resumes: the same training corpus, the same dev set."""
+    saved = run_config(model_dir).get("data") or {}
+    if saved.get("fingerprint") not in (None, data["fingerprint"]):
+        raise AttnAlignError(
+            f"--resume was given another training corpus ({data['pairs']} pairs) than the run it resumes "
+            f"({saved.get('pairs')} pairs, {_files(saved, 'src', 'tgt', 'corpus')})", path=model_dir,
+            hint="resume with the run's own corpus, or start a new run with --overwrite")
+    if saved.get("dev_fingerprint", data["dev_fingerprint"]) != data["dev_fingerprint"]:
+        was = "no dev set" if saved["dev_fingerprint"] is None else (
+            f"a dev set of {saved['dev_pairs']} pairs ({_files(saved, 'dev_src', 'dev_tgt', 'dev_gold')})")
+        raise AttnAlignError(
+            f"--resume was given another dev set than the run it resumes, which had {was}",
+            path=model_dir, hint="resume with the run's own dev options (attnalign train restores them "
+                                 "when they are left out), or start a new run with --overwrite")
+
+
+def _files(saved: dict, *keys: str) -> str:
+    names = [str(saved.get("files", {}).get(k)) for k in keys if saved.get("files", {}).get(k)]
+    return ", ".join(names) or "files not recorded"
 
 
 @dataclass

@@ -5,6 +5,7 @@ and ``log.csv`` (one row per validation); the checkpoints themselves are :mod:`a
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -19,31 +20,87 @@ LOG_FIELDS = ["direction", "epoch", "step", "train_loss", "dev_loss", "dev_ppl",
               "tokens_per_s", "elapsed_s", "best"]
 
 
+def run_config(model_dir: Path) -> dict:
+    """The ``config.json`` of the run ``--resume`` continues: an interrupted ``--overwrite`` run's
+    staging directory, else ``model_dir``'s."""
+    stage = staging_dir(model_dir)
+    return read_model_config(stage if (stage / "config.json").exists() else model_dir)
+
+
 def saved_options(model_dir: Path) -> TrainOptions:
     """The options the run in ``model_dir`` started with (``--resume`` continues with them)."""
-    return TrainOptions.from_saved(read_model_config(model_dir)["train_options"])
+    cfg = run_config(model_dir)
+    if not isinstance(cfg.get("train_options"), dict):
+        raise AttnAlignError("config.json records no training options to resume with",
+                             path=model_dir, hint="start a new run with --overwrite")
+    return TrainOptions.from_saved(cfg["train_options"])
 
 
-def prepare_dir(model_dir: Path, overwrite: bool, resume: bool) -> None:
-    cfg = model_dir / "config.json"
+def staging_dir(model_dir: Path) -> Path:
+    """Where ``--overwrite`` trains the new model, beside the old one, until it is complete."""
+    return model_dir.parent / f".{model_dir.name}.new"
+
+
+def _recover(model_dir: Path) -> None:
+    """Undo a swap cut short between its two renames: the old model goes back in place."""
+    old = model_dir.parent / f".{model_dir.name}.old"
+    if not model_dir.exists() and old.is_dir():
+        old.rename(model_dir)
+
+
+def prepare_dir(model_dir: Path, overwrite: bool, resume: bool) -> Path:
+    """The directory this run writes to: ``model_dir`` itself, or with ``overwrite`` of an existing
+    model a staging directory that :func:`finish_dir` swaps in once the new model is complete (the old
+    model stays usable until then, and stays if the run fails)."""
+    _recover(model_dir)
+    stage = staging_dir(model_dir)
     if resume:
+        if (stage / "config.json").exists():  # an interrupted --overwrite run
+            read_model_config(stage)
+            return stage
         read_model_config(model_dir)
-        return
+        return model_dir
+    if model_dir.exists() and not model_dir.is_dir():
+        raise AttnAlignError("--model names a file, not a directory", path=model_dir,
+                             hint="choose a directory name for the model")
     if model_dir.exists() and any(model_dir.iterdir()):
         if not overwrite:
-            what = "a model" if cfg.exists() else "files"
+            what = "files"
+            if (model_dir / "config.json").exists():
+                cfg = read_model_config(model_dir)
+                done = set(cfg.get("finished", cfg["directions"])) >= set(cfg["directions"])
+                what = "a model" if done else "an interrupted training run (--resume continues it)"
             raise AttnAlignError(f"the model directory already holds {what}", path=model_dir,
                                  hint="pass --overwrite to replace it, --resume to continue its training, "
                                       "or choose another --model directory")
-        if not cfg.exists():
-            raise AttnAlignError("--overwrite refuses to empty a directory that is not a model directory",
+        if not (model_dir / "config.json").exists():
+            raise AttnAlignError("--overwrite refuses to replace a directory that is not a model directory",
                                  path=model_dir, hint="choose another --model directory")
-        shutil.rmtree(model_dir)
+        if stage.exists():
+            shutil.rmtree(stage)
+        stage.mkdir()
+        return stage
     model_dir.mkdir(parents=True, exist_ok=True)
+    return model_dir
 
 
-def write_config(model_dir: Path, options: TrainOptions, directions: list[str], model_config: dict) -> None:
-    data = {
+def finish_dir(work_dir: Path, model_dir: Path) -> None:
+    """Put a complete staged model in place of the old one (see :func:`prepare_dir`)."""
+    if work_dir == model_dir:
+        return
+    old = model_dir.parent / f".{model_dir.name}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    model_dir.rename(old)
+    work_dir.rename(model_dir)
+    shutil.rmtree(old)
+
+
+def write_config(model_dir: Path, options: TrainOptions, directions: list[str], model_config: dict,
+                 data: dict | None = None, finished: list[str] | None = None) -> None:
+    """``config.json``: the network, the options, what data the run saw (``data``: fingerprints and
+    files, so that ``--resume`` can check and restore them) and the directions whose training ended."""
+    payload = {
         "format_version": FORMAT_VERSION,
         "attnalign_version": __version__,
         "model_type": options.model_type,
@@ -51,10 +108,32 @@ def write_config(model_dir: Path, options: TrainOptions, directions: list[str], 
         "directions": directions,
         "lowercase": options.lowercase,
         "train_options": options.as_dict(),
+        "data": data or {},
+        "finished": finished or [],
     }
     with atomic_open(model_dir / "config.json") as f:
-        json.dump(data, f, indent=2)
+        json.dump(payload, f, indent=2)
         f.write("\n")
+
+
+def mark_finished(model_dir: Path, direction: str) -> None:
+    """Record in ``config.json`` that ``direction`` finished training."""
+    cfg = read_model_config(model_dir)
+    cfg["finished"] = sorted({*cfg.get("finished", []), direction})
+    with atomic_open(model_dir / "config.json") as f:
+        json.dump(cfg, f, indent=2)
+        f.write("\n")
+
+
+def pairs_fingerprint(pairs, gold=None) -> str:
+    """A hash of a corpus's tokens (and of a gold's links): ``--resume`` refuses other data."""
+    h = hashlib.sha256()
+    for s, t in pairs:
+        h.update(" ".join(s).encode("utf-8", "surrogatepass") + b"\t")
+        h.update(" ".join(t).encode("utf-8", "surrogatepass") + b"\n")
+    for g in gold or ():
+        h.update(repr((sorted(g.sure), sorted(g.possible))).encode() + b"\n")
+    return h.hexdigest()[:16]
 
 
 def append_log(model_dir: Path, row: dict) -> None:

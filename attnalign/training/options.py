@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
-from ..errors import AttnAlignError
+from ..errors import OptionError, require
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import TeacherOptions
 
@@ -68,22 +68,34 @@ class TrainOptions:
         from ..nmt.models import MODEL_TYPES
 
         if self.model_type not in MODEL_TYPES:
-            raise AttnAlignError(f"unknown model type {self.model_type!r}; choose {', '.join(MODEL_TYPES)}")
+            raise OptionError(f"unknown model type {self.model_type!r}; choose {', '.join(MODEL_TYPES)}")
         try:
             return MODEL_TYPES[self.model_type][0](**self.model_config)
         except TypeError as e:
-            raise AttnAlignError(f"bad model option: {e}") from None
+            raise OptionError(f"bad model option: {e}") from None
 
     def check(self, has_guide_links: bool = False):
-        """Validate everything before any work; return the typed network config."""
-        if self.direction not in (*DIRECTIONS, "both"):
-            raise AttnAlignError(f"unknown direction {self.direction!r}; choose forward, reverse or both")
+        """Validate everything before any work (an OptionError names the option); return the typed
+        network config."""
+        require("--direction", self.direction, choices=(*DIRECTIONS, "both"))
         if self.subword is not None and self.subword < 0:
-            raise AttnAlignError(f"bad --subword {self.subword}",
-                                 hint="give 0 (whole words) or a vocabulary size per side, e.g. 4000")
-        network = self.network()
+            raise OptionError(f"bad --subword {self.subword}",
+                              hint="give 0 (whole words) or a vocabulary size per side, e.g. 4000")
+        for flag, value in (("--epochs", self.epochs), ("--batch-tokens", self.batch_tokens),
+                            ("--min-freq", self.min_freq)):
+            require(flag, value, low=1)
+        for flag, value in (("--max-steps", self.max_steps), ("--threads", self.threads),
+                            ("--max-vocab", self.max_vocab), ("--save-every", self.save_every)):
+            require(flag, value, low=1, optional=True)
+        require("--lr", self.lr, low=0, low_open=True, optional=True)
+        require("--warmup", self.warmup, low=0)
+        require("--clip", self.clip, low=0, low_open=True)
+        require("--label-smoothing", self.label_smoothing, low=0, high=1, high_open=True)
+        require("--guide-weight", self.guide_weight, low=0)
+        require("--subword-type", self.subword_type, choices=("unigram", "bpe"))
+        network = self.network().check()
         if network.align_head and not has_guide_links and self.guide is None:
-            raise AttnAlignError("the alignment head learns from a guide alignment only",
+            raise OptionError("the alignment head learns from a guide alignment only",
                                  hint="add --guide auto (or --guide FILE), or leave out --align-head")
         if self.guide == "auto" and not has_guide_links:
             self.teacher.check(prefix_flag="--guide-prefix", identical_flag="--guide-identical")
@@ -114,7 +126,7 @@ def preset_options(name: str | None, **given) -> TrainOptions:
     """TrainOptions from a preset (or none) and the options given (those not None win; model_config
     entries are merged)."""
     if name is not None and name not in PRESETS:
-        raise AttnAlignError(f"unknown preset {name!r}; choose {', '.join(PRESETS)}")
+        raise OptionError(f"unknown preset {name!r}; choose {', '.join(PRESETS)}")
     base = PRESETS.get(name, {}) if name else {}
     given = {k: v for k, v in given.items() if v is not None}
     config = {**base.get("model_config", {}), **given.pop("model_config", {})}

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..data.alignments import Alignment, format_pharaoh_line
 from ..data.corpus import open_corpus
-from ..data.fileio import atomic_open, check_writable
+from ..data.fileio import atomic_open, check_distinct, check_writable, is_stdio
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_gold
 from ..statistical.options import DEFAULT as TEACHER
@@ -57,7 +57,7 @@ def pair_json(pair: AlignedPair) -> dict:
 def _report(gold_info, output, per_sentence: list[Counts]) -> ScoreReport:
     """The score report of one system: the output file's name, or "attnalign" for stdout."""
     report = ScoreReport(gold_info)
-    name = str(output) if output is not None else "attnalign"
+    name = str(output) if output is not None and not is_stdio(output) else "attnalign"
     report.systems.append(SystemScore(name, sum(per_sentence, Counts()), per_sentence))
     return report
 
@@ -87,9 +87,15 @@ def align_corpus_files(
     from ..nmt.device import set_threads
 
     set_threads(threads)
+    check_distinct({"--output": output, "--save-attention": save_attention},
+                   {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold})
     for path, what in ((output, "output file"), (save_attention, "attention file")):
         if path is not None:
             check_writable(path, what)
+    if is_stdio(output) and is_stdio(save_attention):
+        from ..errors import OptionError
+
+        raise OptionError("--output and --save-attention cannot both go to stdout (-)")
     aligner = Aligner(model, options or AlignOptions())
     pairs = open_corpus(src, tgt, corpus, encoding=encoding,
                         lowercase=aligner.lowercase if lowercase is None else lowercase)
@@ -157,6 +163,7 @@ def align_statistical_files(
     from ..statistical import align_statistical
 
     teacher = TeacherOptions(model, sym, prefix, identical).check((*SYMS, "none"))
+    check_distinct({"--output": output}, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold})
     if output is not None:
         check_writable(output)
     pairs = list(open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lowercase))

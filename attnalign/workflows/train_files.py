@@ -7,13 +7,16 @@ Reads the training corpus, the dev set and its gold, and a guide file if one is 
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
+from pathlib import Path
 
 from ..data.alignments import read_alignments
 from ..data.corpus import read_corpus
-from ..errors import AttnAlignError
+from ..errors import AttnAlignError, OptionError
 from ..eval.scoring import GoldOptions, read_gold
 from ..training import DevSet, TrainOptions, train
 from ..training.loop import Reporter
+from ..training.model_dir import run_config, saved_options
 
 PathLike = str | os.PathLike
 
@@ -36,6 +39,21 @@ def train_files(
     """Train ``options`` on a corpus file (``src`` + ``tgt`` or one ``corpus``) into ``model``; with
     ``dev_src`` + ``dev_tgt`` (and ``dev_gold``) validate on them. ``options.guide`` is ``None``,
     ``"auto"`` or a Pharaoh file of links, one line per training pair. Returns :func:`train`'s summary."""
+    files = {"src": src, "tgt": tgt, "corpus": corpus, "dev_src": dev_src, "dev_tgt": dev_tgt,
+             "dev_gold": dev_gold}
+    if resume:  # the run's own data options, for each group (training data, dev set) not given again
+        saved = (run_config(Path(model)).get("data") or {}).get("files", {})
+        for group in (("src", "tgt", "corpus"), ("dev_src", "dev_tgt", "dev_gold")):
+            if all(files[k] is None for k in group):
+                files.update({k: saved.get(k) for k in group})
+        if "gold_options" in saved:
+            gold_options = GoldOptions(**saved["gold_options"])
+        options = saved_options(Path(model))
+    elif overwrite:
+        _check_inputs_outside(Path(model), files)
+    src, tgt, corpus = files["src"], files["tgt"], files["corpus"]
+    dev_src, dev_tgt, dev_gold = files["dev_src"], files["dev_tgt"], files["dev_gold"]
+    options.check(has_guide_links=options.guide not in (None, "auto"))  # options first, then the data
     encoding = gold_options.encoding
     pairs = read_corpus(src, tgt, corpus, encoding=encoding, lowercase=options.lowercase)
     dev = None
@@ -51,5 +69,16 @@ def train_files(
         alignments = read_alignments(options.guide, fmt="pharaoh", src_lengths=lengths[0],
                                      tgt_lengths=lengths[1], encoding=encoding)[0]
         guide_links = [sorted(a.links) for a in alignments]
+    record = {k: None if v is None else str(Path(v).resolve()) if str(v) != "-" else None
+              for k, v in files.items()}
     return train(pairs, model, options, dev=dev, guide=guide_links, overwrite=overwrite, resume=resume,
-                 reporter=reporter)
+                 reporter=reporter, files={**record, "gold_options": asdict(gold_options)})
+
+
+def _check_inputs_outside(model_dir: Path, files: dict) -> None:
+    """``--overwrite`` replaces the whole model directory: refuse if an input lives inside it."""
+    inside = [str(v) for v in files.values()
+              if v is not None and str(v) != "-" and Path(model_dir).resolve() in Path(v).resolve().parents]
+    if inside:
+        raise OptionError(f"--overwrite would delete {inside[0]}: it lies inside the model directory",
+                          path=model_dir, hint="move the data out of the model directory first")

@@ -14,10 +14,14 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from ...errors import require
 from ..vocab import PAD_ID
 from .align_head import AlignHead
+from .attention import ATTENTION_TYPES as ATTENTIONS
 from .attention import Attention
 from .output import ModelOutput
+
+CELLS = ("gru", "lstm")
 
 
 @dataclass
@@ -35,14 +39,23 @@ class RNNConfig:
     tie_embeddings: bool = False
     align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
 
+    def check(self) -> RNNConfig:
+        """Raise an OptionError naming the ``train`` option that is out of range."""
+        for flag, value in (("--emb-dim", self.emb_dim), ("--hidden", self.hidden),
+                            ("--layers", self.enc_layers), ("--layers", self.dec_layers)):
+            require(flag, value, low=1)
+        require("--cell", self.cell, choices=CELLS)
+        require("--attention", self.attention, choices=ATTENTIONS)
+        require("--dropout", self.dropout, low=0, high=1, high_open=True)
+        return self
+
 
 class RNNModel(nn.Module):
     model_type = "rnn"
 
     def __init__(self, cfg: RNNConfig, src_vocab_size: int, tgt_vocab_size: int):
         super().__init__()
-        if cfg.cell not in ("gru", "lstm"):
-            raise ValueError(f"unknown cell {cfg.cell!r}; choose gru or lstm")
+        cfg.check()
         self.cfg = cfg
         H, E = cfg.hidden, cfg.emb_dim
         rnn = nn.GRU if cfg.cell == "gru" else nn.LSTM

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ...errors import OptionError, require
 from ..vocab import PAD_ID
 from .align_head import AlignHead
 from .output import ModelOutput
@@ -29,6 +30,18 @@ class TransformerConfig:
     dropout: float = 0.1
     max_len: int = 512
     align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
+
+    def check(self) -> TransformerConfig:
+        """Raise an OptionError naming the ``train`` option that is out of range."""
+        for flag, value in (("--d-model", self.d_model), ("--heads", self.heads),
+                            ("--layers", self.enc_layers), ("--layers", self.dec_layers),
+                            ("ff_dim", self.ff_dim), ("max_len", self.max_len)):
+            require(flag, value, low=1)
+        require("--dropout", self.dropout, low=0, high=1, high_open=True)
+        if self.d_model % self.heads:
+            raise OptionError(f"--d-model {self.d_model} is not divisible by --heads {self.heads}",
+                              hint="each head reads d_model / heads dimensions; e.g. --d-model 256 --heads 4")
+        return self
 
 
 class MultiHeadAttention(nn.Module):
@@ -106,7 +119,7 @@ class TransformerModel(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, src_vocab_size: int, tgt_vocab_size: int):
         super().__init__()
-        self.cfg = cfg
+        self.cfg = cfg.check()
         d = cfg.d_model
         self.src_emb = nn.Embedding(src_vocab_size, d, padding_idx=PAD_ID)
         self.tgt_emb = nn.Embedding(tgt_vocab_size, d, padding_idx=PAD_ID)
