@@ -58,10 +58,33 @@ def test_sure_wins_over_possible_for_the_same_link(tmp_path):
 @pytest.mark.parametrize(
     ("text", "fmt"),
     [("0-1 2-3\n", "pharaoh"), ("1 1 2 S\n", "naacl"), ("1 2 3\n", "naacl"), ("\n\n", "pharaoh"),
-     ("0p1\n", "pharaoh"), ("1 1 2 S\n2 1-2\n", "pharaoh")],
+     ("0p1\n", "pharaoh"), ("\n1 1 2 S\n2 1-2\n", "naacl")],
 )
 def test_detect_format(tmp_path, text, fmt):
     assert detect_format(write(tmp_path / "x", text)) == fmt
+
+
+def test_a_bad_line_deep_in_a_naacl_file_is_reported_where_it_is(tmp_path):
+    lines = "".join(f"{k} 1 1 S\n" for k in range(1, 11)) + "11 1-1\n"
+    with pytest.raises(FormatError) as e:
+        read_alignments(write(tmp_path / "g", lines))
+    assert e.value.line == 11 and "NAACL" in e.value.message and "--gold-format pharaoh" in e.value.hint
+    with pytest.raises(FormatError) as e:
+        read_alignments(write(tmp_path / "p", "0-1 x\n"), role="pred")
+    assert "--pred-format naacl" in e.value.hint
+
+
+@pytest.mark.parametrize("text", ["1 ² 1\n", "0-1:e\n", "0-1:.\n", "٣-x\n"])
+def test_odd_digits_and_scores_are_format_errors(tmp_path, text):
+    with pytest.raises(FormatError):
+        read_alignments(write(tmp_path / "g", text))
+
+
+def test_short_pharaoh_gold_with_text_scores_its_lines_with_a_warning(tmp_path):
+    gold = write(tmp_path / "g", "0-0\n")
+    with pytest.warns(AttnAlignWarning, match="1 lines for a text of 3"):
+        al, info = read_alignments(gold, src_lengths=[1, 1, 1], tgt_lengths=[1, 1, 1])
+    assert len(al) == 1 == info.sentences
 
 
 def test_bad_pharaoh_token_names_line_and_format(tmp_path):

@@ -111,6 +111,17 @@ def network_options(model_type: ModelType, layers: int | None, **given) -> dict:
     return given
 
 
+def resume_hint(model: Path) -> str:
+    """What an interrupted ``train`` prints: where it stands and how to go on."""
+    from ..training.model_dir import run_config
+
+    try:
+        run_config(model)
+    except Exception:  # interrupted before the run began: nothing to resume
+        return "nothing was written; the model directory is as it was"
+    return f"continue this run with: attnalign train --model {model} --resume"
+
+
 @handle_errors
 def train(
     model: ModelDirOpt, src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None,
@@ -151,9 +162,12 @@ def train(
         direction=direction.value if direction else None, save_every=save_every, subword=subword,
         subword_type=subword_type, guide=guide, guide_weight=guide_weight, guide_model=guide_model.value,
         guide_sym=guide_sym.value, guide_prefix=guide_prefix, guide_identical=guide_identical)
-    summary = train_files(model, options, src=src, tgt=tgt, corpus=corpus, dev_src=dev_src, dev_tgt=dev_tgt,
-                          dev_gold=dev_gold,
-                          gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
-                          overwrite=overwrite, resume=resume,
-                          reporter=None if quiet else RichTrainReporter(err()))
+    try:
+        summary = train_files(model, options, src=src, tgt=tgt, corpus=corpus, dev_src=dev_src,
+                              dev_tgt=dev_tgt, dev_gold=dev_gold,
+                              gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
+                              overwrite=overwrite, resume=resume,
+                              reporter=None if quiet else RichTrainReporter(err()))
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(resume_hint(model)) from None
     out().print(train_table(model, summary))

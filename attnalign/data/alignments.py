@@ -91,24 +91,26 @@ class ReadInfo:
     lines_ignored: int = 0
 
 
-def detect_format(path: str | os.PathLike, encoding: str = "utf-8", probe: int = 200) -> str:
-    """Guess ``"pharaoh"`` or ``"naacl"`` from the first non-empty lines of a file."""
+def detect_format(path: str | os.PathLike, encoding: str = "utf-8") -> str:
+    """Guess ``"pharaoh"`` or ``"naacl"`` from the first non-empty line of a file (a Pharaoh line never
+    reads as ``sentid i j``; a bad line further down is then reported by the parser, with its line)."""
     p = check_readable(path, "alignment file")
-    seen = 0
     for line in read_lines(p, encoding):
-        text = line.strip()
-        if not text:
-            continue
-        if not _NAACL_LINE.match(text):
-            return "pharaoh"
-        seen += 1
-        if seen >= probe:
-            break
-    return "naacl" if seen else "pharaoh"
+        if text := line.strip():
+            return "naacl" if _NAACL_LINE.match(text) else "pharaoh"
+    return "pharaoh"
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _parse_pharaoh(
-    p: Path, encoding: str, max_sentences: int | None
+    p: Path, encoding: str, max_sentences: int | None, role: str = "gold"
 ) -> tuple[list[list[_RawLink]], int]:
     sents: list[list[_RawLink]] = []
     ignored = 0
@@ -119,13 +121,15 @@ def _parse_pharaoh(
         row: list[_RawLink] = []
         for tok in line.split():
             m = _PHARAOH_LINK.match(tok)
+            if m is not None and m.group(5) is not None and not _is_float(m.group(5)):
+                m = None
             if m is None:
                 raise FormatError(
                     f"cannot read {tok!r} as a Pharaoh link",
                     path=p,
                     line=lineno,
                     hint="links look like 3-4 (sure), 3p4 or 3?4 (possible), 3-4-S, 3-4-P or "
-                    "3-4:0.8; for 'sentid i j [S|P]' lines use --gold-format naacl",
+                    f"3-4:0.8; for 'sentid i j [S|P]' lines use --{role}-format naacl",
                 )
             a, kind, b, label, score = m.groups()
             sure = kind == "-" and (label is None or label.upper() == "S")
@@ -137,13 +141,13 @@ def _parse_pharaoh(
     return sents, ignored
 
 
-def _parse_naacl(p: Path, encoding: str) -> list[_RawLink]:
+def _parse_naacl(p: Path, encoding: str, role: str = "gold") -> list[_RawLink]:
     links: list[_RawLink] = []
     for lineno, line in enumerate(read_lines(p, encoding), start=1):
         fields = line.split()
         if not fields:
             continue
-        ok = 3 <= len(fields) <= 5 and all(f.isdigit() for f in fields[:3])
+        ok = 3 <= len(fields) <= 5 and all(f.isdecimal() for f in fields[:3])
         label, score = "S", None
         if ok and len(fields) >= 4:
             rest = fields[3:]
@@ -160,7 +164,7 @@ def _parse_naacl(p: Path, encoding: str) -> list[_RawLink]:
                 f"cannot read {line.strip()!r} as a NAACL link 'sentid i j [S|P] [confidence]'",
                 path=p,
                 line=lineno,
-                hint="for one-line-per-sentence files (0-1 2p3 ...) use --gold-format pharaoh",
+                hint=f"for one-line-per-sentence files (0-1 2p3 ...) use --{role}-format pharaoh",
             )
         links.append(
             _RawLink(int(fields[0]), int(fields[1]), int(fields[2]), label == "S", score, lineno)
@@ -320,7 +324,7 @@ def read_alignments(
         n_sentences = len(src_lengths)
     ignored = 0
     if fmt == "pharaoh":
-        sents, ignored = _parse_pharaoh(p, encoding, max_sentences)
+        sents, ignored = _parse_pharaoh(p, encoding, max_sentences, role)
         raw = [r for row in sents for r in row]
         n = len(sents) if n_sentences is None else n_sentences
         if n_sentences is not None and len(sents) > n_sentences:
@@ -329,9 +333,12 @@ def read_alignments(
                 path=p,
                 hint="a Pharaoh file has exactly one line per sentence pair",
             )
-        n = max(n, len(sents))
+        if role == "gold" and len(sents) < n:  # its lines are its sentences: the text's first ones
+            warn(f"{p}: the gold has {len(sents)} lines for a text of {n} sentences; scoring the first "
+                 f"{len(sents)}")
+            n = len(sents)
     else:
-        raw = _parse_naacl(p, encoding)
+        raw = _parse_naacl(p, encoding, role)
         if raw and min(r.sent for r in raw) > 0:
             raw = [_RawLink(r.sent - 1, r.a, r.b, r.sure, r.score, r.line) for r in raw]
         top = max((r.sent for r in raw), default=-1) + 1

@@ -81,9 +81,19 @@ def read_attention(path: str | os.PathLike, index: int) -> SavedPair:
     if f"att_{index}.npy" not in z.zip.namelist():
         raise AttnAlignError(f"the attention file has no pair {index} (skipped, or out of range)",
                              path=path)
-    rev = z[f"rev_{index}"] if f"rev_{index}.npy" in z.zip.namelist() else None
-    return SavedPair(index, [str(t) for t in z[f"src_{index}"]], [str(t) for t in z[f"tgt_{index}"]],
-                     z[f"att_{index}"], z[f"eos_{index}"], rev, json.loads(str(z["meta"])))
+    try:
+        rev = z[f"rev_{index}"] if f"rev_{index}.npy" in z.zip.namelist() else None
+        pair = SavedPair(index, [str(t) for t in z[f"src_{index}"]], [str(t) for t in z[f"tgt_{index}"]],
+                         z[f"att_{index}"], z[f"eos_{index}"], rev, json.loads(str(z["meta"])))
+    except (KeyError, ValueError, TypeError, OSError, zipfile.BadZipFile) as e:  # object arrays, truncation
+        raise AttnAlignError(f"pair {index} of the attention file cannot be read ({str(e)[:200]})",
+                             path=path, hint="write the file again with attnalign align corpus "
+                                             "--save-attention") from None
+    shape = (len(pair.tgt), len(pair.src))
+    if pair.matrix.shape != shape or pair.eos.shape != shape[:1] or (rev is not None and rev.shape != shape):
+        raise AttnAlignError(f"pair {index} of the attention file has a matrix of shape {pair.matrix.shape} "
+                             f"for {shape[0]} target and {shape[1]} source words", path=path)
+    return pair
 
 
 def saved_indices(path: str | os.PathLike) -> list[int]:

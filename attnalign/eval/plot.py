@@ -35,6 +35,9 @@ class Panel:
     settings: dict = field(default_factory=dict)
 
 
+MAX_INCHES = 36.0  # the largest side of a figure (5,400 pixels at the 150 dpi of save_figure)
+
+
 def _mpl():
     import matplotlib
 
@@ -117,9 +120,13 @@ def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool =
     rows = (n + cols - 1) // cols
     T = max(p.matrix.shape[0] for p in panels)
     S = max(p.matrix.shape[1] + (p.eos is not None) for p in panels)
-    cell = 0.12 if compact else 0.32
-    w = max(2.2 if compact else 4.5, cell * S + (0.4 if compact else 2.2))
-    h = max(2.0 if compact else 3.5, cell * T + (0.6 if compact else 2.0))
+    margin_w, margin_h = (0.4, 0.6) if compact else (2.2, 2.0)
+    # cells shrink for long sentences so that a figure stays under MAX_INCHES a side (a 150-word pair
+    # must not become a 200-megapixel PNG)
+    cell = min(0.12 if compact else 0.32, (MAX_INCHES / cols - margin_w) / S,
+               (MAX_INCHES / rows - margin_h) / T)
+    w = max(2.2 if compact else 4.5, cell * S + margin_w)
+    h = max(2.0 if compact else 3.5, cell * T + margin_h)
     fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False,
                              layout="constrained" if n > 1 else None)
     im = None
