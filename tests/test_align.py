@@ -119,11 +119,11 @@ def test_transformer_layers_heads_and_errors(models, corpus):
         r = invoke(*base, *extra)
         assert r.exit_code == 0, r.stderr
     r = invoke(*base, "--layer", "5")
-    assert r.exit_code == 1 and "no layer 5; valid: 0..1, -2..-1 or mean" in r.stderr
+    assert r.exit_code == 2 and "no layer 5; valid: 0..1, -2..-1 or mean" in r.stderr
     r = invoke(*base, "--head", "7")
-    assert r.exit_code == 1 and "no head 7" in r.stderr
+    assert r.exit_code == 2 and "no head 7" in r.stderr
     r = invoke(*base, "--sym", "intersection")
-    assert r.exit_code == 1 and "both directions" in r.stderr
+    assert r.exit_code == 2 and "both directions" in r.stderr
 
 
 def test_rnn_ignores_layer_with_a_warning(models):
@@ -184,7 +184,7 @@ def test_missing_model_and_bad_options(corpus, tmp_path, models):
     assert r.exit_code == 1 and "not an attnalign model directory" in r.stderr
     r = invoke("align", "corpus", "--model", models / "rnn", "--src", corpus[0], "--tgt", corpus[1],
                "--layer", "top")
-    assert r.exit_code == 1 and "an integer, 'mean' or 'align'" in r.stderr
+    assert r.exit_code == 2 and "an integer, 'mean' or 'align'" in r.stderr
 
 
 def test_align_sentence(models):

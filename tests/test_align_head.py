@@ -129,7 +129,7 @@ def test_head_needs_a_guide(tmp_path):
 def test_layer_align_without_a_head_is_a_clear_error(models):
     r = CliRunner().invoke(app, ["align", "corpus", "--model", str(models / "rnn"), "--layer", "align",
                                  "--src", str(SAMPLE / "test.en"), "--tgt", str(SAMPLE / "test.fr")])
-    assert r.exit_code == 1 and "no alignment head" in r.output and "--align-head" in r.output
+    assert r.exit_code == 2 and "no alignment head" in r.output and "--align-head" in r.output
 
 
 BOTH = ["forward", "reverse"]

@@ -79,23 +79,23 @@ def test_empty_prediction_lines_score_without_crashing(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "code"),
     [
-        (["missing.gold", "x"], "does not exist"),
-        (["{gold}", "{bad}"], "cannot read"),
-        (["{gold}", "{gold}", "--src", "{gold}"], "needs both"),
-        (["{gold}", "{gold}", "--src", "{txt}", "--tgt", "{txt}"], "out of range"),
-        (["{gold}", "{gold}", "--per-sentence", "/nonexistent/dir/x.csv"], "does not exist"),
+        (["missing.gold", "x"], "does not exist", 1),
+        (["{gold}", "{bad}"], "cannot read", 1),
+        (["{gold}", "{gold}", "--src", "{gold}"], "needs both", 2),
+        (["{gold}", "{gold}", "--src", "{txt}", "--tgt", "{txt}"], "out of range", 1),
+        (["{gold}", "{gold}", "--per-sentence", "/nonexistent/dir/x.csv"], "does not exist", 1),
     ],
 )
-def test_errors_exit_1_with_a_message(tmp_path, args, message):
+def test_errors_exit_1_or_2_with_a_message(tmp_path, args, message, code):
     files = {
         "gold": write(tmp_path / "gold", "0-0 1-1\n"),
         "bad": write(tmp_path / "bad", "0-0 zz\n"),
         "txt": write(tmp_path / "txt", "one\n"),
     }
     r = invoke("score", *[a.format(**files) for a in args])
-    assert r.exit_code == 1
+    assert r.exit_code == code  # 2: the command line is wrong; 1: an input is
     assert r.stderr.startswith("error:") and message in r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
 

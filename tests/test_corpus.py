@@ -6,7 +6,7 @@ import pytest
 from helpers import write
 
 from attnalign.data.corpus import count_lines, open_corpus, read_corpus
-from attnalign.errors import AttnAlignWarning, CorpusError
+from attnalign.errors import AttnAlignError, AttnAlignWarning, CorpusError
 
 
 def test_two_files(tmp_path):
@@ -75,7 +75,7 @@ def test_missing_and_empty_files(tmp_path, missing):
     elif missing == "tgt":
         t = write(tmp_path / "empty.fr", "")
     else:
-        with pytest.raises(CorpusError, match="needs both"):
+        with pytest.raises(AttnAlignError, match="needs both"):
             open_corpus(s, None)
         return
     with pytest.raises(CorpusError, match="does not exist|is empty"):
@@ -84,7 +84,7 @@ def test_missing_and_empty_files(tmp_path, missing):
 
 def test_corpus_and_two_files_are_exclusive(tmp_path):
     c = write(tmp_path / "c.txt", "a ||| b\n")
-    with pytest.raises(CorpusError, match="not both"):
+    with pytest.raises(AttnAlignError, match="not both"):
         open_corpus(c, c, c)
 
 

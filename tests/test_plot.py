@@ -125,4 +125,4 @@ def test_cli_errors(models, tmp_path, args, message):
     if "--index" in args:
         args += ["--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr"]
     r = invoke("plot", "sentence", "--model", models / "rnn", *args)
-    assert r.exit_code == 1 and message in r.stderr, r.stderr
+    assert r.exit_code == 2 and message in r.stderr, r.stderr  # options that do not go together

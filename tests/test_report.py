@@ -67,4 +67,4 @@ def test_report_from_saved_attention(models, tmp_path):
 
 def test_report_errors(models, tmp_path):
     r = invoke("report", "--gold", SAMPLE / "test.gold.pharaoh", "-o", tmp_path / "rep")
-    assert r.exit_code == 1 and "--model" in r.stderr
+    assert r.exit_code == 2 and "--model" in r.stderr

@@ -218,7 +218,7 @@ def test_cli_train(tmp_path):
     assert r.exit_code == 1 and "already holds a model" in r.stderr and "Traceback" not in r.stderr
     r = runner.invoke(app, ["train", "--src", str(src), "--tgt", str(tgt), "--model", str(tmp_path / "x"),
                             "--heads", "4"])
-    assert r.exit_code == 1 and "--heads do not apply to --model-type rnn" in r.stderr
+    assert r.exit_code == 2 and "--heads do not apply to --model-type rnn" in r.stderr
 
 
 def test_subword_model_aligns_words(tmp_path, sample_pairs):

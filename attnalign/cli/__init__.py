@@ -21,6 +21,9 @@ from .train import train
 app = typer.Typer(
     name="attnalign",
     help="Word alignment from the attention of NMT models: train, align, plot, score.",
+    epilog="Exit codes: 0 done; 1 an input or the run failed (a file missing, unreadable or malformed, a "
+           "model that does not load); 2 the command line is wrong (an unknown option, a value out of "
+           "range, options that do not go together, an output that names an input); 130 interrupted.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

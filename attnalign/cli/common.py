@@ -178,7 +178,7 @@ def _layer_head(value: str | None, what: str) -> int | str | None:
         return int(value)
     except ValueError:
         choices = "an integer, 'mean' or 'align'" if what == "layer" else "an integer or 'mean'"
-        raise AttnAlignError(f"--{what} must be {choices}, not {value!r}") from None
+        raise OptionError(f"--{what} must be {choices}, not {value!r}") from None
 
 
 def align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=4000, device="auto",

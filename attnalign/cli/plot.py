@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import AttnAlignError
+from ..errors import OptionError
 from .common import (
     CorpusOpt,
     Decoder,
@@ -75,14 +75,14 @@ def plot_sentence(
     from ..workflows.views import sentence_figure, sentence_panels
 
     if output is None and not terminal:
-        raise AttnAlignError("give --output FILE (.png, .svg, .pdf) or --terminal")
+        raise OptionError("give --output FILE (.png, .svg, .pdf) or --terminal")
     if output is not None:
         files = {"--src": src, "--tgt": tgt} if index is not None else {}
         check_distinct({"--output": output}, {**files, "--corpus": corpus, "--attention": attention,
                                               "--gold": gold})
         check_writable(output, "image file")
         if output.suffix.lower() not in IMAGE_TYPES:
-            raise AttnAlignError(f"unknown image type {output.suffix!r}", hint="use .png, .svg or .pdf")
+            raise OptionError(f"unknown image type {output.suffix!r}", hint="use .png, .svg or .pdf")
     grid_layers, grid_heads = layer == "all", head == "all"
     options = align_options(decoder, sym, threshold, None if grid_layers else layer,
                             "mean" if grid_heads else head, shift, device=device, resolve=attention is None)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import AttnAlignError
+from ..errors import OptionError
 from .common import (
     TEACHER,
     TEACHER_MODEL,
@@ -106,7 +106,7 @@ def network_options(model_type: ModelType, layers: int | None, **given) -> dict:
         given.update(enc_layers=layers, dec_layers=layers)
     wrong = set(given) & (TRANSFORMER_ONLY if model_type == ModelType.rnn else RNN_ONLY)
     if wrong:
-        raise AttnAlignError(f"--{', --'.join(sorted(w.replace('_', '-') for w in wrong))} do not apply to "
+        raise OptionError(f"--{', --'.join(sorted(w.replace('_', '-') for w in wrong))} do not apply to "
                              f"--model-type {model_type.value}")
     return given
 

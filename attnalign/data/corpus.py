@@ -241,12 +241,12 @@ def open_corpus(
     of lines. Decoding and separator errors are raised, with their line, when iteration reaches them.
     """
     if corpus is not None and (src is not None or tgt is not None):
-        raise CorpusError("give either --corpus or --src and --tgt, not both")
+        raise OptionError("give either --corpus or --src and --tgt, not both")
     if corpus is not None:
         p = check_readable(corpus, "corpus file")
         return ParallelCorpus(None, None, p, count_lines(p, encoding), encoding, lowercase)
     if src is None or tgt is None:
-        raise CorpusError(
+        raise OptionError(
             "a parallel corpus needs both --src and --tgt (or one --corpus file with 'src ||| tgt')"
         )
     ps, pt = check_readable(src, "source file"), check_readable(tgt, "target file")

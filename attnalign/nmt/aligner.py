@@ -17,7 +17,7 @@ import numpy as np
 from ..data.alignments import Link
 from ..data.corpus import Pairs
 from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, decode_pair
-from ..errors import AttnAlignError, require, warn
+from ..errors import AttnAlignError, OptionError, require, warn
 from .checkpoint import LoadedModel, load_model, read_model_config
 from .extract import AttentionSpec, iter_attention, reduce_attention, uses_align_head
 
@@ -98,7 +98,7 @@ class Aligner:
         first = "forward" if "forward" in meta["directions"] else "reverse"
         both = SYMMETRIZATIONS[sym].both
         if both and meta["directions"] != ["forward", "reverse"]:
-            raise AttnAlignError(
+            raise OptionError(
                 f"--sym {sym} needs a model trained in both directions; this one has "
                 f"{', '.join(meta['directions'])}", path=model_dir,
                 hint="train with --direction both, or use --sym none")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from ..errors import AttnAlignError
+from ..errors import OptionError
 from .batching import bucket_batches, make_batch
 from .subword import Segmenter
 from .words import select_rows, tokens_to_words
@@ -40,7 +40,7 @@ def uses_align_head(model, spec: AttentionSpec) -> bool:
     """Whether ``spec`` reads ``model``'s alignment head (an error if it asks for a missing one)."""
     has = getattr(model, "align_head", None) is not None
     if spec.layer == "align" and not has:
-        raise AttnAlignError("this model has no alignment head (--layer align)",
+        raise OptionError("this model has no alignment head (--layer align)",
                              hint="train it with --align-head --guide auto, or leave --layer out")
     return spec.layer == "align" or (spec.layer is None and has)
 
@@ -63,20 +63,20 @@ def reduce_attention(att: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
     n_layers, n_heads = att.size(1), att.size(2)
     layer = spec.layer
     if layer == "align":
-        raise AttnAlignError("--layer align reads the alignment head, not a decoder layer")
+        raise OptionError("--layer align reads the alignment head, not a decoder layer")
     if layer is None:
         layer = -2 if n_layers > 1 else -1
     if layer == "mean":
         att = att.mean(1)
     else:
         if not isinstance(layer, int) or not -n_layers <= layer < n_layers:
-            raise AttnAlignError(f"the model has no layer {layer!r}; valid: 0..{n_layers - 1}, "
+            raise OptionError(f"the model has no layer {layer!r}; valid: 0..{n_layers - 1}, "
                                  f"-{n_layers}..-1 or mean")
         att = att[:, layer]
     if spec.head == "mean":
         return att.mean(1)
     if not isinstance(spec.head, int) or not -n_heads <= spec.head < n_heads:
-        raise AttnAlignError(f"the model has no head {spec.head!r}; valid: 0..{n_heads - 1} or mean")
+        raise OptionError(f"the model has no head {spec.head!r}; valid: 0..{n_heads - 1} or mean")
     return att[:, spec.head]
 
 

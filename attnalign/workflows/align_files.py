@@ -190,12 +190,12 @@ def align_sentence(model: str | os.PathLike, src: str, tgt: str, options: AlignO
                    ) -> tuple[AlignedPair, dict]:
     """One pair given as whitespace-tokenized strings, aligned by ``model``; the settings used."""
     from ..data.corpus import tokenize
-    from ..errors import AttnAlignError
+    from ..errors import OptionError
     from ..nmt.aligner import Aligner, AlignOptions
 
     aligner = Aligner(model, options or AlignOptions())
     s, t = tokenize(src, aligner.lowercase), tokenize(tgt, aligner.lowercase)
     if not s or not t:
-        raise AttnAlignError("both --src and --tgt need at least one word")
+        raise OptionError("both --src and --tgt need at least one word")
     (pair,) = aligner.align_pairs([(s, t)])
     return pair, aligner.description

@@ -29,7 +29,7 @@ from ..data.alignments import Alignment
 from ..data.attnfile import read_attention, saved_indices
 from ..data.corpus import Pairs
 from ..decoding import DECODERS, SYMMETRIZATIONS, decode_pair
-from ..errors import AttnAlignError
+from ..errors import AttnAlignError, OptionError
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.plot import Panel, figure_for, save_figure
 
@@ -180,7 +180,7 @@ def build_report(
         title = f"attention file {attention}"
     else:
         if model is None or pairs is None:
-            raise AttnAlignError("a report needs --model and a corpus, or --attention")
+            raise OptionError("a report needs --model and a corpus, or --attention")
         if len(pairs) < len(gold):
             raise AttnAlignError(f"the corpus has {len(pairs)} pairs but the gold {len(gold)} sentences")
         pairs = list(pairs[: len(gold)])
@@ -389,7 +389,7 @@ def report_files(
     pairs = None
     if attention is None:
         if model is None:
-            raise AttnAlignError("give --model DIR with a corpus, or --attention FILE")
+            raise OptionError("give --model DIR with a corpus, or --attention FILE")
         from ..data.corpus import open_corpus
         from ..nmt.checkpoint import model_lowercase
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..data.alignments import read_alignments
 from ..data.corpus import read_corpus
-from ..errors import AttnAlignError, OptionError
+from ..errors import OptionError
 from ..eval.scoring import GoldOptions, read_gold
 from ..training import DevSet, TrainOptions, train
 from ..training.loop import Reporter
@@ -62,7 +62,7 @@ def train_files(
         gold = None if dev_gold is None else read_gold(dev_gold, gold_options, pairs=dev_pairs)[0]
         dev = DevSet(dev_pairs, gold)
     elif dev_gold is not None:
-        raise AttnAlignError("--dev-gold needs the dev text: --dev-src and --dev-tgt")
+        raise OptionError("--dev-gold needs the dev text: --dev-src and --dev-tgt")
     guide_links = None
     if options.guide not in (None, "auto"):
         lengths = [len(s) for s, _ in pairs], [len(t) for _, t in pairs]

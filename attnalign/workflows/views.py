@@ -12,7 +12,7 @@ from dataclasses import replace
 from ..data.alignments import Alignment
 from ..data.attnfile import read_attention
 from ..decoding import DECODERS, SYMMETRIZATIONS, argmax_src_links, decode_matrix, decode_pair
-from ..errors import AttnAlignError
+from ..errors import AttnAlignError, OptionError
 from ..eval.plot import Panel
 from ..nmt.aligner import Aligner, AlignOptions, resolve_decoding
 from ..nmt.extract import AttentionSpec, corpus_attention
@@ -49,7 +49,7 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
     """Panels for one pair aligned by a model: the chosen configuration, a comparison, or a
     layer x head grid (Transformers)."""
     if not src or not tgt:
-        raise AttnAlignError("both sides of the pair need at least one word")
+        raise OptionError("both sides of the pair need at least one word")
     grid = all_layers or all_heads
     aligner = Aligner(model_dir, replace(options, layer=None if all_layers else options.layer,
                                          head="mean" if all_heads else options.head))
@@ -58,7 +58,7 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
     if grid:
         lm = aligner.forward
         if lm.model_type != "transformer":
-            raise AttnAlignError("--layer all / --head all need a Transformer model; this one is an RNN")
+            raise OptionError("--layer all / --head all need a Transformer model; this one is an RNN")
         L, H = lm.config["dec_layers"], lm.config["heads"]
         layers = range(L) if all_layers else [aligner.spec.layer if aligner.spec.layer is not None else -2]
         heads = range(H) if all_heads else [aligner.spec.head]
@@ -134,26 +134,26 @@ def sentence_panels(
     gold_pair = None
     if gold is not None:
         if index is None:
-            raise AttnAlignError("--gold needs --index (which gold sentence to draw)")
+            raise OptionError("--gold needs --index (which gold sentence to draw)")
         golds, _ = read_gold(gold, gold_options or GoldOptions(encoding=encoding))
         if index >= len(golds):
             raise AttnAlignError(f"the gold has {len(golds)} sentences; --index {index} is past its end")
         gold_pair = golds[index]
     if attention is not None:
         if index is None:
-            raise AttnAlignError("--attention needs --index (which pair to draw)")
+            raise OptionError("--attention needs --index (which pair to draw)")
         return saved_panels(attention, index, options, gold=gold_pair, compare=compare, show_eos=show_eos)
     if model is None:
-        raise AttnAlignError("give --model DIR (or --attention FILE)")
+        raise OptionError("give --model DIR (or --attention FILE)")
     lower = model_lowercase(model, lowercase)
     if index is not None:
         pairs = open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lower)
         if index < 0 or index >= len(pairs):
-            raise AttnAlignError(f"--index {index} is out of range: the corpus has {len(pairs)} pairs")
+            raise OptionError(f"--index {index} is out of range: the corpus has {len(pairs)} pairs")
         s, t = next(p for k, p in enumerate(pairs) if k == index)
     else:
         if src is None or tgt is None:
-            raise AttnAlignError('give the pair as --src "..." --tgt "..." (or --index N with files)')
+            raise OptionError('give the pair as --src "..." --tgt "..." (or --index N with files)')
         s, t = tokenize(src, lower), tokenize(tgt, lower)
     return model_panels(model, s, t, options, gold=gold_pair, compare=compare, all_layers=all_layers,
                         all_heads=all_heads, show_eos=show_eos)

@@ -1,0 +1,92 @@
+"""Fault injection: `train` and `align corpus` killed (SIGKILL) at random points, then resumed or run
+again, end with the same result as an uninterrupted run, keep the old output until then, and leave no
+stray files."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from helpers import SAMPLE
+
+from attnalign.data.corpus import read_corpus
+from attnalign.nmt.checkpoint import load_checkpoint
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def cli(*args) -> list[str]:
+    return [sys.executable, "-m", "attnalign", *map(str, args)]
+
+
+def run(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(cli(*args), env=ENV, capture_output=True, text=True, timeout=300)
+
+
+def killed_at(args, delay: float) -> None:
+    p = subprocess.Popen(cli(*args), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+
+
+def strays(folder) -> list[str]:
+    return sorted(p.name for p in folder.parent.rglob("*") if p.name.endswith(".tmp")
+                  or p.name.endswith((".new", ".old")))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("faults")
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:150]
+    (root / "t.en").write_text("".join(" ".join(s) + "\n" for s, _ in pairs))
+    (root / "t.fr").write_text("".join(" ".join(t) + "\n" for _, t in pairs))
+    return root
+
+
+def train_args(data, model):
+    return ["train", "--src", data / "t.en", "--tgt", data / "t.fr", "--model", model, "--hidden", "16",
+            "--emb-dim", "8", "--epochs", "3", "--batch-tokens", "300", "--save-every", "1", "--threads", "1",
+            "--quiet"]
+
+
+def test_killed_training_resumes_to_the_same_weights(data):
+    t0 = time.perf_counter()
+    full = run(*train_args(data, data / "full"))
+    wall = time.perf_counter() - t0
+    assert full.returncode == 0, full.stderr
+    want = load_checkpoint(data / "full" / "forward.pt")["state_dict"]
+    rnd = random.Random(0)
+    for seed in range(3):
+        model = data / f"killed{seed}"
+        killed_at(train_args(data, model), rnd.uniform(0.3, 1.0) * wall)
+        resumed = (model / "config.json").exists()
+        again = run(*train_args(data, model), *(["--resume"] if resumed else []))
+        assert again.returncode == 0, again.stderr
+        got = load_checkpoint(model / "forward.pt")["state_dict"]
+        assert all(torch.equal(want[k], got[k]) for k in want), f"seed {seed} (resumed: {resumed})"
+        assert strays(model) == []
+
+
+def test_killed_align_keeps_the_old_output_and_a_rerun_completes(data):
+    assert run(*train_args(data, data / "m")).returncode == 0
+    out = data / "out.align"
+    args = ["align", "corpus", "--model", data / "m", "--src", data / "t.en", "--tgt", data / "t.fr",
+            "-o", out, "--threads", "1", "--quiet"]
+    t0 = time.perf_counter()
+    assert run(*args).returncode == 0
+    wall = time.perf_counter() - t0
+    want = out.read_text()
+    rnd = random.Random(1)
+    for _ in range(2):
+        out.write_text("OLD\n")
+        killed_at(args, rnd.uniform(0.3, 1.0) * wall)
+        assert out.read_text() in ("OLD\n", want)  # whole or not at all
+        assert run(*args).returncode == 0 and out.read_text() == want
+        assert strays(out) == []
