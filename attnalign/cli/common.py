@@ -2,8 +2,9 @@
 once (gold files, corpora, models, decoding, the statistical teacher).
 
 Data goes to stdout; messages, warnings and progress go to stderr. A user-fixable error
-(:class:`~attnalign.errors.AttnAlignError`, an unreadable or unwritable file) prints one clear message
-and exits with code 1, never a traceback. Nothing here imports torch.
+(:class:`~attnalign.errors.AttnAlignError`, an unreadable or unwritable file) prints one clear message,
+never a traceback, and exits 2 for an :class:`~attnalign.errors.OptionError` (like click's usage errors),
+else 1. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 
 
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn user-fixable errors into a message on stderr and exit code 1; show warnings on stderr."""
+    """Turn user-fixable errors into a message on stderr and exit code 1 or 2; show warnings on stderr."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
