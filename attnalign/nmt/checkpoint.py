@@ -44,8 +44,10 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     """Read a checkpoint with ``weights_only=True``; a corrupt or foreign file gets a clear error."""
     p = Path(path)
     if not p.exists():
-        raise AttnAlignError("checkpoint not found", path=p,
-                             hint="train a model first: attnalign train ... --model DIR")
+        hint = "train a model first: attnalign train ... --model DIR"
+        if (p.parent / "config.json").exists():  # a model directory whose training did not get this far
+            hint = f"its training may have been interrupted: attnalign train --model {p.parent} --resume"
+        raise AttnAlignError("checkpoint not found", path=p, hint=hint)
     try:
         ck = torch.load(p, map_location=map_location, weights_only=True)
     except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, ValueError) as e:
