@@ -19,6 +19,8 @@ from attnalign.statistical import (
 )
 from attnalign.statistical.fertility import (
     _buckets,
+    _into_counts,
+    _out_counts,
     _tables,
     _tail_count,
     sample_marginals,
@@ -27,10 +29,24 @@ from attnalign.statistical.fertility import (
 
 
 def test_tail_count_shares_the_clipped_buckets():
-    # max_jump 2: distances >= 2 share one bucket, <= -2 another; the last position is padding
-    d = np.array([[-3, -2, -1, 0, 1, 2, 3, 4]])
-    real = np.array([[True] * 7 + [False]])
-    assert _tail_count(d, real, 2).tolist() == [[2, 2, 1, 1, 1, 2, 2, 2]]  # of 2, 3, 4 only 2, 3 are real
+    # max_jump 2, S = 7 real positions, previous link at 3: jumps -3..+3 to the real positions; the
+    # distances >= 2 (positions 5, 6) share one bucket, <= -2 (positions 0, 1) another
+    d = np.array([[-3, -2, -1, 0, 1, 2, 3, 4]])  # the last position is padding
+    first, last = _into_counts(np.array([3]), np.array([7]), 2)
+    assert (first.tolist(), last.tolist()) == ([2], [2])
+    assert _tail_count(d, first, last, 2).tolist() == [[2, 2, 1, 1, 1, 2, 2, 2]]
+
+
+@pytest.mark.parametrize("max_jump", [1, 2, 3, 10])
+def test_bucket_counts_match_counting_positions(max_jump):
+    for S in range(1, 9):
+        i = np.arange(S)
+        for ref in range(-1, S + 1):
+            into = (int(((i - ref) <= -max_jump).sum()), int(((i - ref) >= max_jump).sum()))
+            out = (int(((ref - i) <= -max_jump).sum()), int(((ref - i) >= max_jump).sum()))
+            got_in = [int(x[0]) for x in _into_counts(np.array([ref]), np.array([S]), max_jump)]
+            got_out = [int(x[0]) for x in _out_counts(np.array([ref]), np.array([S]), max_jump)]
+            assert got_in == [max(c, 1) for c in into] and got_out == [max(c, 1) for c in out]
 
 
 def test_tables_count_jumps_over_null_and_fertilities():
@@ -41,7 +57,7 @@ def test_tables_count_jumps_over_null_and_fertilities():
     J, fert = _tables(buckets, n_src, max_jump=2, max_fertility=3, beta=0.0, gamma=0.0)
     assert J.tolist() == pytest.approx([0, 0, 1 / 3, 1 / 3, 1 / 3])  # distances -2..+2
     assert buckets[0].phi.tolist() == [[2, 0, 0, 0]]  # the last column is NULL
-    assert fert[:3].tolist() == [[0, 0, 1, 0], [1, 0, 0, 0], [1, 0, 0, 0]]  # types a, b, c
+    assert fert[1:4].tolist() == [[0, 0, 1, 0], [1, 0, 0, 0], [1, 0, 0, 0]]  # types a, b, c (0: NULL)
 
 
 def _dictionary_corpus(n: int, seed: int = 0):
@@ -78,8 +94,8 @@ def test_sampling_is_deterministic_per_seed_and_keeps_empty_sides():
     pairs, _ = _dictionary_corpus(60)
     pairs = pairs + [([], ["v1"]), (["w1"], [])]
     init = [np.zeros(len(t), dtype=np.int64) for _, t in pairs]
-    a = sample_marginals(pairs, init, sweeps=4, fertility_from=2, collect=2, seed=3)
-    b = sample_marginals(pairs, init, sweeps=4, fertility_from=2, collect=2, seed=3)
+    a, b = (sample_marginals(pairs, init, sweeps=4, fertility_from=2, collect=2, seed=3)
+            .frequencies(0, len(pairs)) for _ in range(2))
     assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
     assert a[-2].shape == (1, 1) and not a[-2].any() and a[-1].shape == (0, 2)  # empty sides: no links
     with pytest.raises(ValueError, match="collect"):

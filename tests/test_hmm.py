@@ -15,7 +15,6 @@ from attnalign.statistical.hmm import (
     _HMM,
     _forward_backward,
     _transitions,
-    _transpose_index,
     train_hmm_agreement,
     train_hmm_posteriors,
 )
@@ -105,16 +104,23 @@ def test_posterior_links_need_both_directions():
     assert posterior_links(np.zeros((0, 3)), np.zeros((2, 1))) == []
 
 
-def test_transpose_index_pairs_the_same_cells():
-    shapes = [(2, 3), (0, 4), (1, 1)]  # (T, S) per sentence; rows of S + 1 cells, NULL last
-    offsets = np.array([0, 8, 8])
-    rev_offsets = np.array([0, 9, 9])  # reverse rows of T + 1 cells: 3 * 3, then 0, then 1 * 2
-    f_idx, r_idx = _transpose_index(shapes, offsets, rev_offsets)
-    f_cells = {int(f): None for f in f_idx}
-    assert len(f_cells) == 2 * 3 + 1
-    # forward cell (j=1, i=2) of sentence 0 sits at 1 * 4 + 2 = 6; reverse (i=2, j=1) at 2 * 3 + 1 = 7
-    assert dict(zip(f_idx.tolist(), r_idx.tolist(), strict=True))[6] == 7
-    assert dict(zip(f_idx.tolist(), r_idx.tolist(), strict=True))[8] == 9  # the 1 x 1 sentence
+def test_agreement_batches_pair_the_same_cells():
+    # forward cell (j, i) of a batch is reverse cell (i, j): the same two words, whatever the padding
+    from attnalign.statistical.cells import make_batch
+    from attnalign.statistical.ids import IdCorpus, LexTable
+
+    corpus = IdCorpus.encode([(["a", "b", "c"], ["x", "y"]), (["d"], ["z", "w", "v"])])
+    rev = corpus.swapped()
+    rows = np.arange(2)
+    fb, rb = make_batch(corpus, LexTable(corpus), rows), make_batch(rev, LexTable(rev), rows)
+    fkeys, rkeys = LexTable(corpus).keys, LexTable(rev).keys
+    for b, (S, T) in enumerate([(3, 2), (1, 3)]):
+        for j in range(T):
+            for i in range(S):
+                e, f = divmod(int(fkeys[fb.idx[b, j, i]]), corpus.n_tgt)
+                f2, e2 = divmod(int(rkeys[rb.idx[b, i, j]]), rev.n_tgt)
+                assert (corpus.src_words[e], corpus.tgt_words[f]) == (rev.tgt_words[e2], rev.src_words[f2])
+    assert fb.idx.shape == (2, 3, 4) and rb.idx.shape == (2, 3, 4)  # [B, Tm, Sm + 1] both ways
 
 
 def _sample_pairs(n_train: int):
@@ -152,7 +158,7 @@ def test_rows_whose_emissions_all_underflow_still_get_a_posterior():
     # NaNs); the emission floor keeps every row a proper distribution
     hmm = _HMM([(["a", "b", "c"], ["x", "y", "z", "w"])] * 3, 0.2, 10, 0.01, 1, 2_000_000, {})
     hmm.t[:] = 0.0
-    post = hmm.split(hmm.e_step()[0])
+    post = hmm.posteriors(0, 3)
     assert all(np.isfinite(p).all() and np.allclose(p.sum(1), 1) for p in post)
 
 

@@ -118,11 +118,11 @@ def test_guide_prefix_option(tmp_path):
 def test_identical_types_get_extra_counts_by_hand():
     # source ids: NULL 0, a 1, b 2; target ids: a 0, c 1; type pairs sorted by (source, target):
     # NULL-a, NULL-c, a-a, a-c, b-a, b-c. Only a-a is identical; NULL never is.
-    c = _cells([(["a", "b"], ["a", "c"])], p0=0.1, tension=0.0, identical=2.0)
-    assert c.bonus.tolist() == [0, 0, 2, 0, 0, 0]
+    _, table, bonus = _cells([(["a", "b"], ["a", "c"])], identical=2.0)
+    assert bonus.tolist() == [0, 0, 2, 0, 0, 0]
     # plain EM (alpha 0) with one count per type pair: t(a | a) = (1 + 2) / (2 + 2), t(c | a) = 1 / 4
-    assert m_step(c, np.ones(6), alpha=0.0).tolist() == [0.5, 0.5, 0.75, 0.25, 0.5, 0.5]
-    assert _cells([(["a"], ["a"])], p0=0.1, tension=0.0).bonus is None
+    assert m_step(table, np.ones(6), alpha=0.0, bonus=bonus).tolist() == [0.5, 0.5, 0.75, 0.25, 0.5, 0.5]
+    assert _cells([(["a"], ["a"])])[2] is None
 
 
 @pytest.mark.parametrize("model", ["ibm2", "hmm", "hmm-agree"])

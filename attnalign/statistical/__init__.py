@@ -8,7 +8,7 @@ aligners by name), :mod:`.options` (:class:`TeacherOptions`, the defaults), :mod
 points). Importing this package does not import torch.
 """
 
-from .align import align_statistical, combined_links, directional_links, directional_posteriors
+from .align import align_statistical, combined_links, directional_links, directional_posteriors, iter_links
 from .links import posterior_links, viterbi_links, word_prefixes
 from .options import (
     COMBINED,
@@ -26,5 +26,5 @@ from .registry import MODELS
 
 __all__ = ["COMBINED", "DEFAULT", "FERTILITY_PREFIX", "FERTILITY_THRESHOLD", "IDENTICAL", "MODELS",
            "POSTERIOR_THRESHOLD", "PREFIX", "SYMS", "TeacherOptions", "align_statistical", "check_choices",
-           "combined_links", "directional_links", "directional_posteriors", "posterior_links",
+           "combined_links", "directional_links", "directional_posteriors", "iter_links", "posterior_links",
            "viterbi_links", "word_prefixes"]

@@ -7,30 +7,44 @@ the CLI and training check options first with :meth:`TeacherOptions.check` for a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from ..data.alignments import Link
 from ..data.corpus import Pairs
 from ..decoding.symmetrize import symmetrize
-from .links import posterior_links, viterbi_links, word_prefixes
+from .dist import gather_chunks, my_chunks, world
+from .ids import CHUNK_PAIRS, IdCorpus, chunks
+from .links import posterior_links, viterbi_links
 from .options import DEFAULT, FERTILITY_PREFIX, FERTILITY_THRESHOLD, SYMS
 from .registry import COMBINED, DIRECTIONAL
 
 
-def directional_posteriors(pairs: Pairs, model: str, iterations: int = 5, prefix: int = DEFAULT.prefix,
-                           identical: float = DEFAULT.identical, **kw
-                           ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Train both directions of ``model`` (one of :data:`.registry.DIRECTIONAL`) on ``pairs``; return
-    the forward posteriors ``[T, S + 1]`` and the reverse ones ``[S, T + 1]`` of every pair (NULL
-    last). ``fertility`` returns marginal link frequencies instead (``iterations`` and ``identical``
-    do not apply). ``prefix``: the models see words cut to this many characters (0: whole words);
-    ``identical``: extra counts for identical types (0: none)."""
+def fit(pairs: Pairs | IdCorpus, model: str, iterations: int = 5, prefix: int = DEFAULT.prefix,
+        identical: float = DEFAULT.identical, **kw):
+    """Train both directions of ``model`` (one of :data:`.registry.DIRECTIONAL`) on ``pairs`` (word
+    lists, cut to ``prefix`` characters; or an already encoded :class:`.ids.IdCorpus`); returns the
+    trained model, whose ``posteriors(lo, hi)`` gives pairs ``lo..hi``'s."""
     if model not in DIRECTIONAL:
         raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(DIRECTIONAL)} "
                          f"({COMBINED} combines two of them: see align_statistical)")
     if identical < 0:
         raise ValueError(f"identical must be 0 (no prior) or a positive count, not {identical}")
-    return DIRECTIONAL[model](word_prefixes(pairs, prefix), iterations, identical, **kw)
+    corpus = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs, prefix)
+    return DIRECTIONAL[model](corpus, iterations, identical, **kw)
+
+
+def directional_posteriors(pairs: Pairs, model: str, iterations: int = 5, prefix: int = DEFAULT.prefix,
+                           identical: float = DEFAULT.identical, **kw
+                           ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Train both directions of ``model`` on ``pairs``; return the forward posteriors ``[T, S + 1]``
+    and the reverse ones ``[S, T + 1]`` of every pair (NULL last), all in memory (:func:`iter_links`
+    streams instead). ``fertility`` returns marginal link frequencies (``iterations`` and
+    ``identical`` do not apply). ``prefix``: the models see words cut to this many characters (0:
+    whole words); ``identical``: extra counts for identical types (0: none)."""
+    corpus = IdCorpus.encode(pairs, prefix)
+    return fit(corpus, model, iterations, prefix, identical, **kw).posteriors(0, len(corpus))
 
 
 def directional_links(pairs: Pairs, model: str, iterations: int = 5, prefix: int = DEFAULT.prefix,
@@ -38,8 +52,63 @@ def directional_links(pairs: Pairs, model: str, iterations: int = 5, prefix: int
                       ) -> tuple[list[list[Link]], list[list[Link]]]:
     """Train both directions on ``pairs``; return each direction's Viterbi links (both source first)."""
     fwd, rev = directional_posteriors(pairs, model, iterations, prefix, identical, **kw)
-    return ([viterbi_links(p) for p in fwd],
-            [[(i, j) for j, i in viterbi_links(p)] for p in rev])  # reverse: (tgt, src) -> (src, tgt)
+    return [viterbi_links(p) for p in fwd], [_turn(viterbi_links(p)) for p in rev]
+
+
+def _turn(links: list[Link]) -> list[Link]:
+    return sorted((i, j) for j, i in links)  # reverse: (tgt, src) -> (src, tgt)
+
+
+def _decode(fwd: np.ndarray, rev: np.ndarray, sym: str) -> list[Link]:
+    """One pair's links from its two directions' posteriors."""
+    if sym == "posterior":
+        return posterior_links(fwd, rev)
+    if sym == "none":
+        return viterbi_links(fwd)
+    return sorted(symmetrize(viterbi_links(fwd), _turn(viterbi_links(rev)), sym))
+
+
+def iter_links(pairs: Pairs, sym: str = DEFAULT.sym, iterations: int = 5, model: str = DEFAULT.model,
+               prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical, chunk: int = CHUNK_PAIRS,
+               **kw) -> Iterator[list[Link]]:
+    """Train on ``pairs`` (any re-iterable of word-list pairs, read once) and yield each pair's links
+    (source first) in corpus order, decoded chunk by chunk: memory holds the corpus's token ids and
+    the models' tables, never every pair's matrices. Arguments as :func:`align_statistical`. Under
+    torchrun every process trains on its share; rank 0 yields all the links, the others none."""
+    _check(sym, model)
+    combined = model == COMBINED
+    corpus = IdCorpus.encode(pairs, prefix)
+    first = fit(corpus, "hmm-agree" if combined else model, iterations, prefix, identical, **kw)
+    second = None
+    if combined:
+        words = corpus if prefix == FERTILITY_PREFIX else IdCorpus.encode(pairs, FERTILITY_PREFIX)
+        second = fit(words, "fertility", prefix=FERTILITY_PREFIX, chunk=chunk)
+
+    def links(lo: int, hi: int) -> list[list[Link]]:
+        a, b = first.posteriors(lo, hi)
+        if second is None:
+            return [_decode(f, r, sym) for f, r in zip(a, b, strict=True)]
+        c, d = second.posteriors(lo, hi)
+        return [sorted(set(posterior_links(w, x)) | set(posterior_links(y, z, FERTILITY_THRESHOLD)))
+                for w, x, y, z in zip(a, b, c, d, strict=True)]
+
+    if world()[1] == 1:
+        for lo, hi in chunks(len(corpus), chunk):
+            yield from links(lo, hi)
+        return
+    gathered = gather_chunks([(lo, links(lo, hi)) for lo, hi in my_chunks(len(corpus), chunk)])
+    for part in gathered or ():
+        yield from part
+
+
+def _check(sym: str, model: str) -> None:
+    if sym not in (*SYMS, "none"):
+        raise ValueError(f"unknown symmetrization {sym!r}; choose one of {', '.join(SYMS)}")
+    if model == COMBINED and sym != "posterior":
+        raise ValueError(f"{COMBINED} combines posterior links; it takes sym 'posterior', not {sym!r}")
+    if model != COMBINED and model not in DIRECTIONAL:
+        raise ValueError(f"unknown statistical model {model!r}; "
+                         f"choose {', '.join(DIRECTIONAL)} or {COMBINED}")
 
 
 def align_statistical(pairs: Pairs, sym: str = DEFAULT.sym, iterations: int = 5, model: str = DEFAULT.model,
@@ -48,28 +117,13 @@ def align_statistical(pairs: Pairs, sym: str = DEFAULT.sym, iterations: int = 5,
     """Train both directions on ``pairs`` and return links per pair (source first), combined with
     ``sym``: one of :data:`.options.SYMS`, or ``none`` for the forward direction alone. The defaults
     are :class:`.options.TeacherOptions`'. ``model`` :data:`COMBINED` takes ``sym`` "posterior" only
-    (its own rule; ``prefix`` and ``identical`` apply to its agreement HMMs)."""
-    if sym not in (*SYMS, "none"):
-        raise ValueError(f"unknown symmetrization {sym!r}; choose one of {', '.join(SYMS)}")
-    if model == COMBINED:
-        if sym != "posterior":
-            raise ValueError(f"{COMBINED} combines posterior links; it takes sym 'posterior', not {sym!r}")
-        return combined_links(pairs, iterations, prefix, identical, **kw)
-    if sym == "posterior":
-        fwd, rev = directional_posteriors(pairs, model, iterations, prefix, identical, **kw)
-        return [posterior_links(f, r) for f, r in zip(fwd, rev, strict=True)]
-    fwd, rev = directional_links(pairs, model, iterations, prefix, identical, **kw)
-    if sym == "none":
-        return fwd
-    return [sorted(symmetrize(f, r, sym)) for f, r in zip(fwd, rev, strict=True)]
+    (its own rule: the agreement HMMs' posterior links, words cut to ``prefix``, ``identical`` prior,
+    united with the fertility HMMs' links sampled in at least :data:`.options.FERTILITY_THRESHOLD` of
+    the sweeps in both directions, whole words). :func:`iter_links` streams the same links."""
+    return list(iter_links(pairs, sym, iterations, model, prefix, identical, **kw))
 
 
 def combined_links(pairs: Pairs, iterations: int = 5, prefix: int = DEFAULT.prefix,
                    identical: float = DEFAULT.identical, **kw) -> list[list[Link]]:
-    """The links of :data:`COMBINED`: the agreement HMMs' posterior links (words cut to ``prefix``,
-    ``identical`` prior) united with the fertility HMMs' links sampled in at least
-    :data:`.options.FERTILITY_THRESHOLD` of the sweeps in both directions (whole words)."""
-    af, ar = directional_posteriors(pairs, "hmm-agree", iterations, prefix, identical, **kw)
-    ff, fr = directional_posteriors(pairs, "fertility", prefix=FERTILITY_PREFIX)
-    return [sorted(set(posterior_links(a, b)) | set(posterior_links(c, d, FERTILITY_THRESHOLD)))
-            for a, b, c, d in zip(af, ar, ff, fr, strict=True)]
+    """The links of :data:`COMBINED` (see :func:`align_statistical`)."""
+    return align_statistical(pairs, "posterior", iterations, COMBINED, prefix, identical, **kw)

@@ -1,6 +1,12 @@
-"""The EM cells shared by the IBM2 and HMM aligners: every (sentence, target word, source word or NULL)
-cell of a corpus, flattened, with the index of its (source type, target type) pair; the E-step
-posteriors and the M-step (relative frequencies or variational Bayes) over them. Torch-free.
+"""The EM cells shared by the IBM2 and HMM aligners, in padded batches of sentences of similar shape;
+the E-step posteriors and the M-step (relative frequencies or variational Bayes) over the
+:class:`.ids.LexTable`. Torch-free.
+
+A cell is one (sentence, target word, source word or NULL) triple. A :class:`Batch` holds, for a
+group of sentences of similar (S, T), the index of every cell's (source type, target type) entry in
+the table, ``idx [B, Tm, Sm + 1]`` (column Sm is NULL; padding points one past the table's end, where
+the probabilities are 0). EM passes over a corpus batch by batch: memory holds one batch's cells,
+plus a cache of batches' indices up to :data:`CACHE_CELLS` cells, never every pair's matrices.
 
 With ``identical > 0`` every pair of identical source and target types (names, numbers, shared
 loanwords and cognates cut to the same prefix) gets that many extra counts in every M-step: a prior
@@ -9,11 +15,17 @@ that a word seen once aligns to its identical twin, which frequent words' counts
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..data.corpus import Pairs
+from .dist import all_reduce, world
+from .ids import IdCorpus, LexTable
+
+IBM2_CELLS = 1_000_000  # cells of an IBM2 batch
+CACHE_CELLS = 60_000_000  # cell indices kept between EM passes (4 bytes each); more are rebuilt per pass
 
 
 def digamma(x: np.ndarray) -> np.ndarray:
@@ -30,77 +42,194 @@ def digamma(x: np.ndarray) -> np.ndarray:
     return out + np.log(x) - 0.5 * inv - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 / 252))
 
 
+def padded(ids: np.ndarray, off: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sentences ``rows`` of one side as ``[B, Lm]`` int64 ids (0 in the padding) and their lengths."""
+    lengths = (off[rows + 1] - off[rows]).astype(np.int64)
+    width = int(lengths.max()) if len(rows) else 0
+    pos = off[rows][:, None] + np.arange(width)[None, :]
+    inside = np.arange(width)[None, :] < lengths[:, None]
+    if not len(ids):
+        return np.zeros(pos.shape, np.int64), lengths
+    return np.where(inside, ids[np.minimum(pos, len(ids) - 1)], 0).astype(np.int64), lengths
+
+
 @dataclass
-class Cells:
-    """Every (sentence, target word, source word or NULL) cell of the corpus, flattened."""
+class Batch:
+    """The cells of a group of sentences, padded: shapes as in the module's docstring."""
 
-    unique: np.ndarray  # [cells] index of the (source word, target word) type pair
-    pair_src: np.ndarray  # [pairs] source word id of each type pair (0 = NULL)
-    row: np.ndarray  # [cells] index of the (sentence, target word) row
-    prior: np.ndarray  # [cells] distortion probability
-    shapes: list[tuple[int, int]]  # (T, S) per sentence; rows have S + 1 cells (NULL last)
-    n_tgt: int = 0  # target vocabulary size
-    bonus: np.ndarray | None = None  # [pairs] extra counts of each type pair in every M-step
+    rows: np.ndarray  # [B] corpus indices of the pairs
+    S: np.ndarray  # [B] source lengths
+    T: np.ndarray  # [B] target lengths
+    idx: np.ndarray  # [B, Tm, Sm + 1] table entry of each cell (padding: len(table))
 
+    @property
+    def cells(self) -> int:
+        return self.idx.size
 
-def build_cells(pairs: Pairs, p0: float, tension: float, identical: float = 0.0) -> Cells:
-    src_ids: dict[str, int] = {}
-    tgt_ids: dict[str, int] = {}
-    e_parts, f_parts, prior_parts, shapes = [], [], [], []
-    for s, t in pairs:
-        S, T = len(s), len(t)
-        shapes.append((T, S))
-        if S == 0 or T == 0:
-            continue
-        e = np.array([src_ids.setdefault(w, len(src_ids) + 1) for w in s] + [0], dtype=np.int64)
-        f = np.array([tgt_ids.setdefault(w, len(tgt_ids)) for w in t], dtype=np.int64)
-        i = np.arange(1, S + 1) / S
-        j = np.arange(1, T + 1) / T
-        h = np.exp(-tension * np.abs(i[None, :] - j[:, None]))  # [T, S]
-        h = (1 - p0) * h / h.sum(axis=1, keepdims=True)
-        prior_parts.append(np.concatenate([h, np.full((T, 1), p0)], axis=1).ravel())
-        e_parts.append(np.tile(e, T))
-        f_parts.append(np.repeat(f, S + 1))
-    if not e_parts:
-        return Cells(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
-                      shapes, 0)
-    e_all = np.concatenate(e_parts)
-    f_all = np.concatenate(f_parts)
-    key = e_all * (len(tgt_ids) + 1) + f_all
-    uniq, unique = np.unique(key, return_inverse=True)
-    row_len = np.concatenate([np.full(T, S + 1) for T, S in shapes if S and T])
-    row = np.repeat(np.arange(len(row_len)), row_len)
-    pair_src = uniq // (len(tgt_ids) + 1)
-    bonus = None
-    if identical:
-        same = np.array([src_ids.get(w, -1) for w in tgt_ids], dtype=np.int64)  # target type -> its source id
-        bonus = identical * (same[uniq % (len(tgt_ids) + 1)] == pair_src)
-    return Cells(unique, pair_src, row, np.concatenate(prior_parts), shapes, len(tgt_ids), bonus)
+    def unpad(self, values: np.ndarray) -> list[np.ndarray]:
+        """``[B, Tm, Sm + 1]`` values -> one ``[T, S + 1]`` array per pair (NULL last)."""
+        Sm = self.idx.shape[2] - 1
+        return [np.concatenate([values[b, :T, :S], values[b, :T, Sm:]], axis=1)
+                for b, (T, S) in enumerate(zip(self.T.tolist(), self.S.tolist(), strict=True))]
 
 
-def posteriors(c: Cells, t: np.ndarray) -> np.ndarray:
-    score = t[c.unique] * c.prior
-    z = np.bincount(c.row, weights=score)
-    return score / np.maximum(z[c.row], 1e-300)
+def make_batch(corpus: IdCorpus, table: LexTable, rows: np.ndarray) -> Batch:
+    """The padded cells of pairs ``rows`` (each with both sides non-empty)."""
+    e, S = padded(corpus.src, corpus.src_off, rows)
+    f, T = padded(corpus.tgt, corpus.tgt_off, rows)
+    B, Sm, Tm = len(rows), e.shape[1], f.shape[1]
+    keys = np.concatenate([e, np.zeros((B, 1), np.int64)], axis=1)[:, None, :] * table.width + f[:, :, None]
+    idx = table.lookup(keys)
+    col = np.arange(Sm + 1)
+    real = (np.arange(Tm)[None, :, None] < T[:, None, None]) & (
+        (col[None, None, :] < S[:, None, None]) | (col == Sm)[None, None, :])
+    idx[~real] = len(table)
+    return Batch(rows, S, T, idx)
 
 
-def m_step(c: Cells, counts: np.ndarray, alpha: float) -> np.ndarray:
-    """Translation table t(f | e) per type pair from expected counts: relative frequencies, or with
-    ``alpha > 0`` variational Bayes under a symmetric Dirichlet prior; ``c.bonus`` (identical types)
-    is added to the counts."""
-    if c.bonus is not None:
-        counts = counts + c.bonus
-    n_src = int(c.pair_src.max()) + 1 if c.pair_src.size else 1
-    total = np.bincount(c.pair_src, weights=counts, minlength=n_src)
+def plan(corpus: IdCorpus, rows: np.ndarray, limit: int, cost: Callable[[int, int, int], int]
+         ) -> list[np.ndarray]:
+    """Pairs ``rows`` (those with both sides non-empty) grouped by similar (S, T) so that padding stays
+    small, each group's ``cost(B, Sm, Tm)`` at most ``limit`` (or a single pair)."""
+    S_all, T_all = np.diff(corpus.src_off)[rows], np.diff(corpus.tgt_off)[rows]
+    keep = (S_all > 0) & (T_all > 0)
+    rows, S_all, T_all = rows[keep], S_all[keep], T_all[keep]
+    order = np.lexsort((T_all, S_all))
+    out, start, s_max, t_max = [], 0, 0, 0
+    for n, k in enumerate(order.tolist()):
+        ns, nt = max(s_max, int(S_all[k])), max(t_max, int(T_all[k]))
+        if n > start and cost(n - start + 1, ns, nt) > limit:
+            out.append(rows[order[start:n]])
+            start, ns, nt = n, int(S_all[k]), int(T_all[k])
+        s_max, t_max = ns, nt
+    if start < len(order):
+        out.append(rows[order[start:]])
+    return out
+
+
+def ibm2_cost(B: int, S: int, T: int) -> int:
+    return B * T * (S + 1)
+
+
+class Batches:
+    """This process's batches of a corpus for EM passes: all of them, or every N-th under torchrun
+    (:mod:`.dist`). Cell indices are kept between passes up to ``cache`` cells and rebuilt beyond."""
+
+    def __init__(self, corpus: IdCorpus, table: LexTable, limit: int = IBM2_CELLS,
+                 cost: Callable[[int, int, int], int] = ibm2_cost, cache: int = CACHE_CELLS,
+                 groups: list[np.ndarray] | None = None):
+        """``groups``: this process's groups of pairs, as another direction's :attr:`groups` (the same
+        pairs batch by batch)."""
+        if groups is None:
+            rank, procs = world()
+            groups = plan(corpus, np.arange(len(corpus)), limit, cost)[rank::procs]
+        self.groups = groups
+        self.corpus, self.table, self.room = corpus, table, cache
+        self.cached: dict[int, Batch] = {}
+
+    def __iter__(self) -> Iterator[Batch]:
+        for k, rows in enumerate(self.groups):
+            b = self.cached.get(k)
+            if b is None:
+                b = make_batch(self.corpus, self.table, rows)
+                if b.cells <= self.room:
+                    self.room -= b.cells
+                    b.idx = b.idx.astype(np.int32)
+                    self.cached[k] = b
+            yield b
+
+
+def diagonal_prior(b: Batch, p0: float, tension: float) -> np.ndarray:
+    """IBM2's diagonal prior ``[B, Tm, Sm + 1]`` (0 in the padding)."""
+    B, Tm, Sm1 = b.idx.shape
+    Sm = Sm1 - 1
+    i = (np.arange(Sm) + 1)[None, :] / b.S[:, None]  # [B, Sm]
+    j = (np.arange(Tm) + 1)[None, :] / b.T[:, None]  # [B, Tm]
+    h = np.exp(-tension * np.abs(i[:, None, :] - j[:, :, None]))  # [B, Tm, Sm]
+    h *= (np.arange(Sm)[None, :] < b.S[:, None])[:, None, :]
+    h = (1 - p0) * h / np.maximum(h.sum(-1, keepdims=True), 1e-300)
+    out = np.concatenate([h, np.full((B, Tm, 1), p0)], axis=2)
+    out *= (np.arange(Tm)[None, :] < b.T[:, None])[:, :, None]
+    return out
+
+
+def ibm2_posteriors(b: Batch, t_ext: np.ndarray, p0: float, tension: float) -> np.ndarray:
+    """IBM2 posteriors ``[B, Tm, Sm + 1]`` of a batch under ``t_ext`` (the table's t, then a 0)."""
+    score = t_ext[b.idx] * diagonal_prior(b, p0, tension)
+    return score / np.maximum(score.sum(-1, keepdims=True), 1e-300)
+
+
+class Counts:
+    """Expected counts per table entry, summed from batches' posteriors. Batches are pooled until they
+    hold about as many cells as the table has entries, so that each ``bincount`` (whose output is the
+    size of the table) is paid for by as many cells."""
+
+    def __init__(self, n: int):
+        self.total = np.zeros(n + 1)  # the last entry takes the padding
+        self._idx: list[np.ndarray] = []
+        self._w: list[np.ndarray] = []
+        self._pending = 0
+
+    def add(self, b: Batch, post: np.ndarray) -> None:
+        """Add a batch's posteriors ``[B, Tm, Sm + 1]``."""
+        self._idx.append(b.idx.ravel())
+        self._w.append(post.ravel())
+        self._pending += post.size
+        if self._pending >= max(len(self.total) // 2, 1_000_000):
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._idx:
+            self.total += np.bincount(np.concatenate(self._idx), weights=np.concatenate(self._w),
+                                      minlength=len(self.total))
+        self._idx, self._w, self._pending = [], [], 0
+
+    def summed(self) -> np.ndarray:
+        """The counts ``[K]`` of every batch added, summed across processes (:mod:`.dist`)."""
+        self._flush()
+        return all_reduce(self.total[:-1])
+
+
+def m_step(table: LexTable, counts: np.ndarray, alpha: float, bonus: np.ndarray | None = None) -> np.ndarray:
+    """Translation table t(f | e) per table entry from expected counts ``[K]``: relative frequencies,
+    or with ``alpha > 0`` variational Bayes under a symmetric Dirichlet prior; ``bonus`` (identical
+    types) is added to the counts."""
+    if bonus is not None:
+        counts = counts + bonus
+    total = np.bincount(table.pair_src, weights=counts, minlength=table.n_src)
     if alpha > 0:
-        return np.exp(digamma(counts + alpha) - digamma(total + alpha * c.n_tgt)[c.pair_src])
-    return counts / np.maximum(total[c.pair_src], 1e-300)
+        return np.exp(digamma(counts + alpha) - digamma(total + alpha * table.n_tgt)[table.pair_src])
+    return counts / np.maximum(total[table.pair_src], 1e-300)
 
 
-def em(c: Cells, iterations: int, alpha: float) -> np.ndarray:
-    """The translation table after ``iterations`` EM steps of the IBM2 model, from uniform."""
-    n_pairs = int(c.unique.max()) + 1 if c.unique.size else 0
-    t = np.ones(n_pairs)
+def em(batches: Batches, iterations: int, alpha: float, p0: float, tension: float,
+       bonus: np.ndarray | None = None, t: np.ndarray | None = None) -> np.ndarray:
+    """The translation table after ``iterations`` EM steps of the IBM2 model from ``t`` (None:
+    uniform). Under torchrun each process passes over its batches and the counts are summed across
+    processes (:mod:`.dist`)."""
+    table = batches.table
+    t = np.ones(len(table)) if t is None else t
     for _ in range(iterations):
-        t = m_step(c, np.bincount(c.unique, weights=posteriors(c, t), minlength=n_pairs), alpha)
+        counts = Counts(len(table))
+        t_ext = np.append(t, 0.0)
+        for b in batches:
+            counts.add(b, ibm2_posteriors(b, t_ext, p0, tension))
+        t = m_step(table, counts.summed(), alpha, bonus)
     return t
+
+
+def in_order(corpus: IdCorpus, lo: int, hi: int, limit: int = IBM2_CELLS,
+             cost: Callable[[int, int, int], int] = ibm2_cost) -> tuple[list[np.ndarray], list]:
+    """Pairs ``lo..hi`` in batches (:func:`plan`) and a list to fill with their results in corpus
+    order (pairs with an empty side get a ``[T, S + 1]`` zero array)."""
+    S, T = np.diff(corpus.src_off[lo:hi + 1]), np.diff(corpus.tgt_off[lo:hi + 1])
+    out = [np.zeros((t, s + 1)) for s, t in zip(S.tolist(), T.tolist(), strict=True)]
+    return plan(corpus, np.arange(lo, hi), limit, cost), out
+
+
+def build_cells(pairs: Pairs, identical: float = 0.0) -> tuple[Batch, LexTable, np.ndarray | None]:
+    """All pairs of a small corpus as one batch (in corpus order), its table and the identical-type
+    bonus (tests, examples)."""
+    corpus = IdCorpus.encode(pairs)
+    table = LexTable(corpus)
+    return make_batch(corpus, table, np.arange(len(corpus))), table, table.bonus(identical)

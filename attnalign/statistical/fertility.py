@@ -41,7 +41,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.corpus import Pairs
-from .ibm2 import train_posteriors
+from .cells import padded
+from .dist import all_reduce, my_chunks, world
+from .ibm2 import IBM2
+from .ids import CHUNK_PAIRS, IdCorpus, LexTable
 
 _BUCKET = 3000  # at most this many sentences resampled together
 
@@ -49,11 +52,11 @@ _BUCKET = 3000  # at most this many sentences resampled together
 @dataclass
 class _Bucket:
     rows: list[int]  # corpus indices of the sentences
-    e: np.ndarray  # [B, Sm + 1] source type ids, NULL in column Sm and in padding
+    e: np.ndarray  # [B, Sm + 1] source type ids, NULL (0) in column Sm and in padding
     S: np.ndarray  # [B] source lengths
     T: np.ndarray  # [B] target lengths
     a: np.ndarray  # [B, Tm] current links (Sm = NULL)
-    pid: np.ndarray  # [B, Tm, Sm + 1] (source type, target type) pair id of every cell
+    pid: np.ndarray  # [B, Tm, Sm + 1] int32 LexTable entry of every cell
     phi: np.ndarray | None = None  # [B, Sm + 1] fertilities
 
     @property
@@ -61,58 +64,70 @@ class _Bucket:
         return self.e.shape[1] - 1
 
 
-def _buckets(pairs: Pairs, init: Sequence[np.ndarray]) -> tuple[list[_Bucket], int, int, int]:
-    """Sentences grouped by source length (padding stays small); returns the buckets, the number of
-    source types (NULL included, last), of target types and of pair ids."""
-    src_ids: dict[str, int] = {}
-    tgt_ids: dict[str, int] = {}
-    E = [np.array([src_ids.setdefault(w, len(src_ids)) for w in s], dtype=np.int64) for s, _ in pairs]
-    F = [np.array([tgt_ids.setdefault(w, len(tgt_ids)) for w in t], dtype=np.int64) for _, t in pairs]
-    n_src, n_tgt = len(src_ids) + 1, len(tgt_ids)
-    null = n_src - 1
-    order = sorted((k for k in range(len(pairs)) if len(E[k]) and len(F[k])),
-                   key=lambda k: (len(E[k]), len(F[k])))
+def _groups(corpus: IdCorpus) -> list[list[int]]:
+    """Sentences grouped by source length (padding stays small), at most _BUCKET a group."""
+    S_all, T_all = np.diff(corpus.src_off), np.diff(corpus.tgt_off)
+    keep = np.nonzero((S_all > 0) & (T_all > 0))[0]
+    order = keep[np.lexsort((T_all[keep], S_all[keep]))].tolist()  # by (S, T), stable
     groups, cur = [], []
     for k in order:
-        if cur and (len(E[k]) > 1.25 * len(E[cur[0]]) + 2 or len(cur) >= _BUCKET):
+        if cur and (S_all[k] > 1.25 * S_all[cur[0]] + 2 or len(cur) >= _BUCKET):
             groups.append(cur)
             cur = []
         cur.append(k)
     if cur:
         groups.append(cur)
-    buckets, keys = [], []
-    for g in groups:
-        S = np.array([len(E[k]) for k in g])
-        T = np.array([len(F[k]) for k in g])
-        Sm, Tm = int(S.max()), int(T.max())
-        e = np.full((len(g), Sm + 1), null, dtype=np.int64)
-        f = np.zeros((len(g), Tm), dtype=np.int64)
-        a = np.zeros((len(g), Tm), dtype=np.int64)
-        for r, k in enumerate(g):
-            e[r, :S[r]] = E[k]
-            f[r, :T[r]] = F[k]
-            start = np.asarray(init[k], dtype=np.int64).copy()
-            start[start >= S[r]] = Sm
-            a[r, :T[r]] = start
-        keys.append((e[:, None, :] * n_tgt + f[:, :, None]).ravel())  # [B * Tm * (Sm + 1)]
-        buckets.append(_Bucket(g, e, S, T, a, np.zeros(0, np.int64)))
-    if not buckets:
-        return [], n_src, n_tgt, 0
-    uniq, inv = np.unique(np.concatenate(keys), return_inverse=True)
-    off = 0
-    for b in buckets:
-        n = b.a.shape[0] * b.a.shape[1] * (b.width + 1)
-        b.pid = inv[off: off + n].reshape(b.a.shape[0], b.a.shape[1], b.width + 1)
-        off += n
-    return buckets, n_src, n_tgt, len(uniq)
+    return groups
 
 
-def _tail_count(d: np.ndarray, real: np.ndarray, max_jump: int) -> np.ndarray:
-    """Per cell of ``d [R, Sm]`` (jump distances): 1, or for a distance in a clipped bucket the number
-    of real positions of its row in that bucket, which share the bucket's probability."""
-    hi = np.maximum(((d >= max_jump) & real).sum(1, keepdims=True), 1)
-    lo = np.maximum(((d <= -max_jump) & real).sum(1, keepdims=True), 1)
-    return np.where(d >= max_jump, hi, np.where(d <= -max_jump, lo, 1)).astype(np.float64)
+def _bucket(corpus: IdCorpus, table: LexTable, g: list[int], init: np.ndarray) -> _Bucket:
+    """One group's padded arrays; ``init`` holds every target word's first link (flat, corpus order;
+    S or more for NULL)."""
+    rows = np.asarray(g, dtype=np.int64)
+    src, S = padded(corpus.src, corpus.src_off, rows)
+    f, T = padded(corpus.tgt, corpus.tgt_off, rows)
+    Sm = src.shape[1]
+    e = np.concatenate([src, np.zeros((len(rows), 1), np.int64)], axis=1)  # NULL (0) in column Sm
+    a, _ = padded(init, corpus.tgt_off, rows)
+    a = np.where(a >= S[:, None], Sm, a)
+    keys = e[:, None, :] * table.width + f[:, :, None]  # [B, Tm, Sm + 1]; padding rows are not in the table
+    pid = np.minimum(table.lookup(keys), len(table) - 1).astype(np.int32)
+    return _Bucket(g, e, S, T, a, pid)
+
+
+def _buckets(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray
+             ) -> tuple[list[_Bucket], int, int, int]:
+    """The sentences' buckets; returns them, the number of source ids (NULL 0 included), of target
+    types, and of table entries."""
+    corpus = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
+    table = LexTable(corpus)
+    flat = init if isinstance(init, np.ndarray) else (
+        np.concatenate([np.asarray(x, dtype=np.int64) for x in init]) if len(init) else np.zeros(0, np.int64))
+    buckets = [_bucket(corpus, table, g, flat) for g in _groups(corpus)]
+    return buckets, corpus.n_src, corpus.n_tgt - 1, len(table)
+
+
+def _tail_count(d: np.ndarray, first: np.ndarray, last: np.ndarray, max_jump: int) -> np.ndarray:
+    """Per jump distance ``d`` (``[R, Sm]`` or ``[R]``): 1, or for a distance in a clipped bucket the
+    number of real positions of its row in that bucket (``last`` for the far end ``d >= max_jump``,
+    ``first`` for ``d <= -max_jump``, ``[R]`` each), which share the bucket's probability."""
+    if d.ndim == 2:
+        first, last = first[:, None], last[:, None]
+    return np.where(d >= max_jump, last, np.where(d <= -max_jump, first, 1)).astype(np.float64)
+
+
+def _into_counts(prev: np.ndarray, S: np.ndarray, max_jump: int) -> tuple[np.ndarray, np.ndarray]:
+    """For jumps ``i - prev`` to the real positions ``0..S-1``: how many fall in the bucket
+    ``<= -max_jump`` and in ``>= max_jump`` (at least 1 each)."""
+    return (np.maximum(np.minimum(prev - max_jump, S - 1) + 1, 1),
+            np.maximum(S - np.maximum(prev + max_jump, 0), 1))
+
+
+def _out_counts(nxt: np.ndarray, S: np.ndarray, max_jump: int) -> tuple[np.ndarray, np.ndarray]:
+    """For jumps ``nxt - i`` from the real positions ``0..S-1``: the bucket counts as
+    :func:`_into_counts`'."""
+    return (np.maximum(S - np.maximum(nxt + max_jump, 0), 1),
+            np.maximum(np.minimum(nxt - max_jump, S - 1) + 1, 1))
 
 
 def _live(b: _Bucket) -> np.ndarray:
@@ -139,41 +154,86 @@ def _tables(buckets: list[_Bucket], n_src: int, max_jump: int, max_fertility: in
             np.add.at(jumps, np.clip(b.a[m, j] - prev[m], -max_jump, max_jump) + max_jump, 1)
             prev = np.where(m, b.a[:, j], prev)
         np.add.at(jumps, np.clip(b.S - prev, -max_jump, max_jump) + max_jump, 1)  # to the end
+    jumps, fert = all_reduce(jumps), all_reduce(fert)  # every process's links (torchrun)
     return (jumps + beta) / (jumps + beta).sum(), fert + gamma
 
 
-def sample_marginals(pairs: Pairs, init: Sequence[np.ndarray], sweeps: int = 40, fertility_from: int = 10,
-                     collect: int = 20, p0: float = 0.2, alpha: float = 1e-3, beta: float = 0.5,
-                     gamma: float = 0.5, max_jump: int = 10, max_fertility: int = 8, seed: int = 1
-                     ) -> list[np.ndarray]:
+class Marginals:
+    """How often each (target word, source word or NULL) link was sampled: one uint8 per cell of the
+    corpus (1 byte, where EM's posteriors would take 8), ``[T, S + 1]`` per pair, NULL last."""
+
+    def __init__(self, corpus: IdCorpus, collect: int):
+        if not 0 < collect <= 255:
+            raise ValueError(f"collect must be in 1..255, not {collect}")
+        sizes = np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.counts = np.zeros(int(self.offsets[-1]), dtype=np.uint8)
+        self.corpus, self.collect = corpus, collect
+
+    def add(self, b: _Bucket) -> None:
+        """Count the bucket's current links."""
+        live = _live(b)
+        rows, js = np.nonzero(live)
+        S = b.S[rows]
+        links = np.minimum(b.a[rows, js], S)  # NULL -> column S
+        base = self.offsets[np.asarray(b.rows)[rows]]
+        np.add.at(self.counts, base + js * (S + 1) + links, 1)
+
+    def frequencies(self, lo: int, hi: int) -> list[np.ndarray]:
+        """The sampled link frequencies ``[T, S + 1]`` of pairs ``lo..hi`` (rows sum to 1)."""
+        out = []
+        for k, (T, S) in enumerate(self.corpus.shapes_of(lo, hi), start=lo):
+            cells = self.counts[self.offsets[k]:self.offsets[k + 1]]
+            out.append(cells.reshape(T, S + 1) / self.collect if T and S else np.zeros((T, S + 1)))
+        return out
+
+
+def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray, sweeps: int = 40,
+                     fertility_from: int = 10, collect: int = 20, p0: float = 0.2, alpha: float = 1e-3,
+                     beta: float = 0.5, gamma: float = 0.5, max_jump: int = 10, max_fertility: int = 8,
+                     seed: int = 1) -> Marginals:
     """Gibbs-sample one direction's links (target words to source words) from ``init`` (per pair, a
-    source position or S for NULL for every target word) and return the marginal link frequencies of
-    the last ``collect`` sweeps, ``[T, S + 1]`` per pair (NULL last; rows sum to 1)."""
+    source position or S for NULL for every target word; or flat over the corpus's target words) and
+    return the link counts of the last ``collect`` sweeps (:class:`Marginals`).
+
+    Under torchrun each process samples its share of the buckets; the count tables are summed across
+    processes after every sweep (within a sweep a process sees the others' counts of the sweep
+    before: the approximation of distributed LDA samplers)."""
     if not 0 < collect <= sweeps:
         raise ValueError(f"collect must be in 1..sweeps, not {collect}")
-    rng = np.random.default_rng(seed)
-    buckets, n_src, n_tgt, n_pairs = _buckets(pairs, init)
-    n_pair = np.zeros(n_pairs)  # link counts per (source type, target type)
+    corpus = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
+    table = LexTable(corpus)
+    flat = init if isinstance(init, np.ndarray) else (
+        np.concatenate([np.asarray(x, dtype=np.int64) for x in init]) if len(init) else np.zeros(0, np.int64))
+    rank, procs = world()
+    rng = np.random.default_rng(seed + 7919 * rank)
+    buckets = [_bucket(corpus, table, g, flat) for k, g in enumerate(_groups(corpus)) if k % procs == rank]
+    n_src, n_tgt = corpus.n_src, corpus.n_tgt - 1
+    n_pair = np.zeros(len(table))  # link counts per table entry (source type, target type)
     n_e = np.zeros(n_src)  # link counts per source type
     for b in buckets:
         live = _live(b)
         rows = np.arange(b.a.shape[0])[:, None]
         np.add.at(n_pair, b.pid[rows, np.arange(b.a.shape[1])[None, :], b.a][live], 1)
         np.add.at(n_e, b.e[rows, b.a][live], 1)
-    marg = [np.zeros((len(t), len(s) + 1)) for s, t in pairs]
+    n_pair, n_e = all_reduce(n_pair), all_reduce(n_e)
+    marg = Marginals(corpus, collect)
     for sweep in range(sweeps):
         J, fert = _tables(buckets, n_src, max_jump, max_fertility, beta, gamma)
         use_fert = sweep >= fertility_from
+        start = (n_pair.copy(), n_e.copy()) if procs > 1 else None
         for b in buckets:
             _sweep(b, n_pair, n_e, n_tgt, J, fert if use_fert else None, rng, p0, alpha, max_jump,
                    max_fertility)
+        if start is not None:  # every process's changes, added to the counts all started from
+            n_pair = start[0] + all_reduce(n_pair - start[0])
+            n_e = start[1] + all_reduce(n_e - start[1])
         if sweep >= sweeps - collect:
             for b in buckets:
-                for r, k in enumerate(b.rows):
-                    T, S = b.T[r], b.S[r]
-                    links = np.minimum(b.a[r, :T], S)  # NULL -> column S
-                    marg[k][np.arange(T), links] += 1
-    return [m / collect for m in marg]
+                marg.add(b)
+    if procs > 1:
+        marg.counts = all_reduce(marg.counts.astype(np.float64)).astype(np.uint8)
+    return marg
 
 
 def _sweep(b: _Bucket, n_pair, n_e, n_tgt, J, fert, rng, p0, alpha, max_jump, max_fertility) -> None:
@@ -206,13 +266,16 @@ def _sweep(b: _Bucket, n_pair, n_e, n_tgt, J, fert, rng, p0, alpha, max_jump, ma
             right = b.a[rows, j + 1:]
             rm = (np.arange(j + 1, Tm)[None, :] < b.T[rows, None]) & (right < Sm)
             nxt = np.where(rm.any(1), right[ar, np.argmax(rm, axis=1)], nxt)
-        rp = real[rows, :Sm]
+        S = b.S[rows]
         d_in, d_out = pos - prev[:, None], nxt[:, None] - pos  # [R, Sm]
-        in_share = _tail_count(d_in, rp, max_jump)
-        into = J[np.clip(d_in, -max_jump, max_jump) + max_jump] / in_share
-        out = J[np.clip(d_out, -max_jump, max_jump) + max_jump] / _tail_count(d_out, rp, max_jump)
+        in_first, in_last = _into_counts(prev, S, max_jump)
+        into = J[np.clip(d_in, -max_jump, max_jump) + max_jump]
+        into /= _tail_count(d_in, in_first, in_last, max_jump)
+        out = J[np.clip(d_out, -max_jump, max_jump) + max_jump]
+        out /= _tail_count(d_out, *_out_counts(nxt, S, max_jump), max_jump)
         skip = nxt - prev  # the jump prev -> next shares its bucket as a jump from prev would
-        share = np.where(np.abs(skip) >= max_jump, in_share[ar, np.clip(nxt, 0, Sm - 1)], 1.0)
+        col = np.clip(nxt, 0, Sm - 1) - prev
+        share = np.where(np.abs(skip) >= max_jump, _tail_count(col, in_first, in_last, max_jump), 1.0)
         skip_p = J[np.clip(skip, -max_jump, max_jump) + max_jump] / share
         lex = (n_pair[pid] + alpha) / (n_e[b.e[rows]] + alpha * n_tgt)  # [R, Sm + 1]
         w = np.empty((rows.size, Sm + 1))
@@ -234,12 +297,29 @@ def _sweep(b: _Bucket, n_pair, n_e, n_tgt, J, fert, rng, p0, alpha, max_jump, ma
         b.phi[rows[linked], new[linked]] += 1
 
 
+class FertilityModel:
+    """Both directions' sampled links, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`)."""
+
+    def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS, **kw):
+        self.marginals = []
+        for side in (corpus, corpus.swapped()):
+            ibm2 = IBM2(side, 5)
+            init = np.zeros(len(side.tgt), dtype=np.int32)
+            for lo, hi in my_chunks(len(side), chunk):
+                best = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]  # S: NULL
+                init[side.tgt_off[lo]:side.tgt_off[hi]] = np.concatenate(best) if best else 0
+            del ibm2
+            self.marginals.append(sample_marginals(side, all_reduce(init.astype(np.float64)).astype(np.int64),
+                                                   seed=seed, **kw))
+
+    def posteriors(self, lo: int, hi: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Forward link frequencies ``[T, S + 1]`` and reverse ones ``[S, T + 1]`` of pairs ``lo..hi``."""
+        return self.marginals[0].frequencies(lo, hi), self.marginals[1].frequencies(lo, hi)
+
+
 def train_fertility_posteriors(pairs: Pairs, seed: int = 1, **kw
                                ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Both directions, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`): the
-    forward marginals ``[T, S + 1]`` and the reverse ones ``[S, T + 1]`` per pair (NULL last)."""
-    out = []
-    for side in (pairs, [(t, s) for s, t in pairs]):
-        init = [p.argmax(axis=1) for p in train_posteriors(side, 5)]
-        out.append(sample_marginals(side, init, seed=seed, **kw))
-    return out[0], out[1]
+    """Both directions (:class:`FertilityModel`): the forward marginals ``[T, S + 1]`` and the reverse
+    ones ``[S, T + 1]`` per pair (NULL last)."""
+    corpus = IdCorpus.encode(pairs)
+    return FertilityModel(corpus, seed, **kw).posteriors(0, len(corpus))

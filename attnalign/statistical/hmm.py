@@ -28,53 +28,17 @@ import numpy as np
 import torch
 
 from ..data.corpus import Pairs
-from .cells import build_cells, em, m_step
+from .cells import Batch, Batches, Counts, em, in_order, m_step, make_batch
+from .dist import all_reduce
+from .ids import IdCorpus, LexTable
 
 _FLOOR = 1e-100  # the smallest emission probability the E-step uses
 
 
-def _batches(shapes: list[tuple[int, int]], max_cells: int) -> list[list[int]]:
-    """Sentence indices grouped by similar (T, S) so that padding stays small."""
-    order = sorted((k for k, (T, S) in enumerate(shapes) if T and S),
-                   key=lambda k: (shapes[k][1], shapes[k][0]))
-    out, cur, t_max, s_max = [], [], 0, 0
-    for k in order:
-        T, S = shapes[k]
-        nt, ns = max(t_max, T), max(s_max, S)
-        if cur and (len(cur) + 1) * nt * ns * ns > max_cells:
-            out.append(cur)
-            cur, nt, ns = [], T, S
-        cur.append(k)
-        t_max, s_max = nt, ns
-    if cur:
-        out.append(cur)
-    return out
-
-
-class _Batch:
-    """Padded cell indices of a group of sentences: ``idx [B, Tm, Sm + 1]`` into the t table (NULL
-    last; padding points at a zero entry), ``flat [B, Tm, Sm + 1]`` the cells' positions in the
-    corpus-wide flat cell order of :class:`.cells.Cells` (-1 for padding), and the lengths."""
-
-    def __init__(self, group: list[int], shapes, offsets, unique: np.ndarray, pad: int):
-        self.group = group
-        self.T = np.array([shapes[k][0] for k in group])
-        self.S = np.array([shapes[k][1] for k in group])
-        Tm, Sm = int(self.T.max()), int(self.S.max())
-        idx = np.full((len(group), Tm, Sm + 1), pad, dtype=np.int64)
-        flat = np.full((len(group), Tm, Sm + 1), -1, dtype=np.int64)
-        for b, k in enumerate(group):
-            T, S = shapes[k]
-            pos = (offsets[k] + np.arange(T * (S + 1))).reshape(T, S + 1)
-            idx[b, :T, :S] = unique[pos[:, :S]]
-            idx[b, :T, Sm] = unique[pos[:, S]]
-            flat[b, :T, :S] = pos[:, :S]
-            flat[b, :T, Sm] = pos[:, S]
-        self.idx = idx
-        self.flat = flat
-        self.real = flat >= 0
-        self.t_mask = torch.from_numpy(np.arange(Tm)[None, :] < self.T[:, None])  # [B, Tm]
-        self.s_mask = torch.from_numpy(np.arange(Sm)[None, :] < self.S[:, None])  # [B, Sm]
+def hmm_cost(B: int, S: int, T: int) -> int:
+    """About the largest number of floats a batch's forward-backward holds in one of its arrays, in
+    either direction (forward and backward variables ``[B, T, 2S]``, transitions ``[B, S, S]``)."""
+    return B * max(S, T) * (S + T)
 
 
 def _transitions(jump: torch.Tensor, s_mask: torch.Tensor, p0: float, max_jump: int) -> tuple:
@@ -123,7 +87,7 @@ def _forward_backward(emit_w, emit_n, trans, init, t_mask, p0):
         alpha[:, t] = a
         prev = a
     beta = torch.ones(B, T, 2 * S, dtype=emit_w.dtype)
-    xi = torch.zeros(B, S, S, dtype=emit_w.dtype)
+    nxt = torch.zeros(B, max(T - 1, 0), S, dtype=emit_w.dtype)  # step t's successor weights, 0 if none
     for t in range(T - 2, -1, -1):
         live = t_mask[:, t + 1]  # a real step follows
         nxt_w = emit_w[:, t + 1] * beta[:, t + 1, :S] / scale[:, t + 1, None]  # [B, S]
@@ -131,58 +95,74 @@ def _forward_backward(emit_w, emit_n, trans, init, t_mask, p0):
         b_pos = torch.bmm(trans, nxt_w.unsqueeze(-1)).squeeze(-1) + p0 * nxt_n  # [B, S]
         b = torch.cat([b_pos, b_pos], -1)
         beta[:, t] = torch.where(live[:, None], b, beta[:, t])
-        at_pos = alpha[:, t, :S] + alpha[:, t, S:]
-        step_xi = at_pos.unsqueeze(-1) * trans * nxt_w.unsqueeze(1)  # [B, S', S]
-        xi += step_xi * live[:, None, None]
+        nxt[:, t] = nxt_w * live[:, None]
+    # xi[b, i', i] = sum_t at_pos[b, t, i'] trans[b, i', i] nxt[b, t, i]: one batched product, not T
+    at_pos = alpha[:, : T - 1, :S] + alpha[:, : T - 1, S:]  # [B, T - 1, S]
+    xi = trans * torch.bmm(at_pos.transpose(1, 2), nxt)  # [B, S', S]
     gamma = alpha * beta * t_mask[..., None]
     return gamma[..., :S], gamma[..., S:].sum(-1), xi
 
 
 class _HMM:
-    """One direction's HMM over a corpus: cells, batches, the t table and the jump table; an E-step
-    gives the posteriors of every cell in the flat order of :class:`.cells.Cells` ([cells]:
-    per sentence ``[T, S + 1]`` row-major, NULL last), an M-step re-estimates t and J from counts."""
+    """One direction's HMM over an :class:`.ids.IdCorpus`: the lexical table, the t table and the jump
+    table. Its E-step passes over the corpus batch by batch (:class:`.cells.Batches`) and returns the
+    expected counts of the table's entries and of the jumps; an M-step re-estimates t and J from them."""
 
-    def __init__(self, pairs: Pairs, p0: float, max_jump: int, alpha: float, ibm2_iterations: int,
-                 max_cells: int, ibm2: dict, identical: float = 0.0):
-        self.c = c = build_cells(pairs, ibm2.get("p0", 0.08), ibm2.get("tension", 4.0), identical)
-        self.n = int(c.unique.max()) + 1 if c.unique.size else 0
-        sizes = [T * (S + 1) if T and S else 0 for T, S in c.shapes]
-        self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        self.p0, self.max_jump, self.alpha = p0, max_jump, alpha
+    def __init__(self, corpus: IdCorpus | Pairs, p0: float, max_jump: int, alpha: float, ibm2_iterations: int,
+                 max_cells: int, ibm2: dict, identical: float = 0.0, groups: list[np.ndarray] | None = None):
+        self.corpus = corpus if isinstance(corpus, IdCorpus) else IdCorpus.encode(corpus)
+        self.table = LexTable(self.corpus)
+        self.bonus = self.table.bonus(identical)
+        self.n = len(self.table)
+        self.p0, self.max_jump, self.alpha, self.max_cells = p0, max_jump, alpha, max_cells
+        self.batches = Batches(self.corpus, self.table, max_cells, hmm_cost, groups=groups)
+        self.ibm2 = (ibm2.get("p0", 0.08), ibm2.get("tension", 4.0))
         # t from IBM2: its EM steps, then one more M-step on its final posteriors
-        self.t = (em(c, ibm2_iterations + 1, alpha) if ibm2_iterations
-                  else m_step(c, np.ones(self.n), alpha))
-        self.batches = [_Batch(g, c.shapes, self.offsets, c.unique, self.n)
-                        for g in _batches(c.shapes, max_cells)]
+        self.set_t(em(self.batches, ibm2_iterations + 1, alpha, *self.ibm2, self.bonus)
+                   if ibm2_iterations else m_step(self.table, np.ones(self.n), alpha, self.bonus))
         self.jump = torch.ones(2 * max_jump + 1, dtype=torch.float64)
 
-    def e_step(self) -> tuple[np.ndarray, torch.Tensor]:
-        """Posteriors of every cell [cells] and the expected jump counts [2 * max_jump + 1]."""
+    def set_t(self, t: np.ndarray) -> None:
+        self.t = t
         # a floor keeps rows whose every emission underflowed (tiny VB alpha) from dividing by zero; it
         # must stay far below real values (VB with alpha 0.01 gives unseen pairs ~1e-49; a floor that
         # reaches them changes the model)
-        t_ext = torch.from_numpy(np.append(np.maximum(self.t, _FLOOR), 0.0))  # padding emits 0
-        post = np.zeros(self.c.unique.size)
-        jump_counts = torch.zeros_like(self.jump)
+        self._emit = torch.from_numpy(np.append(np.maximum(t, _FLOOR), 0.0))  # padding emits 0
+
+    def e_batch(self, b: Batch) -> tuple[np.ndarray, torch.Tensor]:
+        """A batch's posteriors ``[B, Tm, Sm + 1]`` and expected jump counts."""
+        Tm, Sm = b.idx.shape[1], b.idx.shape[2] - 1
+        emit = self._emit[torch.from_numpy(b.idx).long()]  # [B, Tm, Sm + 1]
+        s_mask = torch.from_numpy(np.arange(Sm)[None, :] < b.S[:, None])
+        t_mask = torch.from_numpy(np.arange(Tm)[None, :] < b.T[:, None])
+        trans, init, d = _transitions(self.jump, s_mask, self.p0, self.max_jump)
+        g_w, g_n, xi = _forward_backward(emit[..., :-1], emit[..., -1], trans, init, t_mask, self.p0)
+        jumps = torch.zeros_like(self.jump).index_add_(0, d.reshape(-1), xi.sum(0).reshape(-1))
+        return torch.cat([g_w, g_n.unsqueeze(-1)], -1).numpy(), jumps
+
+    def e_step(self) -> tuple[np.ndarray, torch.Tensor]:
+        """Expected counts of the table's entries [K] and of the jumps, over the corpus (this
+        process's batches, summed across processes)."""
+        counts, jumps = Counts(self.n), torch.zeros_like(self.jump)
         for b in self.batches:
-            emit = t_ext[torch.from_numpy(b.idx)]  # [B, Tm, Sm + 1]
-            trans, init, d = _transitions(self.jump, b.s_mask, self.p0, self.max_jump)
-            g_w, g_n, xi = _forward_backward(emit[..., :-1], emit[..., -1], trans, init, b.t_mask, self.p0)
-            g = torch.cat([g_w, g_n.unsqueeze(-1)], -1).numpy()
-            post[b.flat[b.real]] = g[b.real]
-            jump_counts.index_add_(0, d.reshape(-1), xi.sum(0).reshape(-1))
-        return post, jump_counts
+            post, jump_counts = self.e_batch(b)
+            counts.add(b, post)
+            jumps += jump_counts
+        return counts.summed(), torch.from_numpy(all_reduce(jumps.numpy()))
 
     def m_step(self, counts: np.ndarray, jump_counts: torch.Tensor) -> None:
-        """Re-estimate t from expected counts per cell [cells] and J from expected jump counts."""
-        self.t = m_step(self.c, np.bincount(self.c.unique, weights=counts, minlength=self.n), self.alpha)
+        """Re-estimate t from expected counts per table entry [K] and J from expected jump counts."""
+        self.set_t(m_step(self.table, counts, self.alpha, self.bonus))
         self.jump = (jump_counts + 1e-3) / (jump_counts + 1e-3).sum()
 
-    def split(self, post: np.ndarray) -> list[np.ndarray]:
-        """Flat cell posteriors -> one ``[T, S + 1]`` array per sentence."""
-        return [post[o: o + T * (S + 1)].reshape(T, S + 1) if T and S else np.zeros((T, S + 1))
-                for o, (T, S) in zip(self.offsets, self.c.shapes, strict=True)]
+    def posteriors(self, lo: int, hi: int) -> list[np.ndarray]:
+        """Posteriors ``[T, S + 1]`` (NULL last) of pairs ``lo..hi``."""
+        groups, out = in_order(self.corpus, lo, hi, self.max_cells, hmm_cost)
+        for rows in groups:
+            b = make_batch(self.corpus, self.table, rows)
+            for k, p in zip(rows.tolist(), b.unpad(self.e_batch(b)[0]), strict=True):
+                out[k - lo] = p
+        return out
 
 
 def train_hmm_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
@@ -190,45 +170,67 @@ def train_hmm_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max
                          identical: float = 0.0, **ibm2) -> list[np.ndarray]:
     """EM-train the HMM on ``pairs`` (after IBM2) and return posteriors ``[T, S + 1]`` (NULL last).
     ``identical``: extra counts for identical types in every M-step (see :mod:`.cells`)."""
-    hmm = _HMM(pairs, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
+    hmm = fit_hmm(IdCorpus.encode(pairs), iterations, p0, max_jump, alpha, ibm2_iterations, max_cells,
+                  identical, **ibm2)
+    return hmm.posteriors(0, len(hmm.corpus))
+
+
+def fit_hmm(corpus: IdCorpus, iterations: int = 5, p0: float = 0.2, max_jump: int = 10, alpha: float = 0.01,
+            ibm2_iterations: int = 5, max_cells: int = 2_000_000, identical: float = 0.0, **ibm2) -> _HMM:
+    """One direction's HMM, EM-trained (after IBM2) on ``corpus``."""
+    hmm = _HMM(corpus, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
     for _ in range(iterations):
         hmm.m_step(*hmm.e_step())
-    return hmm.split(hmm.e_step()[0])
+    return hmm
 
 
-def _transpose_index(shapes: list[tuple[int, int]], offsets: np.ndarray, rev_offsets: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """Flat positions of the same word-word cells in the forward and the reverse model: forward cell
-    (j, i) of sentence k is reverse cell (i, j)."""
-    fwd, rev = [], []
-    for k, (T, S) in enumerate(shapes):
-        if not (T and S):
-            continue
-        j, i = np.meshgrid(np.arange(T), np.arange(S), indexing="ij")  # [T, S]
-        fwd.append((offsets[k] + j * (S + 1) + i).ravel())
-        rev.append((rev_offsets[k] + i * (T + 1) + j).ravel())
-    if not fwd:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(fwd), np.concatenate(rev)
+class HMMAgreement:
+    """The two directions' HMMs trained jointly, by agreement (Liang, Taskar and Klein 2006): each
+    E-step's count of a word-word link is the *product* of the two models' posteriors for it, for
+    both models (a NULL keeps its own model's posterior), so that a link only one direction wants
+    gets little mass. Both directions pass over the same pairs batch by batch: forward cell (j, i) of a
+    batch is reverse cell (i, j)."""
+
+    def __init__(self, corpus: IdCorpus, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
+                 alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
+                 identical: float = 0.0, **ibm2):
+        self.fwd = _HMM(corpus, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
+        self.rev = _HMM(corpus.swapped(), p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical,
+                        groups=self.fwd.batches.groups)
+        for _ in range(iterations):
+            f_counts, r_counts = Counts(self.fwd.n), Counts(self.rev.n)
+            f_jumps, r_jumps = torch.zeros_like(self.fwd.jump), torch.zeros_like(self.rev.jump)
+            for fb, rb in zip(self.fwd.batches, self.rev.batches, strict=True):
+                (fp, fj), (rp, rj) = self._joint(fb, rb)
+                f_counts.add(fb, fp)
+                r_counts.add(rb, rp)
+                f_jumps += fj
+                r_jumps += rj
+            self.fwd.m_step(f_counts.summed(), torch.from_numpy(all_reduce(f_jumps.numpy())))
+            self.rev.m_step(r_counts.summed(), torch.from_numpy(all_reduce(r_jumps.numpy())))
+
+    def _joint(self, fb: Batch, rb: Batch):
+        """Both directions' E-step on one batch, word-word posteriors replaced by their product."""
+        (fp, fj), (rp, rj) = self.fwd.e_batch(fb), self.rev.e_batch(rb)
+        Tm, Sm = fp.shape[1], fp.shape[2] - 1  # the reverse's are [B, Sm, Tm + 1]
+        both = fp[:, :, :Sm] * rp[:, :, :Tm].transpose(0, 2, 1)
+        fp[:, :, :Sm] = both
+        rp[:, :, :Tm] = both.transpose(0, 2, 1)
+        return (fp, fj), (rp, rj)
+
+    def posteriors(self, lo: int, hi: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Forward posteriors ``[T, S + 1]`` and reverse ones ``[S, T + 1]`` of pairs ``lo..hi``."""
+        return self.fwd.posteriors(lo, hi), self.rev.posteriors(lo, hi)
 
 
 def train_hmm_agreement(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
                         alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
                         identical: float = 0.0, **ibm2) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Train the two directions' HMMs jointly, by agreement (Liang, Taskar and Klein 2006): each
-    E-step's count of a word-word link is the *product* of the two models' posteriors for it, for
-    both models (a NULL keeps its own model's posterior), so that a link only one direction wants
-    gets little mass. Returns the forward posteriors ``[T, S + 1]`` and the reverse ones ``[S, T + 1]``
-    per pair (NULL last); decode them together with :func:`.links.posterior_links`.
+    """Train the two directions' HMMs jointly by agreement (:class:`HMMAgreement`) on ``pairs``.
+    Returns the forward posteriors ``[T, S + 1]`` and the reverse ones ``[S, T + 1]`` per pair (NULL
+    last); decode them together with :func:`.links.posterior_links`.
     ``identical``: extra counts for identical types in every M-step (see :mod:`.cells`)."""
-    fwd = _HMM(pairs, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
-    rev = _HMM([(t, s) for s, t in pairs], p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
-    f_idx, r_idx = _transpose_index(fwd.c.shapes, fwd.offsets, rev.offsets)
-    for _ in range(iterations):
-        (f_post, f_jump), (r_post, r_jump) = fwd.e_step(), rev.e_step()
-        both = f_post[f_idx] * r_post[r_idx]
-        f_post[f_idx] = both
-        r_post[r_idx] = both
-        fwd.m_step(f_post, f_jump)
-        rev.m_step(r_post, r_jump)
-    return fwd.split(fwd.e_step()[0]), rev.split(rev.e_step()[0])
+    corpus = IdCorpus.encode(pairs)
+    model = HMMAgreement(corpus, iterations, p0, max_jump, alpha, ibm2_iterations, max_cells, identical,
+                         **ibm2)
+    return model.posteriors(0, len(corpus))

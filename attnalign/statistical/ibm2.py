@@ -19,20 +19,33 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.corpus import Pairs
-from .cells import build_cells, em, posteriors
+from .cells import Batches, em, ibm2_posteriors, in_order, make_batch
+from .ids import IdCorpus, LexTable
+
+
+class IBM2:
+    """One direction's IBM2, EM-trained batch by batch on an :class:`.ids.IdCorpus`."""
+
+    def __init__(self, corpus: IdCorpus, iterations: int = 5, p0: float = 0.08, tension: float = 4.0,
+                 alpha: float = 0.01, identical: float = 0.0):
+        self.corpus, self.p0, self.tension = corpus, p0, tension
+        self.table = LexTable(corpus)
+        self.t = em(Batches(corpus, self.table), iterations, alpha, p0, tension, self.table.bonus(identical))
+
+    def posteriors(self, lo: int, hi: int) -> list[np.ndarray]:
+        """Posteriors ``[T, S + 1]`` (NULL last) of pairs ``lo..hi``."""
+        groups, out = in_order(self.corpus, lo, hi)
+        t_ext = np.append(self.t, 0.0)
+        for rows in groups:
+            b = make_batch(self.corpus, self.table, rows)
+            for k, p in zip(rows.tolist(), b.unpad(ibm2_posteriors(b, t_ext, self.p0, self.tension)),
+                            strict=True):
+                out[k - lo] = p
+        return out
 
 
 def train_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.08, tension: float = 4.0,
                      alpha: float = 0.01, identical: float = 0.0) -> list[np.ndarray]:
     """EM-train the model on ``pairs`` and return each pair's posteriors ``[T, S + 1]`` (NULL last)."""
-    c = build_cells(pairs, p0, tension, identical)
-    post = posteriors(c, em(c, iterations, alpha))
-    out, k = [], 0
-    for T, S in c.shapes:
-        if S == 0 or T == 0:
-            out.append(np.zeros((T, S + 1)))
-            continue
-        n = T * (S + 1)
-        out.append(post[k:k + n].reshape(T, S + 1))
-        k += n
-    return out
+    corpus = IdCorpus.encode(pairs)
+    return IBM2(corpus, iterations, p0, tension, alpha, identical).posteriors(0, len(corpus))

@@ -1,8 +1,9 @@
-"""The statistical aligners by name: each trains both directions on a corpus and returns posteriors.
+"""The statistical aligners by name: each trains both directions on a corpus.
 
-An entry takes ``(pairs, iterations, identical, **kw)`` (the pairs already cut to the word prefix)
-and returns the forward posteriors ``[T, S + 1]`` and the reverse ones ``[S, T + 1]`` of every pair
-(NULL last). Adding an aligner is one module and one entry here; its name then reaches ``--aligner``,
+An entry takes ``(corpus, iterations, identical, **kw)`` (an :class:`.ids.IdCorpus`, words already
+cut to the prefix) and returns a trained model whose ``posteriors(lo, hi)`` gives the forward
+posteriors ``[T, S + 1]`` and the reverse ones ``[S, T + 1]`` of pairs ``lo..hi`` (NULL last).
+Adding an aligner is one module and one entry here; its name then reaches ``--aligner``,
 ``--guide-model`` and the library. The model modules are imported when used (the HMMs need torch).
 """
 
@@ -10,41 +11,42 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..data.corpus import Pairs
+from .ids import IdCorpus
 
 
-def _swap(pairs: Pairs) -> Pairs:
-    return [(t, s) for s, t in pairs]
+class _Independent:
+    """One model per direction, trained apart; ``posteriors(lo, hi)`` gives both directions'."""
+
+    def __init__(self, fwd, rev):
+        self.fwd, self.rev = fwd, rev
+
+    def posteriors(self, lo: int, hi: int):
+        return self.fwd.posteriors(lo, hi), self.rev.posteriors(lo, hi)
 
 
-def _independent(train: Callable, pairs: Pairs, iterations: int, identical: float, **kw):
-    """One model per direction, trained apart."""
-    return (train(pairs, iterations, identical=identical, **kw),
-            train(_swap(pairs), iterations, identical=identical, **kw))
+def _ibm2(corpus: IdCorpus, iterations: int, identical: float, **kw):
+    from .ibm2 import IBM2
+
+    return _Independent(*(IBM2(c, iterations, identical=identical, **kw) for c in (corpus, corpus.swapped())))
 
 
-def _ibm2(pairs: Pairs, iterations: int, identical: float, **kw):
-    from .ibm2 import train_posteriors
+def _hmm(corpus: IdCorpus, iterations: int, identical: float, **kw):
+    from .hmm import fit_hmm
 
-    return _independent(train_posteriors, pairs, iterations, identical, **kw)
-
-
-def _hmm(pairs: Pairs, iterations: int, identical: float, **kw):
-    from .hmm import train_hmm_posteriors
-
-    return _independent(train_hmm_posteriors, pairs, iterations, identical, **kw)
+    return _Independent(*(fit_hmm(c, iterations, identical=identical, **kw)
+                          for c in (corpus, corpus.swapped())))
 
 
-def _hmm_agree(pairs: Pairs, iterations: int, identical: float, **kw):
-    from .hmm import train_hmm_agreement
+def _hmm_agree(corpus: IdCorpus, iterations: int, identical: float, **kw):
+    from .hmm import HMMAgreement
 
-    return train_hmm_agreement(pairs, iterations, identical=identical, **kw)
+    return HMMAgreement(corpus, iterations, identical=identical, **kw)
 
 
-def _fertility(pairs: Pairs, iterations: int, identical: float, **kw):
-    from .fertility import train_fertility_posteriors
+def _fertility(corpus: IdCorpus, iterations: int, identical: float, **kw):
+    from .fertility import FertilityModel
 
-    return train_fertility_posteriors(pairs, **kw)  # sampled, not EM: no iterations, no identical prior
+    return FertilityModel(corpus, **kw)  # sampled, not EM: no iterations, no identical prior
 
 
 DIRECTIONAL: dict[str, Callable] = {"ibm2": _ibm2, "hmm": _hmm, "hmm-agree": _hmm_agree,

@@ -1,0 +1,65 @@
+"""The statistical aligner across processes: under ``torchrun --nproc-per-node N -m attnalign align
+statistical ...`` each process (rank) takes every N-th chunk of pairs, the expected counts of every EM
+iteration are summed across processes (``torch.distributed.all_reduce``; gloo, so CPUs suffice), and
+rank 0 gathers the links and writes them in corpus order. One process: every function here is the
+identity and torch is not imported.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import numpy as np
+
+from .ids import CHUNK_PAIRS, chunks
+
+
+def _dist():
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return dist
+
+
+def world() -> tuple[int, int]:
+    """``(rank, processes)``: ``(0, 1)`` outside torchrun."""
+    dist = _dist()
+    return (0, 1) if dist is None else (dist.get_rank(), dist.get_world_size())
+
+
+def my_chunks(n: int, size: int = CHUNK_PAIRS) -> Iterator[tuple[int, int]]:
+    """This process's chunks of ``n`` pairs: all of them, or every N-th under torchrun."""
+    rank, procs = world()
+    for k, c in enumerate(chunks(n, size)):
+        if k % procs == rank:
+            yield c
+
+
+def all_reduce(x: np.ndarray) -> np.ndarray:
+    """``x`` summed over all processes (float64; ``x`` itself with one process)."""
+    dist = _dist()
+    if dist is None:
+        return x
+    import torch
+
+    t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
+    dist.all_reduce(t)
+    return t.numpy()
+
+
+def gather_chunks(mine: list[tuple[int, object]]) -> list[object] | None:
+    """Rank 0: every process's ``(chunk start, result)`` pairs, results in corpus order; other ranks:
+    None. One process: the results in order."""
+    dist = _dist()
+    if dist is None:
+        return [r for _, r in sorted(mine, key=lambda x: x[0])]
+    rank, procs = world()
+    parts = [None] * procs if rank == 0 else None
+    dist.gather_object(mine, parts, dst=0)
+    if rank != 0:
+        return None
+    return [r for _, r in sorted((x for p in parts for x in p), key=lambda x: x[0])]

@@ -1,0 +1,158 @@
+"""A corpus as token ids, and the lexical table of its co-occurring word types. Torch-free.
+
+The statistical aligners never hold the corpus as Python strings nor any array per (target word,
+source word) cell of the whole corpus: :class:`IdCorpus` keeps 4 bytes a token (flat int32 ids plus
+offsets), :class:`LexTable` one int64 key per co-occurring (source type, target type) pair, and the
+cells of EM are built for one batch of pairs at a time (:mod:`.cells`), their expected counts
+added to the table's, the batch dropped (or cached, up to a bound). Memory then grows with the
+tokens and the number of co-occurring type pairs, not with pairs x length^2.
+
+Ids start at 1 on both sides; id 0 is the NULL word (on the source side of a direction).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+CHUNK_PAIRS = 5000  # pairs decoded (and their links yielded) at once, in corpus order
+
+
+@dataclass
+class IdCorpus:
+    """Sentence pairs as ids: pair k's source words are ``src[src_off[k]:src_off[k + 1]]``."""
+
+    src: np.ndarray  # [source tokens] int32, ids 1..n_src-1
+    src_off: np.ndarray  # [pairs + 1] int64
+    tgt: np.ndarray  # [target tokens] int32, ids 1..n_tgt-1
+    tgt_off: np.ndarray  # [pairs + 1] int64
+    src_words: list[str]  # id -> word (index 0: NULL)
+    tgt_words: list[str]
+
+    @classmethod
+    def encode(cls, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], prefix: int = 0) -> IdCorpus:
+        """Encode pairs of word lists, each word cut to its first ``prefix`` characters (0: whole)."""
+        if prefix < 0:
+            raise ValueError(f"prefix must be 0 (whole words) or a positive length, not {prefix}")
+        vocab: tuple[dict[str, int], dict[str, int]] = ({}, {})
+        ids = (array("i"), array("i"))
+        offs = (array("q", [0]), array("q", [0]))
+        for pair in pairs:
+            for side in (0, 1):
+                v, buf = vocab[side], ids[side]
+                for w in pair[side]:
+                    w = w[:prefix] if prefix else w
+                    buf.append(v.setdefault(w, len(v) + 1))
+                offs[side].append(len(buf))
+        words = [["<null>", *v] for v in vocab]
+        arr = [np.frombuffer(a, dtype=np.int32).copy() if len(a) else np.zeros(0, np.int32) for a in ids]
+        return cls(arr[0], np.frombuffer(offs[0], dtype=np.int64).copy(), arr[1],
+                   np.frombuffer(offs[1], dtype=np.int64).copy(), words[0], words[1])
+
+    def __len__(self) -> int:
+        return len(self.src_off) - 1
+
+    @property
+    def n_src(self) -> int:
+        return len(self.src_words)
+
+    @property
+    def n_tgt(self) -> int:
+        return len(self.tgt_words)
+
+    def shapes_of(self, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]]:
+        """``(T, S)`` of pairs ``lo..hi``."""
+        hi = len(self) if hi is None else hi
+        T, S = np.diff(self.tgt_off[lo:hi + 1]), np.diff(self.src_off[lo:hi + 1])
+        return list(zip(T.tolist(), S.tolist(), strict=True))
+
+    def pair(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return (self.src[self.src_off[k]:self.src_off[k + 1]], self.tgt[self.tgt_off[k]:self.tgt_off[k + 1]])
+
+    def swapped(self) -> IdCorpus:
+        """The reverse direction: target words become the source side."""
+        return IdCorpus(self.tgt, self.tgt_off, self.src, self.src_off, self.tgt_words, self.src_words)
+
+    def chunks(self, size: int = CHUNK_PAIRS) -> Iterator[tuple[int, int]]:
+        """``(lo, hi)`` pair ranges of at most ``size`` pairs, in corpus order."""
+        return chunks(len(self), size)
+
+    def same_type(self) -> np.ndarray:
+        """``[n_tgt]``: for each target type the source id of the identical word, else -1."""
+        index = {w: i for i, w in enumerate(self.src_words) if i}
+        return np.array([-1] + [index.get(w, -1) for w in self.tgt_words[1:]], dtype=np.int64)
+
+
+def chunks(n: int, size: int = CHUNK_PAIRS) -> Iterator[tuple[int, int]]:
+    """``(lo, hi)`` ranges of at most ``size`` of ``n`` pairs, in order."""
+    for lo in range(0, n, size):
+        yield lo, min(n, lo + size)
+
+
+def chunk_keys(corpus: IdCorpus, lo: int, hi: int) -> np.ndarray:
+    """The (source type or NULL, target type) key ``e * n_tgt + f`` of every cell of pairs ``lo..hi``
+    with both sides non-empty, flat (per pair ``[T, S + 1]`` row-major, NULL last)."""
+    S = np.diff(corpus.src_off[lo:hi + 1])
+    T = np.diff(corpus.tgt_off[lo:hi + 1])
+    sizes = np.where((S > 0) & (T > 0), T * (S + 1), 0)
+    n = int(sizes.sum())
+    if not n:
+        return np.zeros(0, np.int64)
+    T = np.where(sizes > 0, T, 0)
+    width = S + 1
+    row_pair = np.repeat(np.arange(len(T)), T)  # rows: (pair, target word)
+    row_t = np.arange(len(row_pair)) - np.repeat(np.cumsum(T) - T, T)
+    row_len = width[row_pair]
+    cell_row = np.repeat(np.arange(len(row_pair)), row_len)
+    s = np.arange(n) - np.repeat(np.cumsum(row_len) - row_len, row_len)  # source position (S: NULL)
+    f = corpus.tgt[np.repeat(corpus.tgt_off[lo:hi][row_pair] + row_t, row_len)]
+    start = corpus.src_off[lo:hi][row_pair][cell_row]
+    src = S[row_pair][cell_row]
+    e = np.where(s < src, corpus.src[np.minimum(start + s, max(len(corpus.src) - 1, 0))], 0)
+    return e.astype(np.int64) * corpus.n_tgt + f
+
+
+def _unique(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (by sorting: NumPy 2's hash-based np.unique is far slower on int64)."""
+    x = np.sort(x)
+    return x[np.concatenate([[True], x[1:] != x[:-1]])] if len(x) else x
+
+
+class LexTable:
+    """The co-occurring (source type or NULL, target type) pairs of a corpus: sorted int64 keys
+    ``e * n_tgt + f``; an entry's index is where its counts and probabilities live."""
+
+    def __init__(self, corpus: IdCorpus, chunk: int = CHUNK_PAIRS):
+        self.width = corpus.n_tgt
+        keys = np.zeros(0, np.int64)
+        pending: list[np.ndarray] = []
+        for lo, hi in corpus.chunks(chunk):
+            pending.append(_unique(chunk_keys(corpus, lo, hi)))
+            if sum(map(len, pending)) > 4 * max(len(keys), 1_000_000):  # merge now and then
+                keys = _unique(np.concatenate([keys, *pending]))
+                pending = []
+        self.keys = _unique(np.concatenate([keys, *pending])) if pending else keys
+        self.pair_src = self.keys // self.width  # [K] source id of each entry (0 = NULL)
+        self.n_src = corpus.n_src
+        self.n_tgt = corpus.n_tgt - 1  # target types (the Dirichlet prior's dimension)
+        self._same = corpus.same_type()
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """Table indices of keys that are in the table (any shape)."""
+        flat = keys.ravel()
+        order = np.argsort(flat)  # binary search is many times faster for needles in order
+        out = np.empty(flat.shape, np.int64)
+        out[order] = np.searchsorted(self.keys, flat[order])
+        return out.reshape(keys.shape)
+
+    def bonus(self, identical: float) -> np.ndarray | None:
+        """``[K]`` extra counts for pairs of identical source and target types (None for 0)."""
+        if not identical:
+            return None
+        return identical * (self._same[self.keys % self.width] == self.pair_src)

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""The statistical aligner as the corpus grows: wall time, peak memory, pairs/s and AER on the 447
+English-French Hansards test sentences, for 10k, 40k, 160k and 310k pairs of the raw ISI Hansards,
+with eflomal (pip install eflomal) on the same files in the same run.
+
+    python bench/scale.py                      # every size, attnalign's default and eflomal
+    python bench/scale.py --sizes 10000 40000 --systems attnalign
+
+The raw corpus is upper-case, unaccented and untokenized; it is lower-cased, punctuation is split off,
+French elisions and contractions are written as the test set writes them (``l' homme`` -> ``le
+homme``, ``du`` -> ``de le``, ``aujourd'hui`` -> ``aujourd' hui``) and English ``'s`` is split. The
+test sentences keep their tokens and positions; their French accents are folded so that words match
+the unaccented corpus. Each corpus is the 447 test pairs followed by the first N raw pairs (empty
+lines dropped). Each run is a fresh process (its peak RSS is its own); run this alone on the machine.
+Writes bench/results/scale.{csv,json}. A benchmark: it prints numbers and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import re
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, emit, parse_result, shared  # noqa: E402
+from quality import fold  # noqa: E402
+
+WORK = ROOT / "bench" / "work" / "scale"
+RESULTS = ROOT / "bench" / "results"
+SIZES = [10_000, 40_000, 160_000, 310_000]
+N_TEST = 447
+
+_PUNCT = re.compile(r"""([.,!?;:"()\[\]«»%/*+=-])""")
+# French elided articles and pronouns, and contractions, as the EGYPT-tokenized test set writes them
+_ELISION = re.compile(r"\b(l|d|j|qu|s|n|m|t|c|jusqu|lorsqu|puisqu|quoiqu)'")
+_ELIDED = {"l": "le", "d": "de", "j": "je", "qu": "que", "s": "se", "n": "ne", "m": "me", "t": "te",
+           "c": "ce", "jusqu": "jusque", "lorsqu": "lorsque", "puisqu": "puisque", "quoiqu": "quoique"}
+_CONTRACTIONS = {"du": "de le", "des": "de les", "au": "a le", "aux": "a les"}
+
+
+def tok_en(line: str) -> str:
+    text = _PUNCT.sub(r" \1 ", line.lower())
+    text = re.sub(r"(\w)'s\b", r"\1 's", text)
+    return " ".join(text.split())
+
+
+def tok_fr(line: str) -> str:
+    text = _PUNCT.sub(r" \1 ", line.lower())
+    text = text.replace("aujourd'hui", "aujourd' hui")
+    text = _ELISION.sub(lambda m: _ELIDED[m.group(1)] + " ", text)
+    return " ".join(_CONTRACTIONS.get(w, w) for w in text.split())
+
+
+def build(n: int) -> tuple[Path, Path]:
+    """The corpus of the test pairs and the first ``n`` raw pairs (cached under bench/work/scale)."""
+    d = shared("enfr-hansards")
+    src, tgt = WORK / f"corpus{n}.en", WORK / f"corpus{n}.fr"
+    if src.exists() and tgt.exists():
+        return src, tgt
+    WORK.mkdir(parents=True, exist_ok=True)
+    en = [" ".join(x.split()).lower() for x in (d / "test.en").read_text(encoding="utf-8").splitlines()]
+    fr = [fold(" ".join(x.split()).lower()) for x in (d / "test.fr").read_text(encoding="utf-8").splitlines()]
+    raw = d / "isi310k.raw.en", d / "isi310k.raw.fr"
+    with open(raw[0], encoding="utf-8") as fe, open(raw[1], encoding="utf-8") as ff:
+        for a, b in zip(fe, ff, strict=True):
+            if len(en) - N_TEST >= n:
+                break
+            a, b = tok_en(a), tok_fr(fold(b))
+            if a and b:
+                en.append(a)
+                fr.append(b)
+    src.write_text("\n".join(en) + "\n", encoding="utf-8")
+    tgt.write_text("\n".join(fr) + "\n", encoding="utf-8")
+    return src, tgt
+
+
+def aer(pred: Path) -> float:
+    from attnalign.data.alignments import Alignment, read_alignments
+    from attnalign.data.corpus import read_corpus
+    from attnalign.eval.metrics import Counts, corpus_counts
+
+    d = shared("enfr-hansards")
+    pairs = read_corpus(d / "test.en", d / "test.fr")
+    gold, _ = read_alignments(d / "test.gold.naacl", src_lengths=[len(s) for s, _ in pairs],
+                              tgt_lengths=[len(t) for _, t in pairs])
+    links = [sorted(tuple(map(int, x.split("-"))) for x in line.split())
+             for line in pred.read_text().splitlines()[:N_TEST]]
+    return 100 * sum(corpus_counts([Alignment.from_links(x) for x in links], gold), Counts()).aer
+
+
+def worker(args) -> None:
+    """One run in a fresh process: align, then report time and this process's (and its children's)
+    peak RSS."""
+    src, tgt, out = Path(args.src), Path(args.tgt), Path(args.out)
+    t = time.perf_counter()
+    if args.worker == "attnalign":
+        from attnalign.workflows.align_files import align_statistical_files
+
+        align_statistical_files(src=src, tgt=tgt, output=out)
+    else:
+        import eflomal
+
+        from attnalign.decoding.symmetrize import symmetrize
+
+        with open(src, encoding="utf-8") as s, open(tgt, encoding="utf-8") as g:
+            eflomal.Aligner().align(s, g, links_filename_fwd=f"{out}.fwd", links_filename_rev=f"{out}.rev")
+
+        def read(p):
+            return [[tuple(map(int, x.split("-"))) for x in line.split()]
+                    for line in Path(p).read_text().splitlines()]
+
+        links = [sorted(symmetrize(f, r, "grow-diag-final-and"))
+                 for f, r in zip(read(f"{out}.fwd"), read(f"{out}.rev"), strict=True)]
+        out.write_text("".join(" ".join(f"{i}-{j}" for i, j in x) + "\n" for x in links))
+    seconds = time.perf_counter() - t
+    rss = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    emit({"seconds": seconds, "peak_rss_mb": rss / 1024})
+
+
+def exponent(rows: list[dict], key: str) -> float | None:
+    """The slope of log(key) against log(pairs): 1 is linear."""
+    pts = [(math.log(r["pairs"]), math.log(r[key])) for r in rows if r[key] > 0]
+    if len(pts) < 2:
+        return None
+    mx, my = sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="raw pairs added to the test pairs")
+    ap.add_argument("--systems", nargs="+", default=["attnalign", "eflomal"],
+                    choices=["attnalign", "eflomal"])
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--src", help=argparse.SUPPRESS)
+    ap.add_argument("--tgt", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+    rows = []
+    for n in args.sizes:
+        src, tgt = build(n)
+        pairs = len(src.read_text(encoding="utf-8").splitlines())
+        for system in args.systems:
+            out = WORK / f"{system}{n}.align"
+            cmd = [sys.executable, __file__, "--worker", system, "--src", str(src), "--tgt", str(tgt),
+                   "--out", str(out)]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode:
+                print(f"{system} at {n}: failed\n{p.stderr[-2000:]}", file=sys.stderr)
+                continue
+            r = parse_result(p.stdout)
+            row = {"system": system, "pairs": pairs, "seconds": round(r["seconds"], 1),
+                   "pairs_per_s": round(pairs / r["seconds"]), "peak_rss_mb": round(r["peak_rss_mb"]),
+                   "aer": round(aer(out), 2)}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    for system in args.systems:
+        mine = [r for r in rows if r["system"] == system]
+        for key in ("seconds", "peak_rss_mb"):
+            e = exponent(mine, key)
+            if e is not None:
+                print(f"{system}: {key} grows as pairs^{e:.2f}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if rows:
+        with open(RESULTS / "scale.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        (RESULTS / "scale.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
