@@ -80,6 +80,36 @@ def _progress_bar(quiet: bool):
     return bar, progress
 
 
+def _stage_bar(quiet: bool):
+    """A rich progress display on stderr for the statistical aligner's passes: one line per stage
+    (model and direction), its bar restarting with every pass (iteration, sweep), pairs/s and ETA of
+    the pass; and the callback that ``align_statistical_files`` calls."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[rate]} pairs/s"), TimeRemainingColumn(),
+                   console=err(), disable=quiet)
+    state = {"stage": None, "step": None, "task": None, "start": 0.0, "shown": 0.0,
+             "last": time.perf_counter()}
+
+    def progress(stage: str, step: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if stage != state["stage"]:
+            if state["task"] is not None:
+                bar.update(state["task"], completed=bar.tasks[-1].total)
+            state.update(stage=stage, step=None, task=bar.add_task(stage, total=total, rate="-"))
+        if step != state["step"]:  # a pass begins where the last report before it ended
+            state.update(step=step, start=state["last"])
+            bar.reset(state["task"], total=total, description=f"{stage}: {step}", rate="-")
+        if now - state["shown"] > 0.2 or done == total:
+            state["shown"] = now
+            rate = done / max(1e-9, now - state["start"])
+            bar.update(state["task"], completed=done, rate=f"{rate:,.0f}")
+        state["last"] = now
+
+    return bar, progress
+
+
 def _written(output: Path | None, report) -> None:
     """Say where the alignment went; the scores go to stdout unless the alignment itself went there."""
     from .render import score_table
@@ -131,20 +161,26 @@ def align_statistical_cmd(
     identical: IdenticalOpt = TEACHER.identical, gold: GoldOpt = None,
     gold_format: GoldFormatOpt = GoldFormat.auto, gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False, lowercase: LowercaseOpt = False, encoding: EncodingOpt = "utf-8",
+    quiet: QuietOpt = False,
 ) -> None:
     """Align a parallel corpus with the built-in statistical aligner alone (no NMT model): the links
     that `train --guide auto` learns from. One Pharaoh line (0-based) per pair.
 
     Example: attnalign align statistical --src sample_data/train.en --tgt sample_data/train.fr -o guide.align
     """
+    from ..statistical.dist import world
     from ..workflows.align_files import align_statistical_files
 
-    with err().status("training the statistical aligner (both directions)"):
+    rank = world()[0]  # under torchrun only rank 0 shows progress and reports
+    bar, progress = _stage_bar(quiet or rank != 0)
+    with bar:
         summary = align_statistical_files(
             src=src, tgt=tgt, corpus=corpus, output=output, model=model.value, sym=sym.value, prefix=prefix,
             identical=identical, gold=gold,
             gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
-            lowercase=lowercase, encoding=encoding)
+            lowercase=lowercase, encoding=encoding, progress=progress)
+    if rank:
+        return
     e = err()
     e.print(Text(f"aligned {summary.pairs} pairs in {summary.seconds:.1f} s; {summary.links} links "
             f"({model.value}, {sym.value}, prefix {prefix}, identical {identical:g})"))

@@ -18,6 +18,7 @@ from .dist import gather_chunks, my_chunks, world
 from .ids import CHUNK_PAIRS, IdCorpus, chunks
 from .links import posterior_links, viterbi_links
 from .options import DEFAULT, FERTILITY_PREFIX, FERTILITY_THRESHOLD, SYMS
+from .progress import report
 from .registry import COMBINED, DIRECTIONAL
 
 
@@ -68,35 +69,39 @@ def _decode(fwd: np.ndarray, rev: np.ndarray, sym: str) -> list[Link]:
     return sorted(symmetrize(viterbi_links(fwd), _turn(viterbi_links(rev)), sym))
 
 
-def iter_links(pairs: Pairs, sym: str = DEFAULT.sym, iterations: int = 5, model: str = DEFAULT.model,
-               prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical, chunk: int = CHUNK_PAIRS,
-               **kw) -> Iterator[list[Link]]:
-    """Train on ``pairs`` (any re-iterable of word-list pairs, read once) and yield each pair's links
-    (source first) in corpus order, decoded chunk by chunk: memory holds the corpus's token ids and
-    the models' tables, never every pair's matrices. Arguments as :func:`align_statistical`. Under
-    torchrun every process trains on its share; rank 0 yields all the links, the others none."""
+def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int = 5,
+               model: str = DEFAULT.model, prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical,
+               chunk: int = CHUNK_PAIRS, **kw) -> Iterator[list[Link]]:
+    """Train on ``pairs`` (any iterable of word-list pairs, read once; or an :class:`.ids.IdCorpus` of
+    whole words) and yield each pair's links (source first) in corpus order, decoded ``chunk`` pairs at
+    a time: memory holds the corpus's token ids and the models' tables, never every pair's matrices.
+    Arguments as :func:`align_statistical`. Under torchrun every process trains on its share; rank 0
+    yields all the links, the others none. Progress goes to :func:`.progress.reporting`'s listener."""
     _check(sym, model)
     combined = model == COMBINED
-    corpus = IdCorpus.encode(pairs, prefix)
-    first = fit(corpus, "hmm-agree" if combined else model, iterations, prefix, identical, **kw)
+    words = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
+    first = fit(words.cut(prefix), "hmm-agree" if combined else model, iterations, prefix, identical, **kw)
     second = None
     if combined:
-        words = corpus if prefix == FERTILITY_PREFIX else IdCorpus.encode(pairs, FERTILITY_PREFIX)
-        second = fit(words, "fertility", prefix=FERTILITY_PREFIX, chunk=chunk)
+        second = fit(words.cut(FERTILITY_PREFIX), "fertility", prefix=FERTILITY_PREFIX, chunk=chunk)
+    n = len(words)
 
     def links(lo: int, hi: int) -> list[list[Link]]:
         a, b = first.posteriors(lo, hi)
         if second is None:
-            return [_decode(f, r, sym) for f, r in zip(a, b, strict=True)]
-        c, d = second.posteriors(lo, hi)
-        return [sorted(set(posterior_links(w, x)) | set(posterior_links(y, z, FERTILITY_THRESHOLD)))
-                for w, x, y, z in zip(a, b, c, d, strict=True)]
+            out = [_decode(f, r, sym) for f, r in zip(a, b, strict=True)]
+        else:
+            c, d = second.posteriors(lo, hi)
+            out = [sorted(set(posterior_links(w, x)) | set(posterior_links(y, z, FERTILITY_THRESHOLD)))
+                   for w, x, y, z in zip(a, b, c, d, strict=True)]
+        report("links", "decoding", hi, n)
+        return out
 
     if world()[1] == 1:
-        for lo, hi in chunks(len(corpus), chunk):
+        for lo, hi in chunks(n, chunk):
             yield from links(lo, hi)
         return
-    gathered = gather_chunks([(lo, links(lo, hi)) for lo, hi in my_chunks(len(corpus), chunk)])
+    gathered = gather_chunks([(lo, links(lo, hi)) for lo, hi in my_chunks(n, chunk)])
     for part in gathered or ():
         yield from part
 

@@ -23,6 +23,7 @@ import numpy as np
 from ..data.corpus import Pairs
 from .dist import all_reduce, world
 from .ids import IdCorpus, LexTable
+from .progress import report
 
 IBM2_CELLS = 1_000_000  # cells of an IBM2 batch
 CACHE_CELLS = 60_000_000  # cell indices kept between EM passes (4 bytes each); more are rebuilt per pass
@@ -124,8 +125,13 @@ class Batches:
             rank, procs = world()
             groups = plan(corpus, np.arange(len(corpus)), limit, cost)[rank::procs]
         self.groups = groups
+        self.pairs = sum(map(len, groups))  # this process's share
         self.corpus, self.table, self.room = corpus, table, cache
         self.cached: dict[int, Batch] = {}
+
+    def release(self) -> None:
+        """Drop the cached cell indices (training is over)."""
+        self.cached.clear()
 
     def __iter__(self) -> Iterator[Batch]:
         for k, rows in enumerate(self.groups):
@@ -203,17 +209,20 @@ def m_step(table: LexTable, counts: np.ndarray, alpha: float, bonus: np.ndarray 
 
 
 def em(batches: Batches, iterations: int, alpha: float, p0: float, tension: float,
-       bonus: np.ndarray | None = None, t: np.ndarray | None = None) -> np.ndarray:
+       bonus: np.ndarray | None = None, t: np.ndarray | None = None, stage: str = "ibm2") -> np.ndarray:
     """The translation table after ``iterations`` EM steps of the IBM2 model from ``t`` (None:
     uniform). Under torchrun each process passes over its batches and the counts are summed across
-    processes (:mod:`.dist`)."""
+    processes (:mod:`.dist`). ``stage``: the name progress reports give."""
     table = batches.table
     t = np.ones(len(table)) if t is None else t
-    for _ in range(iterations):
+    for it in range(iterations):
         counts = Counts(len(table))
         t_ext = np.append(t, 0.0)
+        done = 0
         for b in batches:
             counts.add(b, ibm2_posteriors(b, t_ext, p0, tension))
+            done += len(b.rows)
+            report(stage, f"IBM2 iteration {it + 1}/{iterations}", done, batches.pairs)
         t = m_step(table, counts.summed(), alpha, bonus)
     return t
 

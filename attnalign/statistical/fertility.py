@@ -45,6 +45,7 @@ from .cells import padded
 from .dist import all_reduce, my_chunks, world
 from .ibm2 import IBM2
 from .ids import CHUNK_PAIRS, IdCorpus, LexTable
+from .progress import report
 
 _BUCKET = 3000  # at most this many sentences resampled together
 
@@ -191,7 +192,7 @@ class Marginals:
 def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray, sweeps: int = 40,
                      fertility_from: int = 10, collect: int = 20, p0: float = 0.2, alpha: float = 1e-3,
                      beta: float = 0.5, gamma: float = 0.5, max_jump: int = 10, max_fertility: int = 8,
-                     seed: int = 1) -> Marginals:
+                     seed: int = 1, stage: str = "fertility") -> Marginals:
     """Gibbs-sample one direction's links (target words to source words) from ``init`` (per pair, a
     source position or S for NULL for every target word; or flat over the corpus's target words) and
     return the link counts of the last ``collect`` sweeps (:class:`Marginals`).
@@ -222,9 +223,12 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
         J, fert = _tables(buckets, n_src, max_jump, max_fertility, beta, gamma)
         use_fert = sweep >= fertility_from
         start = (n_pair.copy(), n_e.copy()) if procs > 1 else None
+        done, total = 0, sum(len(b.rows) for b in buckets)
         for b in buckets:
             _sweep(b, n_pair, n_e, n_tgt, J, fert if use_fert else None, rng, p0, alpha, max_jump,
                    max_fertility)
+            done += len(b.rows)
+            report(stage, f"sweep {sweep + 1}/{sweeps}", done, total)
         if start is not None:  # every process's changes, added to the counts all started from
             n_pair = start[0] + all_reduce(n_pair - start[0])
             n_e = start[1] + all_reduce(n_e - start[1])
@@ -302,15 +306,15 @@ class FertilityModel:
 
     def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS, **kw):
         self.marginals = []
-        for side in (corpus, corpus.swapped()):
-            ibm2 = IBM2(side, 5)
+        for side, name in ((corpus, "forward"), (corpus.swapped(), "reverse")):
+            ibm2 = IBM2(side, 5, stage=f"fertility {name}")
             init = np.zeros(len(side.tgt), dtype=np.int32)
             for lo, hi in my_chunks(len(side), chunk):
                 best = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]  # S: NULL
                 init[side.tgt_off[lo]:side.tgt_off[hi]] = np.concatenate(best) if best else 0
             del ibm2
             self.marginals.append(sample_marginals(side, all_reduce(init.astype(np.float64)).astype(np.int64),
-                                                   seed=seed, **kw))
+                                                   seed=seed, stage=f"fertility {name}", **kw))
 
     def posteriors(self, lo: int, hi: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Forward link frequencies ``[T, S + 1]`` and reverse ones ``[S, T + 1]`` of pairs ``lo..hi``."""

@@ -31,6 +31,7 @@ from ..data.corpus import Pairs
 from .cells import Batch, Batches, Counts, em, in_order, m_step, make_batch
 from .dist import all_reduce
 from .ids import IdCorpus, LexTable
+from .progress import report
 
 _FLOOR = 1e-100  # the smallest emission probability the E-step uses
 
@@ -109,7 +110,8 @@ class _HMM:
     expected counts of the table's entries and of the jumps; an M-step re-estimates t and J from them."""
 
     def __init__(self, corpus: IdCorpus | Pairs, p0: float, max_jump: int, alpha: float, ibm2_iterations: int,
-                 max_cells: int, ibm2: dict, identical: float = 0.0, groups: list[np.ndarray] | None = None):
+                 max_cells: int, ibm2: dict, identical: float = 0.0, groups: list[np.ndarray] | None = None,
+                 stage: str = "hmm"):
         self.corpus = corpus if isinstance(corpus, IdCorpus) else IdCorpus.encode(corpus)
         self.table = LexTable(self.corpus)
         self.bonus = self.table.bonus(identical)
@@ -118,7 +120,8 @@ class _HMM:
         self.batches = Batches(self.corpus, self.table, max_cells, hmm_cost, groups=groups)
         self.ibm2 = (ibm2.get("p0", 0.08), ibm2.get("tension", 4.0))
         # t from IBM2: its EM steps, then one more M-step on its final posteriors
-        self.set_t(em(self.batches, ibm2_iterations + 1, alpha, *self.ibm2, self.bonus)
+        self.stage = stage
+        self.set_t(em(self.batches, ibm2_iterations + 1, alpha, *self.ibm2, self.bonus, stage=stage)
                    if ibm2_iterations else m_step(self.table, np.ones(self.n), alpha, self.bonus))
         self.jump = torch.ones(2 * max_jump + 1, dtype=torch.float64)
 
@@ -140,14 +143,16 @@ class _HMM:
         jumps = torch.zeros_like(self.jump).index_add_(0, d.reshape(-1), xi.sum(0).reshape(-1))
         return torch.cat([g_w, g_n.unsqueeze(-1)], -1).numpy(), jumps
 
-    def e_step(self) -> tuple[np.ndarray, torch.Tensor]:
+    def e_step(self, step: str = "") -> tuple[np.ndarray, torch.Tensor]:
         """Expected counts of the table's entries [K] and of the jumps, over the corpus (this
         process's batches, summed across processes)."""
-        counts, jumps = Counts(self.n), torch.zeros_like(self.jump)
+        counts, jumps, done = Counts(self.n), torch.zeros_like(self.jump), 0
         for b in self.batches:
             post, jump_counts = self.e_batch(b)
             counts.add(b, post)
             jumps += jump_counts
+            done += len(b.rows)
+            report(self.stage, step, done, self.batches.pairs)
         return counts.summed(), torch.from_numpy(all_reduce(jumps.numpy()))
 
     def m_step(self, counts: np.ndarray, jump_counts: torch.Tensor) -> None:
@@ -176,11 +181,13 @@ def train_hmm_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max
 
 
 def fit_hmm(corpus: IdCorpus, iterations: int = 5, p0: float = 0.2, max_jump: int = 10, alpha: float = 0.01,
-            ibm2_iterations: int = 5, max_cells: int = 2_000_000, identical: float = 0.0, **ibm2) -> _HMM:
+            ibm2_iterations: int = 5, max_cells: int = 2_000_000, identical: float = 0.0, stage: str = "hmm",
+            **ibm2) -> _HMM:
     """One direction's HMM, EM-trained (after IBM2) on ``corpus``."""
-    hmm = _HMM(corpus, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
-    for _ in range(iterations):
-        hmm.m_step(*hmm.e_step())
+    hmm = _HMM(corpus, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical, stage=stage)
+    for it in range(iterations):
+        hmm.m_step(*hmm.e_step(f"HMM iteration {it + 1}/{iterations}"))
+    hmm.batches.release()
     return hmm
 
 
@@ -194,10 +201,12 @@ class HMMAgreement:
     def __init__(self, corpus: IdCorpus, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
                  alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
                  identical: float = 0.0, **ibm2):
-        self.fwd = _HMM(corpus, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical)
+        self.fwd = _HMM(corpus, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical,
+                        stage="hmm-agree forward")
         self.rev = _HMM(corpus.swapped(), p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical,
-                        groups=self.fwd.batches.groups)
-        for _ in range(iterations):
+                        groups=self.fwd.batches.groups, stage="hmm-agree reverse")
+        for it in range(iterations):
+            done = 0
             f_counts, r_counts = Counts(self.fwd.n), Counts(self.rev.n)
             f_jumps, r_jumps = torch.zeros_like(self.fwd.jump), torch.zeros_like(self.rev.jump)
             for fb, rb in zip(self.fwd.batches, self.rev.batches, strict=True):
@@ -206,8 +215,12 @@ class HMMAgreement:
                 r_counts.add(rb, rp)
                 f_jumps += fj
                 r_jumps += rj
+                done += len(fb.rows)
+                report("hmm-agree", f"HMM iteration {it + 1}/{iterations}", done, self.fwd.batches.pairs)
             self.fwd.m_step(f_counts.summed(), torch.from_numpy(all_reduce(f_jumps.numpy())))
             self.rev.m_step(r_counts.summed(), torch.from_numpy(all_reduce(r_jumps.numpy())))
+        self.fwd.batches.release()
+        self.rev.batches.release()
 
     def _joint(self, fb: Batch, rb: Batch):
         """Both directions' E-step on one batch, word-word posteriors replaced by their product."""

@@ -27,10 +27,11 @@ class IBM2:
     """One direction's IBM2, EM-trained batch by batch on an :class:`.ids.IdCorpus`."""
 
     def __init__(self, corpus: IdCorpus, iterations: int = 5, p0: float = 0.08, tension: float = 4.0,
-                 alpha: float = 0.01, identical: float = 0.0):
+                 alpha: float = 0.01, identical: float = 0.0, stage: str = "ibm2"):
         self.corpus, self.p0, self.tension = corpus, p0, tension
         self.table = LexTable(corpus)
-        self.t = em(Batches(corpus, self.table), iterations, alpha, p0, tension, self.table.bonus(identical))
+        self.t = em(Batches(corpus, self.table), iterations, alpha, p0, tension, self.table.bonus(identical),
+                    stage=stage)
 
     def posteriors(self, lo: int, hi: int) -> list[np.ndarray]:
         """Posteriors ``[T, S + 1]`` (NULL last) of pairs ``lo..hi``."""

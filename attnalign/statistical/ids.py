@@ -55,6 +55,20 @@ class IdCorpus:
     def __len__(self) -> int:
         return len(self.src_off) - 1
 
+    def cut(self, prefix: int) -> IdCorpus:
+        """The same corpus with every word cut to its first ``prefix`` characters (0: itself)."""
+        if prefix < 0:
+            raise ValueError(f"prefix must be 0 (whole words) or a positive length, not {prefix}")
+        if not prefix:
+            return self
+        sides = []
+        for words, ids in ((self.src_words, self.src), (self.tgt_words, self.tgt)):
+            vocab: dict[str, int] = {}
+            new = np.array([0] + [vocab.setdefault(w[:prefix], len(vocab) + 1) for w in words[1:]], np.int32)
+            sides.append((new[ids], ["<null>", *vocab]))
+        (src, src_words), (tgt, tgt_words) = sides
+        return IdCorpus(src, self.src_off, tgt, self.tgt_off, src_words, tgt_words)
+
     @property
     def n_src(self) -> int:
         return len(self.src_words)

@@ -27,14 +27,15 @@ class _Independent:
 def _ibm2(corpus: IdCorpus, iterations: int, identical: float, **kw):
     from .ibm2 import IBM2
 
-    return _Independent(*(IBM2(c, iterations, identical=identical, **kw) for c in (corpus, corpus.swapped())))
+    return _Independent(*(IBM2(c, iterations, identical=identical, stage=f"ibm2 {name}", **kw)
+                          for c, name in ((corpus, "forward"), (corpus.swapped(), "reverse"))))
 
 
 def _hmm(corpus: IdCorpus, iterations: int, identical: float, **kw):
     from .hmm import fit_hmm
 
-    return _Independent(*(fit_hmm(c, iterations, identical=identical, **kw)
-                          for c in (corpus, corpus.swapped())))
+    return _Independent(*(fit_hmm(c, iterations, identical=identical, stage=f"hmm {name}", **kw)
+                          for c, name in ((corpus, "forward"), (corpus.swapped(), "reverse"))))
 
 
 def _hmm_agree(corpus: IdCorpus, iterations: int, identical: float, **kw):

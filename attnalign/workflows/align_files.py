@@ -10,6 +10,7 @@ or interrupted run leaves no half-written output (and does not clobber an earlie
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import sys
@@ -155,33 +156,46 @@ def align_statistical_files(
     gold_options: GoldOptions = GoldOptions(),
     lowercase: bool = False,
     encoding: str = "utf-8",
+    progress: Callable[[str, str, int, int], None] | None = None,
 ) -> AlignSummary:
     """Align a corpus file with the built-in statistical aligner (no NMT model; the teacher of
     ``train --guide auto``; settings as :class:`~attnalign.statistical.TeacherOptions`) to ``output``
-    (stdout when None). The whole corpus is trained on at once and held in memory (README, ``align
-    statistical``)."""
-    from ..statistical import align_statistical
+    (stdout when None). The corpus is read once into token ids and the links are written as they are
+    decoded (README, ``align statistical``). ``progress(stage, step, done, total)`` hears every pass
+    (:mod:`attnalign.statistical.progress`). Under torchrun every process trains and rank 0 writes."""
+    from ..statistical import iter_links
+    from ..statistical.dist import world
+    from ..statistical.ids import IdCorpus
+    from ..statistical.progress import reporting
 
     teacher = TeacherOptions(model, sym, prefix, identical).check((*SYMS, "none"))
     check_distinct({"--output": output}, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold})
-    if output is not None:
+    writer = world()[0] == 0
+    if output is not None and writer:
         check_writable(output)
-    pairs = list(open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lowercase))
+    pairs = open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lowercase)
     golds, gold_info = read_gold(gold, gold_options, corpus_size=len(pairs)) if gold else ([], None)
     t0 = time.perf_counter()
-    links = align_statistical(pairs, **teacher.as_kwargs())
-    summary = AlignSummary(pairs=len(pairs), links=sum(map(len, links)), seconds=time.perf_counter() - t0,
-                           settings={"aligner": model, "sym": sym, "prefix": prefix,
-                                     "identical": identical})
-    with contextlib.ExitStack() as stack:
+    summary = AlignSummary(pairs=len(pairs), links=0,
+                           settings={"aligner": model, "sym": sym, "prefix": prefix, "identical": identical})
+    per_sentence = []
+    with reporting(progress), contextlib.ExitStack() as stack:
+        links = iter_links(IdCorpus.encode(pairs), **teacher.as_kwargs())
+        if not writer:  # another process writes; this one trains on its share
+            for _ in links:
+                pass
+            return summary
+        first = next(links, None)  # trained: only now is the old output replaced
         out = sys.stdout if output is None else stack.enter_context(atomic_open(output))
-        for x in links:
+        for k, x in enumerate(itertools.chain([first] if first is not None else [], links)):
             out.write(format_pharaoh_line(Alignment.from_links(x)) + "\n")
+            summary.links += len(x)
+            if k < len(golds):
+                per_sentence.append(alignment_counts(Alignment.from_links(x), golds[k]))
         if output is None:
             out.flush()
+    summary.seconds = time.perf_counter() - t0
     if gold is not None:
-        per_sentence = [alignment_counts(Alignment.from_links(x), g)
-                        for x, g in zip(links, golds, strict=False)]
         summary.report = _report(gold_info, output, per_sentence)
     return summary
 
