@@ -12,7 +12,8 @@ homme``, ``du`` -> ``de le``, ``aujourd'hui`` -> ``aujourd' hui``) and English `
 test sentences keep their tokens and positions; their French accents are folded so that words match
 the unaccented corpus. Each corpus is the 447 test pairs followed by the first N raw pairs (empty
 lines dropped). Each run is a fresh process (its peak RSS is its own); run this alone on the machine.
-Writes bench/results/scale.{csv,json}. A benchmark: it prints numbers and asserts nothing.
+Writes bench/results/scale.{csv,json} (``--results NAME``: NAME.{csv,json}). A benchmark: it prints
+numbers and asserts nothing.
 """
 
 from __future__ import annotations
@@ -45,15 +46,22 @@ _ELIDED = {"l": "le", "d": "de", "j": "je", "qu": "que", "s": "se", "n": "ne", "
 _CONTRACTIONS = {"du": "de le", "des": "de les", "au": "a le", "aux": "a les"}
 
 
+# tokens the test set keeps whole: abbreviations and decimal numbers
+_KEEP = re.compile(r"(mr|mrs|ms|dr|st|no|hon|m|mm|mme|p\.m|a\.m)\.|\d+[.,]\d+")
+
+
+def _split(line: str) -> str:
+    """Lower-case and split punctuation off words, abbreviations and decimals kept whole."""
+    return " ".join(w if _KEEP.fullmatch(w) else _PUNCT.sub(r" \1 ", w) for w in line.lower().split())
+
+
 def tok_en(line: str) -> str:
-    text = _PUNCT.sub(r" \1 ", line.lower())
-    text = re.sub(r"(\w)'s\b", r"\1 's", text)
+    text = re.sub(r"(\w)'s\b", r"\1 's", _split(line))
     return " ".join(text.split())
 
 
 def tok_fr(line: str) -> str:
-    text = _PUNCT.sub(r" \1 ", line.lower())
-    text = text.replace("aujourd'hui", "aujourd' hui")
+    text = _split(line).replace("aujourd'hui", "aujourd' hui")
     text = _ELISION.sub(lambda m: _ELIDED[m.group(1)] + " ", text)
     return " ".join(_CONTRACTIONS.get(w, w) for w in text.split())
 
@@ -104,6 +112,10 @@ def worker(args) -> None:
         from attnalign.workflows.align_files import align_statistical_files
 
         align_statistical_files(src=src, tgt=tgt, output=out)
+    elif args.worker == "attnalign-2procs":  # torchrun, two processes on this machine
+        subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m",
+                        "attnalign", "align", "statistical", "--src", str(src), "--tgt", str(tgt),
+                        "-o", str(out), "--quiet"], check=True, capture_output=True)
     else:
         import eflomal
 
@@ -137,7 +149,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="raw pairs added to the test pairs")
     ap.add_argument("--systems", nargs="+", default=["attnalign", "eflomal"],
-                    choices=["attnalign", "eflomal"])
+                    choices=["attnalign", "attnalign-2procs", "eflomal"],
+                    help="attnalign-2procs: the default under torchrun with 2 processes (peak RSS: one's)")
+    ap.add_argument("--results", default="scale", help="name of the results files in bench/results")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--src", help=argparse.SUPPRESS)
     ap.add_argument("--tgt", help=argparse.SUPPRESS)
@@ -171,11 +185,11 @@ def main() -> None:
                 print(f"{system}: {key} grows as pairs^{e:.2f}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     if rows:
-        with open(RESULTS / "scale.csv", "w", newline="") as f:
+        with open(RESULTS / f"{args.results}.csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows(rows)
-        (RESULTS / "scale.json").write_text(json.dumps(rows, indent=1) + "\n")
+        (RESULTS / f"{args.results}.json").write_text(json.dumps(rows, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -102,3 +102,33 @@ def test_a_closed_pipe_ends_quietly():
     p.stdout.close()  # 5,000 lines do not fit the pipe: the writer meets the closed end
     _, stderr = p.communicate(timeout=120)
     assert p.returncode == 0 and b"Traceback" not in stderr and b"error" not in stderr
+
+
+def test_progress_reports_every_pass_in_order(tmp_path):
+    seen = []
+    align_statistical_files(src=SAMPLE / "test.en", tgt=SAMPLE / "test.fr", output=tmp_path / "a",
+                            progress=lambda stage, step, done, total: seen.append((stage, step, done, total)))
+    stages = list(dict.fromkeys(s for s, *_ in seen))
+    assert stages == ["hmm-agree forward", "hmm-agree reverse", "hmm-agree", "fertility forward",
+                      "fertility reverse", "links"]
+    assert ("hmm-agree", "HMM iteration 5/5", 200, 200) in seen
+    assert ("fertility reverse", "sweep 40/40", 200, 200) in seen
+    assert seen[-1] == ("links", "decoding", 200, 200)
+    assert all(0 < done <= total for *_, done, total in seen)
+
+
+def test_running_out_of_memory_is_one_error_and_keeps_the_old_output(tmp_path, monkeypatch):
+    import attnalign.statistical as statistical
+
+    def no_memory(*args, **kw):
+        raise MemoryError
+        yield
+
+    out = tmp_path / "old.align"
+    out.write_text("0-0\n")
+    monkeypatch.setattr(statistical, "iter_links", no_memory)
+    r = CliRunner().invoke(app, ["align", "statistical", "--src", str(SAMPLE / "test.en"),
+                                 "--tgt", str(SAMPLE / "test.fr"), "-o", str(out)])
+    assert r.exit_code == 1
+    assert "error: out of memory aligning 200 pairs" in r.output and "torchrun" in r.output
+    assert out.read_text() == "0-0\n"

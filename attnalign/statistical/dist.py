@@ -1,8 +1,8 @@
 """The statistical aligner across processes: under ``torchrun --nproc-per-node N -m attnalign align
 statistical ...`` each process (rank) takes every N-th chunk of pairs, the expected counts of every EM
 iteration are summed across processes (``torch.distributed.all_reduce``; gloo, so CPUs suffice), and
-rank 0 gathers the links and writes them in corpus order. One process: every function here is the
-identity and torch is not imported.
+rank 0 gathers the links and writes them in corpus order. Each process uses cores / processes-per-node
+threads. One process: every function here is the identity and torch is not imported.
 """
 
 from __future__ import annotations
@@ -18,10 +18,15 @@ from .ids import CHUNK_PAIRS, chunks
 def _dist():
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return None
+    import torch
     import torch.distributed as dist
 
     if not dist.is_initialized():
         dist.init_process_group("gloo")
+        # the processes of one machine share its cores: more threads than cores / processes slow all
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        torch.set_num_threads(max(1, cores // local))
     return dist
 
 

@@ -163,10 +163,7 @@ def align_statistical_files(
     (stdout when None). The corpus is read once into token ids and the links are written as they are
     decoded (README, ``align statistical``). ``progress(stage, step, done, total)`` hears every pass
     (:mod:`attnalign.statistical.progress`). Under torchrun every process trains and rank 0 writes."""
-    from ..statistical import iter_links
     from ..statistical.dist import world
-    from ..statistical.ids import IdCorpus
-    from ..statistical.progress import reporting
 
     teacher = TeacherOptions(model, sym, prefix, identical).check((*SYMS, "none"))
     check_distinct({"--output": output}, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold})
@@ -179,12 +176,36 @@ def align_statistical_files(
     summary = AlignSummary(pairs=len(pairs), links=0,
                            settings={"aligner": model, "sym": sym, "prefix": prefix, "identical": identical})
     per_sentence = []
+    try:
+        _write_statistical(pairs, teacher, output, writer, golds, summary, per_sentence, progress)
+    except MemoryError:
+        from ..errors import AttnAlignError
+
+        raise AttnAlignError(
+            f"out of memory aligning {len(pairs)} pairs with {model}",
+            hint="run it under torchrun (README, align statistical) so that several processes or machines "
+                 "share the corpus, or align it in parts") from None
+    if not writer:
+        return summary
+    summary.seconds = time.perf_counter() - t0
+    if gold is not None:
+        summary.report = _report(gold_info, output, per_sentence)
+    return summary
+
+
+def _write_statistical(pairs, teacher: TeacherOptions, output, writer: bool, golds, summary: AlignSummary,
+                       per_sentence: list, progress) -> None:
+    """Train, then write the links as they are decoded (rank 0), counting links and gold counts."""
+    from ..statistical import iter_links
+    from ..statistical.ids import IdCorpus
+    from ..statistical.progress import reporting
+
     with reporting(progress), contextlib.ExitStack() as stack:
         links = iter_links(IdCorpus.encode(pairs), **teacher.as_kwargs())
         if not writer:  # another process writes; this one trains on its share
             for _ in links:
                 pass
-            return summary
+            return
         first = next(links, None)  # trained: only now is the old output replaced
         out = sys.stdout if output is None else stack.enter_context(atomic_open(output))
         for k, x in enumerate(itertools.chain([first] if first is not None else [], links)):
@@ -194,10 +215,6 @@ def align_statistical_files(
                 per_sentence.append(alignment_counts(Alignment.from_links(x), golds[k]))
         if output is None:
             out.flush()
-    summary.seconds = time.perf_counter() - t0
-    if gold is not None:
-        summary.report = _report(gold_info, output, per_sentence)
-    return summary
 
 
 def align_sentence(model: str | os.PathLike, src: str, tgt: str, options: AlignOptions | None = None
