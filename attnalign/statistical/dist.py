@@ -7,6 +7,7 @@ threads. One process: every function here is the identity and torch is not impor
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Iterator
 
@@ -23,6 +24,8 @@ def _dist():
 
     if not dist.is_initialized():
         dist.init_process_group("gloo")
+        # a process that exits with gloo's threads still running aborts ("terminate called ...")
+        atexit.register(lambda: dist.is_initialized() and dist.destroy_process_group())
         # the processes of one machine share its cores: more threads than cores / processes slow all
         local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
