@@ -67,7 +67,12 @@ def test_cli_other_formats(models, tmp_path, ext, magic):
     r = invoke("plot", "sentence", "--model", models / "rnn", "--src", "the car", "--tgt", "la voiture",
                "-o", out)
     assert r.exit_code == 0, r.stderr
-    assert magic in out.read_bytes()[:400]
+    data = out.read_bytes()
+    assert magic in data[:400]
+    if ext == ".pdf":  # TrueType fonts, never Type 3 (camera-ready checkers reject Type 3)
+        assert b"/FontFile2" in data and b"/Type3" not in data  # embedded TrueType outlines
+    else:  # the words are SVG text elements, editable
+        assert b"<text" in data and b">voiture<" in data
 
 
 def test_cli_index_gold_compare_and_terminal(models, tmp_path):
@@ -79,6 +84,18 @@ def test_cli_index_gold_compare_and_terminal(models, tmp_path):
     png_pixels(out)
     words = (SAMPLE / "test.fr").read_text().splitlines()[4].split()
     assert all(w in r.stdout for w in words[:3]) and "AER" in r.stdout
+
+
+def test_compare_title_names_only_what_the_panels_share(models):
+    from attnalign.eval.plot import shared_settings
+    from attnalign.nmt.aligner import AlignOptions
+    from attnalign.workflows.views import model_panels
+
+    panels = model_panels(models / "rnn", ["the", "car"], ["la", "voiture"], AlignOptions(), compare=True)
+    assert [p.settings["sym"] for p in panels] == ["none", "none", "grow-diag-final-and", "soft"]
+    title = shared_settings(panels)
+    assert "sym" not in title and title["shift"] == panels[0].settings["shift"]
+    assert panels[2].title == "grow-diag-final-and links over the forward attention"
 
 
 def test_cli_saved_attention(models, tmp_path):

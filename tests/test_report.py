@@ -43,6 +43,15 @@ def test_report_from_a_bidirectional_rnn(models, tmp_path):
     assert {"grow-diag-final-and", "soft", "intersection"} <= set(scores.sym)
     assert set(scores["shift"]) == {0, 1}
     assert "worst_2.png" in page and "best_1.png" in page and "best:" in r.stdout
+    # the gallery names each sentence by its 0-based index, the one plot sentence --index and the CSV use
+    per = pd.read_csv(out / "per_sentence.csv")
+    assert per["index"].tolist() == list(range(len(per))) and (per.sentence == per["index"] + 1).all()
+    shown = [int(k) for k in re.findall(r"<b>index (\d+)</b>", page)]
+    assert len(shown) == 4
+    src = (SAMPLE / "test.en").read_text().splitlines()
+    for k in shown:
+        assert f"plot sentence --index {k}" in page and " ".join(src[k].split()).lower() in page.lower()
+    assert "max-width:100%" in page and "Made by attnalign" in page
 
 
 def test_report_from_a_transformer_has_layers(models, tmp_path):

@@ -44,6 +44,9 @@ def _mpl():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # TrueType (Type 42) fonts in PDF and PostScript: camera-ready checkers reject Type 3; SVG text
+    # stays text, so labels can be edited
+    plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"})
     return plt
 
 
@@ -109,6 +112,12 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False):
 def settings_text(settings: dict) -> str:
     skip = ("directions", "grid_cols")
     return "  ".join(f"{k}={v}" for k, v in settings.items() if v is not None and k not in skip)
+
+
+def shared_settings(panels: Sequence[Panel]) -> dict:
+    """The settings every panel has with the same value (a figure's title; each panel names the rest)."""
+    first = panels[0].settings
+    return {k: v for k, v in first.items() if all(p.settings.get(k, object()) == v for p in panels[1:])}
 
 
 def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool = False,

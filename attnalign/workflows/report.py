@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._version import __version__
 from ..data.alignments import Alignment
 from ..data.attnfile import read_attention, saved_indices
 from ..data.corpus import Pairs
@@ -36,7 +37,9 @@ from ..eval.plot import Panel, figure_for, save_figure
 CSS = (
     "body{font-family:sans-serif;margin:2em;max-width:70em} table.t{border-collapse:collapse;font-size:90%} "
     "table.t td,table.t th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right} "
-    "img.g{height:260px;margin:4px}"
+    "img{max-width:100%;height:auto} "
+    "figure.g{display:inline-block;vertical-align:top;margin:4px;max-width:32em} "
+    "figure.g figcaption{font-size:85%} .wrap{overflow-x:auto}"
 )
 
 
@@ -191,7 +194,7 @@ def build_report(
     tables = _write_tables(out, results, best, pairs, gold, top)
     stats = _attention_stats(fwd)
     images = _write_plots(out, tables, best, fwd, stats, pairs, gold, tf, gallery)
-    _write_page(out, title, len(gold), best, tables, images, fwd, stats, tf)
+    _write_page(out, title, len(gold), best, tables, images, fwd, stats, tf, pairs)
     return {
         "best": best.config.name,
         **best.total.as_dict(),
@@ -220,7 +223,7 @@ def _write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, 
     scores.to_csv(out / "scores.csv", index=False)
     per = pd.DataFrame(
         [
-            {"sentence": k + 1, "src_len": len(s), "tgt_len": len(t), **c.as_dict()}
+            {"sentence": k + 1, "index": k, "src_len": len(s), "tgt_len": len(t), **c.as_dict()}
             for k, ((s, t), c) in enumerate(zip(pairs, best.per_sentence, strict=True))
         ]
     )
@@ -230,7 +233,7 @@ def _write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, 
     per["length"] = pd.cut(per.tgt_len, bins=bins, labels=labels)
     by_len = []
     for lab, grp in per.groupby("length", observed=True):
-        c = sum((best.per_sentence[k - 1] for k in grp.sentence), Counts())
+        c = sum((best.per_sentence[k] for k in grp["index"]), Counts())
         by_len.append({"length": lab, **c.as_dict()})
     by_length = pd.DataFrame(by_len)
     by_length.to_csv(out / "by_length.csv", index=False)
@@ -299,7 +302,8 @@ def _write_plots(out: Path, tables: dict, best: Result, fwd, stats, pairs: Pairs
         for n, k in enumerate(ks):
             m, e = fwd[k]
             s, t = pairs[k]
-            p = Panel(m, s, t, best.links[k], gold[k], None, f"sentence {k + 1}")
+            p = Panel(m, s, t, best.links[k], gold[k], None,
+                      f"index {k}: forward attention, {best.config.name}")
             name = f"{kind}_{n + 1}.png"
             save_figure(figure_for([p]), out / name)
             images[f"{kind}_{n + 1}"] = name
@@ -314,7 +318,7 @@ def _attention_stats(fwd) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, images: dict, fwd, stats,
-                tf: bool) -> None:
+                tf: bool, pairs: Pairs) -> None:
     """index.html: the summary, the tables and the pictures."""
     from ..data.fileio import atomic_open
 
@@ -327,12 +331,19 @@ def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, 
     shown = tables["scores"].drop(columns=["layer", "shift", "decoder", "sym"]).copy()
     shown["best"] = shown["best"].map({True: "★", False: ""})
     wrong_df, missed_df = tables["wrong_pairs"], tables["missed_pairs"]
+    def caption(k: int) -> str:
+        c, (src, tgt) = best.per_sentence[k], pairs[k]
+        return (f"<figcaption><b>index {k}</b> (<code>plot sentence --index {k}</code>): AER "
+                f"{100 * c.aer:.1f}, P {100 * c.precision:.1f}, R {100 * c.recall:.1f}<br>"
+                f"{html.escape(' '.join(src))}<br>{html.escape(' '.join(tgt))}</figcaption>")
+
     gallery_html = "".join(
         f"<h3>{kind} sentences</h3>"
         + "".join(
-            f'<a href="{images[f"{kind}_{n + 1}"]}"><img class="g" src="{images[f"{kind}_{n + 1}"]}" '
-            f'alt="{kind} {n + 1}"></a>'
-            for n in range(len(ks))
+            f'<figure class="g"><a href="{images[f"{kind}_{n + 1}"]}">'
+            f'<img src="{images[f"{kind}_{n + 1}"]}" alt="{kind} {n + 1}: index {k}"></a>'
+            f"{caption(k)}</figure>"
+            for n, k in enumerate(ks)
         )
         for kind, ks in images["gallery"].items()
     )
@@ -343,7 +354,11 @@ def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, 
 Best configuration: <b>{html.escape(best.config.name)}</b>,
 AER {100 * total.aer:.2f}, precision {100 * total.precision:.2f}, recall {100 * total.recall:.2f},
 F1 {100 * total.f1:.2f} ({total.hyp} links, {total.sure} sure, {total.possible} possible).</p>
-<h2>Scores of every configuration</h2><p><a href="scores.csv">scores.csv</a> (★ = best)</p>{table(shown)}
+<p>Made by attnalign {html.escape(__version__)}. Sentences are numbered from 0 (the
+<code>index</code> column of per_sentence.csv, <code>plot sentence --index</code>); the gallery draws
+the forward attention under the best configuration's links.</p>
+<h2>Scores of every configuration</h2><p><a href="scores.csv">scores.csv</a> (★ = best)</p>
+<div class="wrap">{table(shown)}</div>
 {'<h2>AER by layer</h2><img src="aer_by_layer.png" alt="AER by layer">' if tf else ""}
 <h2>By sentence length</h2><p><a href="by_length.csv">by_length.csv</a>,
 <a href="per_sentence.csv">per_sentence.csv</a></p><img src="aer_by_length.png" alt="AER by length">

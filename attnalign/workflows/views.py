@@ -33,13 +33,17 @@ def _compare_panels(fwd, eos, rev, rev_eos, src, tgt, gold, opts: AlignOptions, 
     sym_name = sym if SYMMETRIZATIONS[sym].hard else COMPARE_SYM
     sym_links, _, _ = decode_pair(fwd, eos, rev, rev_eos, opts.decoder, sym_name, opts.threshold)
     soft_links, _, soft = decode_pair(fwd, eos, rev, rev_eos, opts.decoder, "soft", opts.threshold)
+    # each panel says its own direction and symmetrization, so the figure's title keeps only what
+    # they share
     return [
         Panel(fwd, src, tgt, decode_matrix(fwd, opts.decoder, eos, opts.threshold), gold, e,
-              f"forward, {opts.decoder}", settings),
+              f"forward, {opts.decoder}", {**settings, "sym": "none"}),
         Panel(rev, src, tgt, argmax_src_links(rev, rev_eos), gold, None, "reverse (turned), argmax",
-              settings),
-        Panel(fwd, src, tgt, sym_links, gold, e, f"{sym_name}", settings),
-        Panel(soft, src, tgt, soft_links, gold, None, f"soft, {opts.decoder}", settings),
+              {**settings, "sym": "none", "decoder": "argmax"}),
+        Panel(fwd, src, tgt, sym_links, gold, e, f"{sym_name} links over the forward attention",
+              {**settings, "sym": sym_name}),
+        Panel(soft, src, tgt, soft_links, gold, None, f"soft (mean of both), {opts.decoder}",
+              {**settings, "sym": "soft"}),
     ]
 
 
@@ -161,8 +165,8 @@ def sentence_panels(
 
 def sentence_figure(panels: list[Panel], grid: bool):
     """The matplotlib figure of ``plot sentence``'s panels (a layer x head grid when ``grid``)."""
-    from ..eval.plot import figure_for, settings_text
+    from ..eval.plot import figure_for, settings_text, shared_settings
 
     cols = panels[0].settings.get("grid_cols") if grid else (2 if len(panels) == 4 else None)
     return figure_for(panels, cols=cols, compact=grid,
-                      suptitle=settings_text(panels[0].settings) if len(panels) > 1 else "")
+                      suptitle=settings_text(shared_settings(panels)) if len(panels) > 1 else "")
