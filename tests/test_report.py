@@ -52,6 +52,12 @@ def test_report_from_a_bidirectional_rnn(models, tmp_path):
     for k in shown:
         assert f"plot sentence --index {k}" in page and " ".join(src[k].split()).lower() in page.lower()
     assert "max-width:100%" in page and "Made by attnalign" in page
+    # the scores on the page: sorted by AER, in %, the best first, every decoder and symmetrization named
+    rows = re.findall(r"<tr>\s*<td>(★?)</td>\s*<td>([^<]*)</td>\s*<td>([\d.]+)</td>", page)
+    assert rows[0][0] == "★" and not any(star for star, *_ in rows[1:])
+    aers = [float(a) for *_, a in rows]
+    assert aers == sorted(aers) and abs(aers[0] - 100 * scores.aer.min()) < 1e-3
+    assert "<code>argmax-src</code>" in page and "<code>grow-diag-final-and</code>" in page
 
 
 def test_report_from_a_transformer_has_layers(models, tmp_path):

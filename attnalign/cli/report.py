@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -54,7 +56,8 @@ def report(
 
     summary = report_files(output, gold, gold_options(gold_format, gold_one_based, reverse_gold, encoding),
                            model=model, src=src, tgt=tgt, corpus=corpus, attention=attention,
-                           lowercase=lowercase, device=device, gallery=gallery)
+                           lowercase=lowercase, device=device, gallery=gallery,
+                           command=shlex.join(["attnalign", *sys.argv[1:]]))
     out().print(
         f"best: {summary['best']}: AER {100 * summary['aer']:.2f}, P {100 * summary['precision']:.2f}, "
         f"R {100 * summary['recall']:.2f} ({summary['configurations']} configurations)",

@@ -34,12 +34,18 @@ from ..errors import AttnAlignError, OptionError
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.plot import Panel, figure_for, save_figure
 
+# the score table's column headers on the page (scores.csv keeps the names of the library's Counts)
+HEADERS = {"best": "", "configuration": "configuration", "aer": "AER", "precision": "P", "recall": "R",
+           "f1": "F1", "links": "links", "sure": "gold sure", "possible": "gold possible",
+           "hits_sure": "sure found", "hits_possible": "right links"}
+
 CSS = (
     "body{font-family:sans-serif;margin:2em;max-width:70em} table.t{border-collapse:collapse;font-size:90%} "
     "table.t td,table.t th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right} "
     "img{max-width:100%;height:auto} "
     "figure.g{display:inline-block;vertical-align:top;margin:4px;max-width:32em} "
-    "figure.g figcaption{font-size:85%} .wrap{overflow-x:auto}"
+    "figure.g figcaption{font-size:85%} .wrap{overflow-x:auto} "
+    "table.t tbody tr:first-child{background:#e8f3e8;font-weight:bold} ul.gl{font-size:85%;columns:2}"
 )
 
 
@@ -173,8 +179,10 @@ def build_report(
     batch_tokens: int = 4000,
     gallery: int = 4,
     top: int = 20,
+    command: str | None = None,
 ) -> dict:
-    """Write the report directory; return a summary (best configuration and its scores)."""
+    """Write the report directory; return a summary (best configuration and its scores). ``command``:
+    the command line that made it, shown on the page."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if attention is not None:
@@ -194,7 +202,7 @@ def build_report(
     tables = _write_tables(out, results, best, pairs, gold, top)
     stats = _attention_stats(fwd)
     images = _write_plots(out, tables, best, fwd, stats, pairs, gold, tf, gallery)
-    _write_page(out, title, len(gold), best, tables, images, fwd, stats, tf, pairs)
+    _write_page(out, title, len(gold), best, tables, images, fwd, stats, tf, pairs, command)
     return {
         "best": best.config.name,
         **best.total.as_dict(),
@@ -279,7 +287,8 @@ def _write_plots(out: Path, tables: dict, best: Result, fwd, stats, pairs: Pairs
         save_figure(fig, out / "aer_by_layer.png")
         images["aer_by_layer"] = "aer_by_layer.png"
     fig, ax = plt.subplots(figsize=(5, 3.2), layout="constrained")
-    ax.bar(by_length.length.astype(str), 100 * by_length.aer, color="#4a78b5")
+    bars = ax.bar(by_length.length.astype(str), 100 * by_length.aer, color="#4a78b5")
+    ax.bar_label(bars, labels=[f"n={n}" for n in by_length.sentences], fontsize=7)  # sentences per bin
     ax.set_xlabel("target length (words)")
     ax.set_ylabel("AER (%)")
     ax.set_title(f"AER by sentence length ({best.config.name})")
@@ -289,8 +298,11 @@ def _write_plots(out: Path, tables: dict, best: Result, fwd, stats, pairs: Pairs
     fig, axes = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
     axes[0].hist(ent, bins=40, color="#4a78b5")
     axes[0].set_xlabel("attention entropy per target word (nats)")
+    axes[0].set_title("forward direction: entropy", fontsize=9)
     axes[1].hist(eos, bins=40, color="#d95f02")
+    axes[1].set_yscale("log")  # most words put almost nothing on EOS; the tail is what matters
     axes[1].set_xlabel("attention mass on EOS per target word")
+    axes[1].set_title("forward direction: EOS mass (log count)", fontsize=9)
     for a in axes:
         a.set_ylabel("target words")
     save_figure(fig, out / "attention_stats.png")
@@ -318,7 +330,7 @@ def _attention_stats(fwd) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, images: dict, fwd, stats,
-                tf: bool, pairs: Pairs) -> None:
+                tf: bool, pairs: Pairs, command: str | None = None) -> None:
     """index.html: the summary, the tables and the pictures."""
     from ..data.fileio import atomic_open
 
@@ -328,9 +340,18 @@ def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, 
     def table(df):
         return df.to_html(index=False, float_format=lambda x: f"{x:.4f}", border=0, classes="t")
 
-    shown = tables["scores"].drop(columns=["layer", "shift", "decoder", "sym"]).copy()
-    shown["best"] = shown["best"].map({True: "★", False: ""})
+    shown = tables["scores"].sort_values("aer", kind="stable")
+    shown = shown.assign(best=shown["best"].map({True: "★", False: ""}),
+                         **{k: 100 * shown[k] for k in ("aer", "precision", "recall", "f1")})
+    shown = shown[["best", "configuration", "aer", "precision", "recall", "f1", "links", "sure", "possible",
+                   "hits_sure", "hits_possible"]].rename(columns=HEADERS)
     wrong_df, missed_df = tables["wrong_pairs"], tables["missed_pairs"]
+    def glossary() -> str:
+        terms = [(d.name, d.help) for d in DECODERS.values()]
+        terms += [(m.name, m.help) for m in SYMMETRIZATIONS.values()]
+        return "<ul class=\"gl\">" + "".join(f"<li><code>{html.escape(n)}</code>: {html.escape(h)}</li>"
+                                               for n, h in terms) + "</ul>"
+
     def caption(k: int) -> str:
         c, (src, tgt) = best.per_sentence[k], pairs[k]
         return (f"<figcaption><b>index {k}</b> (<code>plot sentence --index {k}</code>): AER "
@@ -354,10 +375,14 @@ def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, 
 Best configuration: <b>{html.escape(best.config.name)}</b>,
 AER {100 * total.aer:.2f}, precision {100 * total.precision:.2f}, recall {100 * total.recall:.2f},
 F1 {100 * total.f1:.2f} ({total.hyp} links, {total.sure} sure, {total.possible} possible).</p>
-<p>Made by attnalign {html.escape(__version__)}. Sentences are numbered from 0 (the
+<p>Made by attnalign {html.escape(__version__)}{
+    f" with <code>{html.escape(command)}</code>" if command else ""}. Sentences are numbered from 0 (the
 <code>index</code> column of per_sentence.csv, <code>plot sentence --index</code>); the gallery draws
 the forward attention under the best configuration's links.</p>
-<h2>Scores of every configuration</h2><p><a href="scores.csv">scores.csv</a> (★ = best)</p>
+<h2>Scores of every configuration</h2><p><a href="scores.csv">scores.csv</a>; sorted by AER, in %
+(★ = best). A configuration names the attention read (<code>layer N</code> of a Transformer;
+<code>shift 1</code>: Shift-Att, each target word read at the next step), the decoder and the
+symmetrization of the two directions:</p>{glossary()}
 <div class="wrap">{table(shown)}</div>
 {'<h2>AER by layer</h2><img src="aer_by_layer.png" alt="AER by layer">' if tf else ""}
 <h2>By sentence length</h2><p><a href="by_length.csv">by_length.csv</a>,
@@ -391,9 +416,10 @@ def report_files(
     lowercase: bool | None = None,
     device: str = "auto",
     gallery: int = 4,
+    command: str | None = None,
 ) -> dict:
     """The library behind ``attnalign report``: read the gold and the corpus's first sentences (or a
-    saved attention file), then :func:`build_report`."""
+    saved attention file), then :func:`build_report`. ``command``: the command line shown on the page."""
     from ..eval.scoring import GoldOptions, read_gold
 
     out = Path(out_dir)
@@ -417,4 +443,4 @@ def report_files(
 
         dev = str(resolve_device(device))
     return build_report(out, golds, model=model, pairs=pairs, attention=attention, device=dev,
-                        gallery=gallery)
+                        gallery=gallery, command=command)
