@@ -123,7 +123,21 @@ def test_terminal_view_marks_links():
     console = Console(record=True, width=120)
     console.print(terminal_view(diag_panel()))
     text = console.export_text()
-    assert text.count("●") == 4 and "voiture" in text
+    assert text.count("●") == 4 + 1 and "voiture" in text  # the four links and the legend
+
+
+def test_terminal_view_piped_keeps_the_weights_and_possible_links():
+    from rich.console import Console
+
+    panel = diag_panel()
+    panel.links = [(0, 0)]
+    panel.gold = Alignment(sure={(0, 0)}, possible={(0, 0), (1, 1)})
+    console = Console(record=True, width=120)
+    console.print(terminal_view(panel, plain=True))
+    text = console.export_text()
+    assert "◇" in text and "●" in text and "weight x 10" in text
+    first = text.splitlines()[[k for k, line in enumerate(text.splitlines()) if line.strip()][1]]
+    assert any(c.isdigit() for c in first)  # the weights as digits, no colour needed
 
 
 @pytest.mark.parametrize(

@@ -91,8 +91,9 @@ def plot_sentence(
         gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding), compare=compare,
         all_layers=grid_layers, all_heads=grid_heads, show_eos=eos, lowercase=lowercase, encoding=encoding)
     if terminal:
-        for p in panels:
-            out().print(terminal_view(p))
+        console = out()
+        for p in panels:  # colours are lost in a file or a pipe: print the weights as digits there
+            console.print(terminal_view(p, plain=not console.is_terminal))
     if output is not None:
         save_figure(sentence_figure(panels, grid_layers or grid_heads), output)
         err().print(f"figure written to {output}")

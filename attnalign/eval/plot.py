@@ -163,8 +163,10 @@ def save_figure(fig, path: str | os.PathLike) -> None:
     _mpl().close(fig)
 
 
-def terminal_view(p: Panel):
-    """A rich Table: shaded cells (darker = more attention), ● on predicted links, □ on missed gold."""
+def terminal_view(p: Panel, plain: bool = False):
+    """A rich Table of the matrix: shaded cells (darker = more attention; with ``plain``, for a file or
+    a pipe where colours are lost, the weight as a digit 0-9 instead), ● right link, ✗ wrong link, □
+    missed sure gold link, ◇ missed possible gold link."""
     from rich.table import Table
     from rich.text import Text
 
@@ -173,19 +175,26 @@ def terminal_view(p: Panel):
               title=Text(p.title) if p.title else None)
     t.add_column("")
     for w in p.src:
-        t.add_column(Text(w if len(w) <= 6 else w[:5] + "…"), justify="center", no_wrap=True)
+        t.add_column(Text(w if len(w) <= 10 else w[:9] + "…"), justify="center", no_wrap=True)
     links = set(p.links)
     for j, word in enumerate(p.tgt):
         cells = [Text(word, style="bold")]
         for i in range(len(p.src)):
             v = float(p.matrix[j, i])
-            shade = int(255 - 200 * v)
-            fg = "white" if v > 0.5 else "black"
-            mark = "●" if (i, j) in links else ("□" if p.gold is not None and (i, j) in p.gold.sure else "")
-            if (i, j) in links and p.gold is not None and (i, j) not in p.gold.possible:
-                mark = "✗"
-            cells.append(Text(f"{mark:^3}", style=f"{fg} on rgb({shade},{shade},255)"))
+            mark = ""
+            if (i, j) in links:
+                mark = "✗" if p.gold is not None and (i, j) not in p.gold.possible else "●"
+            elif p.gold is not None and (i, j) in p.gold.sure:
+                mark = "□"
+            elif p.gold is not None and (i, j) in p.gold.possible:
+                mark = "◇"
+            if plain:
+                cells.append(Text(f"{min(9, int(v * 10))}{mark or ' '}"))
+            else:
+                shade = int(255 - 200 * v)
+                fg = "white" if v > 0.5 else "black"
+                cells.append(Text(f"{mark:^3}", style=f"{fg} on rgb({shade},{shade},255)"))
         t.add_row(*cells)
-    if p.gold is not None:
-        t.caption = Text(pair_score_text(p.links, p.gold) + "   ● right  ✗ wrong  □ missed sure")
+    legend = "● right  ✗ wrong  □ missed sure  ◇ missed possible" + ("  digits: weight x 10" if plain else "")
+    t.caption = Text((pair_score_text(p.links, p.gold) + "   " if p.gold is not None else "") + legend)
     return t
