@@ -50,7 +50,7 @@ def test_report_from_a_bidirectional_rnn(models, tmp_path):
     assert len(shown) == 4
     src = (SAMPLE / "test.en").read_text().splitlines()
     for k in shown:
-        assert f"plot sentence --index {k}" in page and " ".join(src[k].split()).lower() in page.lower()
+        assert f" --index {k} -o sentence{k}.png" in page and " ".join(src[k].split()).lower() in page.lower()
     assert "max-width:100%" in page and "Made by attnalign" in page
     # the scores on the page: sorted by AER, in %, the best first, every decoder and symmetrization named
     rows = re.findall(r"<tr>\s*<td>(★?)</td>\s*<td>([^<]*)</td>\s*<td>([\d.]+)</td>", page)
@@ -58,6 +58,18 @@ def test_report_from_a_bidirectional_rnn(models, tmp_path):
     aers = [float(a) for *_, a in rows]
     assert aers == sorted(aers) and abs(aers[0] - 100 * scores.aer.min()) < 1e-3
     assert "<code>argmax-src</code>" in page and "<code>grow-diag-final-and</code>" in page
+    # each gallery caption's command draws that very sentence with the links pictured: same scores
+    import html
+    import shlex
+
+    found = re.findall(r"<code>(attnalign plot sentence [^<]*)</code>\): AER ([\d.]+)", page)
+    assert len(found) == 4
+    for cmd, aer in found[:2]:
+        words = shlex.split(html.unescape(cmd))[1:]
+        words[words.index("-o") + 1] = str(tmp_path / "again.png")
+        again = invoke(*words, "--terminal")
+        assert again.exit_code == 0, again.stderr
+        assert f"AER {aer} " in again.stdout and (tmp_path / "again.png").is_file()
 
 
 def test_report_from_a_transformer_has_layers(models, tmp_path):

@@ -85,10 +85,14 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False):
         ax.axvline(S - 0.5, color="0.4", lw=1.0)
     gold = p.gold
     if gold is not None:
+        from matplotlib import patheffects
+
+        halo = [patheffects.withStroke(linewidth=3.0, foreground="white")]  # visible on dark cells too
         for i, j in gold.possible:
             solid = (i, j) in gold.sure
             ax.add_patch(Rectangle((i - 0.45, j - 0.45), 0.9, 0.9, fill=False, lw=1.4 if solid else 1.0,
-                                   ls="-" if solid else "--", ec="black" if solid else "0.35"))
+                                   ls="-" if solid else "--", ec="black" if solid else "0.35",
+                                   path_effects=halo))
     hits = [(i, j) for i, j in p.links if gold is None or (i, j) in gold.possible]
     wrong = [(i, j) for i, j in p.links if gold is not None and (i, j) not in gold.possible]
     ms = max(2.0, min(7.0, 120 / max(1, max(T, S))))
@@ -148,9 +152,32 @@ def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool =
         fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="attention")
     if suptitle:
         fig.suptitle(suptitle, fontsize=9)
+    if not compact:
+        _legend(fig, panels)
     if not compact and n == 1:
         fig.tight_layout()
     return fig
+
+
+def _legend(fig, panels: Sequence[Panel]) -> None:
+    """The overlay's marks, explained under the figure (only those the panels can show)."""
+    from matplotlib.lines import Line2D
+
+    gold = any(p.gold is not None for p in panels)
+    if not (gold or any(p.links for p in panels)):
+        return
+    handles = [Line2D([], [], marker="o", ls="none", color="#1a9641" if gold else "#d95f02", mec="white",
+                      label="right link" if gold else "link")]
+    if gold:
+        handles += [Line2D([], [], marker="x", ls="none", color="#d7191c", mew=1.6, label="wrong link"),
+                    Line2D([], [], marker="s", ls="none", mfc="none", mec="black", label="gold sure"),
+                    Line2D([], [], marker="s", ls="none", mfc="none", mec="0.35",
+                           label="gold possible (dashed)")]
+    if fig.get_layout_engine() is not None:  # constrained layout makes room for it
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=7, frameon=False)
+    else:  # below the figure; save_figure's tight bounding box takes it in
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=len(handles),
+                   fontsize=7, frameon=False)
 
 
 def save_figure(fig, path: str | os.PathLike) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import shlex
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -180,9 +181,11 @@ def build_report(
     gallery: int = 4,
     top: int = 20,
     command: str | None = None,
+    plot_args: str | None = None,
 ) -> dict:
     """Write the report directory; return a summary (best configuration and its scores). ``command``:
-    the command line that made it, shown on the page."""
+    the command line that made it, shown on the page; ``plot_args``: the ``plot sentence`` options
+    that draw one of its sentences (the gallery's captions add ``--index N``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if attention is not None:
@@ -202,7 +205,7 @@ def build_report(
     tables = _write_tables(out, results, best, pairs, gold, top)
     stats = _attention_stats(fwd)
     images = _write_plots(out, tables, best, fwd, stats, pairs, gold, tf, gallery)
-    _write_page(out, title, len(gold), best, tables, images, fwd, stats, tf, pairs, command)
+    _write_page(out, title, len(gold), best, tables, images, fwd, stats, tf, pairs, command, plot_args)
     return {
         "best": best.config.name,
         **best.total.as_dict(),
@@ -330,7 +333,7 @@ def _attention_stats(fwd) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, images: dict, fwd, stats,
-                tf: bool, pairs: Pairs, command: str | None = None) -> None:
+                tf: bool, pairs: Pairs, command: str | None = None, plot_args: str | None = None) -> None:
     """index.html: the summary, the tables and the pictures."""
     from ..data.fileio import atomic_open
 
@@ -346,6 +349,10 @@ def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, 
     shown = shown[["best", "configuration", "aer", "precision", "recall", "f1", "links", "sure", "possible",
                    "hits_sure", "hits_possible"]].rename(columns=HEADERS)
     wrong_df, missed_df = tables["wrong_pairs"], tables["missed_pairs"]
+    cfg = best.config  # the gallery's reading, for its plot commands
+    reading = shlex.join([*(["--layer", str(cfg.layer)] if cfg.layer is not None else []), "--shift",
+                          str(cfg.shift), "--decoder", cfg.decoder, "--sym", cfg.sym])
+
     def glossary() -> str:
         terms = [(d.name, d.help) for d in DECODERS.values()]
         terms += [(m.name, m.help) for m in SYMMETRIZATIONS.values()]
@@ -354,7 +361,9 @@ def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, 
 
     def caption(k: int) -> str:
         c, (src, tgt) = best.per_sentence[k], pairs[k]
-        return (f"<figcaption><b>index {k}</b> (<code>plot sentence --index {k}</code>): AER "
+        plot = (f"attnalign plot sentence {plot_args} {reading} --index {k} -o sentence{k}.png" if plot_args
+                else f"plot sentence --index {k}")
+        return (f"<figcaption><b>index {k}</b> (<code>{html.escape(plot)}</code>): AER "
                 f"{100 * c.aer:.1f}, P {100 * c.precision:.1f}, R {100 * c.recall:.1f}<br>"
                 f"{html.escape(' '.join(src))}<br>{html.escape(' '.join(tgt))}</figcaption>")
 
@@ -442,5 +451,23 @@ def report_files(
         from ..nmt.device import resolve_device
 
         dev = str(resolve_device(device))
+    source = ["--attention", attention] if attention is not None else ["--model", model] + (
+        ["--corpus", corpus] if corpus is not None else ["--src", src, "--tgt", tgt])
+    case = [] if lowercase is None else ["--lowercase" if lowercase else "--no-lowercase"]
+    plot_args = shlex.join([*map(str, source), "--gold", str(gold), *_gold_args(gold_options), *case])
     return build_report(out, golds, model=model, pairs=pairs, attention=attention, device=dev,
-                        gallery=gallery, command=command)
+                        gallery=gallery, command=command, plot_args=plot_args)
+
+
+def _gold_args(options) -> list[str]:
+    """The gold options that differ from their defaults, as command-line words."""
+    args = []
+    if options.fmt != "auto":
+        args += ["--gold-format", options.fmt]
+    if options.one_based is not None:
+        args.append("--gold-one-based" if options.one_based else "--gold-zero-based")
+    if options.reverse:
+        args.append("--reverse-gold")
+    if options.encoding != "utf-8":
+        args += ["--encoding", options.encoding]
+    return args
