@@ -58,7 +58,7 @@ def test_cli_png_from_strings_has_a_heatmap(models, tmp_path):
     rgb = img[..., :3]
     assert rgb.std() > 0.05  # not blank
     blue = (rgb[..., 2] > rgb[..., 0] + 0.3).mean()  # attention cells are shades of blue
-    assert blue > 0.01
+    assert blue > 0.005  # of the whole image, title and legend included
 
 
 @pytest.mark.parametrize(("ext", "magic"), [(".svg", b"<svg"), (".pdf", b"%PDF")])

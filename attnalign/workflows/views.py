@@ -84,8 +84,17 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
                                                device=options.device)
         return _compare_panels(pair.forward, pair.eos, pair.reverse, rev_eos, src, tgt, gold, options,
                                aligner.sym, settings, show_eos)
-    title = f"{settings['model']}: {settings_line(settings)}"
+    title = f"{settings['model']}: {settings_line(settings)}\n{_background(aligner.sym)}"
     return [Panel(pair.matrix, src, tgt, pair.links, gold, pair.eos if show_eos else None, title, settings)]
+
+
+def _background(sym: str | None) -> str:
+    """What the heatmap under the links is (the links may come from both directions)."""
+    if sym is None or sym == "none":
+        return "forward attention"
+    if SYMMETRIZATIONS[sym].hard:
+        return f"{sym} links over the forward attention"
+    return f"{sym}: the matrix the links were decoded from"
 
 
 def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
