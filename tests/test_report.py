@@ -52,6 +52,7 @@ def test_report_from_a_bidirectional_rnn(models, tmp_path):
     for k in shown:
         assert f" --index {k} -o sentence{k}.png" in page and " ".join(src[k].split()).lower() in page.lower()
     assert "max-width:100%" in page and "Made by attnalign" in page
+    assert "Model: rnn, directions forward, reverse; architecture <code>" in page and "epochs=" in page
     # the scores on the page: sorted by AER, in %, the best first, every decoder and symmetrization named
     rows = re.findall(r"<tr>\s*<td>(★?)</td>\s*<td>([^<]*)</td>\s*<td>([\d.]+)</td>", page)
     assert rows[0][0] == "★" and not any(star for star, *_ in rows[1:])

@@ -188,6 +188,7 @@ def build_report(
     that draw one of its sentences (the gallery's captions add ``--index N``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    model_info = ""
     if attention is not None:
         results, mats, pairs = _saved_results(attention, gold)
         tf = False
@@ -200,18 +201,36 @@ def build_report(
         pairs = list(pairs[: len(gold)])
         results, mats, tf = _model_results(model, pairs, gold, device, batch_tokens)
         title = f"model {model}"
+        model_info = _model_info(model)
     best = min(results, key=lambda r: r.total.aer)
     fwd, _ = mats[(best.config.layer, best.config.shift)]
     tables = _write_tables(out, results, best, pairs, gold, top)
     stats = _attention_stats(fwd)
     images = _write_plots(out, tables, best, fwd, stats, pairs, gold, tf, gallery)
-    _write_page(out, title, len(gold), best, tables, images, fwd, stats, tf, pairs, command, plot_args)
+    _write_page(out, title, len(gold), best, tables, images, fwd, stats, tf, pairs, command, plot_args,
+                model_info)
     return {
         "best": best.config.name,
         **best.total.as_dict(),
         "configurations": len(results),
         "index": str(out / "index.html"),
     }
+
+
+def _model_info(model) -> str:
+    """The model's architecture and training options, from its config.json, as HTML."""
+    from ..nmt.checkpoint import read_model_config
+
+    cfg = read_model_config(model)
+
+    def kv(d: dict) -> str:
+        return ", ".join(f"{k}={v}" for k, v in d.items() if v is not None)
+
+    train = {k: v for k, v in (cfg.get("train_options") or {}).items() if k not in ("model_config",)}
+    return (f"<p>Model: {html.escape(str(cfg.get('model_type')))}, directions "
+            f"{html.escape(', '.join(cfg.get('directions', [])))}; architecture "
+            f"<code>{html.escape(kv(cfg.get('model_config') or {}))}</code>; trained with "
+            f"<code>{html.escape(kv(train))}</code>.</p>")
 
 
 def _write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, gold, top: int) -> dict:
@@ -333,7 +352,8 @@ def _attention_stats(fwd) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, images: dict, fwd, stats,
-                tf: bool, pairs: Pairs, command: str | None = None, plot_args: str | None = None) -> None:
+                tf: bool, pairs: Pairs, command: str | None = None, plot_args: str | None = None,
+                model_info: str = "") -> None:
     """index.html: the summary, the tables and the pictures."""
     from ..data.fileio import atomic_open
 
@@ -384,6 +404,7 @@ def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, 
 Best configuration: <b>{html.escape(best.config.name)}</b>,
 AER {100 * total.aer:.2f}, precision {100 * total.precision:.2f}, recall {100 * total.recall:.2f},
 F1 {100 * total.f1:.2f} ({total.hyp} links, {total.sure} sure, {total.possible} possible).</p>
+{model_info}
 <p>Made by attnalign {html.escape(__version__)}{
     f" with <code>{html.escape(command)}</code>" if command else ""}. Sentences are numbered from 0 (the
 <code>index</code> column of per_sentence.csv, <code>plot sentence --index</code>); the gallery draws
