@@ -157,7 +157,7 @@ def test_rows_whose_emissions_all_underflow_still_get_a_posterior():
     # a tiny VB alpha can drive t(f | e) to 0 for every word of a row (on Ro-En with alpha 0.001 this made
     # NaNs); the emission floor keeps every row a proper distribution
     hmm = _HMM([(["a", "b", "c"], ["x", "y", "z", "w"])] * 3, 0.2, 10, 0.01, 1, 2_000_000, {})
-    hmm.t[:] = 0.0
+    hmm.set_t(np.zeros_like(hmm.t))
     post = hmm.posteriors(0, 3)
     assert all(np.isfinite(p).all() and np.allclose(p.sum(1), 1) for p in post)
 

@@ -227,13 +227,17 @@ def em(batches: Batches, iterations: int, alpha: float, p0: float, tension: floa
     return t
 
 
-def in_order(corpus: IdCorpus, lo: int, hi: int, limit: int = IBM2_CELLS,
-             cost: Callable[[int, int, int], int] = ibm2_cost) -> tuple[list[np.ndarray], list]:
-    """Pairs ``lo..hi`` in batches (:func:`plan`) and a list to fill with their results in corpus
-    order (pairs with an empty side get a ``[T, S + 1]`` zero array)."""
+def in_order(corpus: IdCorpus, table: LexTable, lo: int, hi: int, posteriors: Callable[[Batch], np.ndarray],
+             limit: int = IBM2_CELLS, cost: Callable[[int, int, int], int] = ibm2_cost) -> list[np.ndarray]:
+    """``posteriors(batch) -> [B, Tm, Sm + 1]`` over pairs ``lo..hi`` in batches (:func:`plan`), one
+    ``[T, S + 1]`` array per pair in corpus order (zeros for a pair with an empty side)."""
     S, T = np.diff(corpus.src_off[lo:hi + 1]), np.diff(corpus.tgt_off[lo:hi + 1])
     out = [np.zeros((t, s + 1)) for s, t in zip(S.tolist(), T.tolist(), strict=True)]
-    return plan(corpus, np.arange(lo, hi), limit, cost), out
+    for rows in plan(corpus, np.arange(lo, hi), limit, cost):
+        b = make_batch(corpus, table, rows)
+        for k, p in zip(rows.tolist(), b.unpad(posteriors(b)), strict=True):
+            out[k - lo] = p
+    return out
 
 
 def build_cells(pairs: Pairs, identical: float = 0.0) -> tuple[Batch, LexTable, np.ndarray | None]:

@@ -1,5 +1,5 @@
 """The statistical aligner across processes: under ``torchrun --nproc-per-node N -m attnalign align
-statistical ...`` each process (rank) takes every N-th chunk of pairs, the expected counts of every EM
+statistical ...`` each process (rank) takes every N-th batch of pairs, the expected counts of every EM
 iteration are summed across processes (``torch.distributed.all_reduce``; gloo, so CPUs suffice), and
 rank 0 gathers the links and writes them in corpus order. Each process uses cores / processes-per-node
 threads. One process: every function here is the identity and torch is not imported.

@@ -96,14 +96,20 @@ def _bucket(corpus: IdCorpus, table: LexTable, g: list[int], init: np.ndarray) -
     return _Bucket(g, e, S, T, a, pid)
 
 
+def _prepare(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray
+             ) -> tuple[IdCorpus, LexTable, np.ndarray]:
+    """The corpus as ids, its table, and ``init`` flat over its target words."""
+    corpus = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
+    flat = init if isinstance(init, np.ndarray) else (
+        np.concatenate([np.asarray(x, dtype=np.int64) for x in init]) if len(init) else np.zeros(0, np.int64))
+    return corpus, LexTable(corpus), flat
+
+
 def _buckets(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray
              ) -> tuple[list[_Bucket], int, int, int]:
     """The sentences' buckets; returns them, the number of source ids (NULL 0 included), of target
     types, and of table entries."""
-    corpus = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
-    table = LexTable(corpus)
-    flat = init if isinstance(init, np.ndarray) else (
-        np.concatenate([np.asarray(x, dtype=np.int64) for x in init]) if len(init) else np.zeros(0, np.int64))
+    corpus, table, flat = _prepare(pairs, init)
     buckets = [_bucket(corpus, table, g, flat) for g in _groups(corpus)]
     return buckets, corpus.n_src, corpus.n_tgt - 1, len(table)
 
@@ -202,10 +208,7 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     before: the approximation of distributed LDA samplers)."""
     if not 0 < collect <= sweeps:
         raise ValueError(f"collect must be in 1..sweeps, not {collect}")
-    corpus = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
-    table = LexTable(corpus)
-    flat = init if isinstance(init, np.ndarray) else (
-        np.concatenate([np.asarray(x, dtype=np.int64) for x in init]) if len(init) else np.zeros(0, np.int64))
+    corpus, table, flat = _prepare(pairs, init)
     rank, procs = world()
     rng = np.random.default_rng(seed + 7919 * rank)
     buckets = [_bucket(corpus, table, g, flat) for k, g in enumerate(_groups(corpus)) if k % procs == rank]

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ..data.corpus import Pairs
-from .cells import Batch, Batches, Counts, em, in_order, m_step, make_batch
+from .cells import Batch, Batches, Counts, em, in_order, m_step
 from .dist import all_reduce
 from .ids import IdCorpus, LexTable
 from .progress import report
@@ -162,12 +162,8 @@ class _HMM:
 
     def posteriors(self, lo: int, hi: int) -> list[np.ndarray]:
         """Posteriors ``[T, S + 1]`` (NULL last) of pairs ``lo..hi``."""
-        groups, out = in_order(self.corpus, lo, hi, self.max_cells, hmm_cost)
-        for rows in groups:
-            b = make_batch(self.corpus, self.table, rows)
-            for k, p in zip(rows.tolist(), b.unpad(self.e_batch(b)[0]), strict=True):
-                out[k - lo] = p
-        return out
+        return in_order(self.corpus, self.table, lo, hi, lambda b: self.e_batch(b)[0], self.max_cells,
+                        hmm_cost)
 
 
 def train_hmm_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.corpus import Pairs
-from .cells import Batches, em, ibm2_posteriors, in_order, make_batch
+from .cells import Batches, em, ibm2_posteriors, in_order
 from .ids import IdCorpus, LexTable
 
 
@@ -35,14 +35,9 @@ class IBM2:
 
     def posteriors(self, lo: int, hi: int) -> list[np.ndarray]:
         """Posteriors ``[T, S + 1]`` (NULL last) of pairs ``lo..hi``."""
-        groups, out = in_order(self.corpus, lo, hi)
         t_ext = np.append(self.t, 0.0)
-        for rows in groups:
-            b = make_batch(self.corpus, self.table, rows)
-            for k, p in zip(rows.tolist(), b.unpad(ibm2_posteriors(b, t_ext, self.p0, self.tension)),
-                            strict=True):
-                out[k - lo] = p
-        return out
+        return in_order(self.corpus, self.table, lo, hi,
+                        lambda b: ibm2_posteriors(b, t_ext, self.p0, self.tension))
 
 
 def train_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.08, tension: float = 4.0,

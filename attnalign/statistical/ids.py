@@ -34,32 +34,28 @@ class IdCorpus:
 
     @classmethod
     def encode(cls, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], prefix: int = 0) -> IdCorpus:
-        """Encode pairs of word lists, each word cut to its first ``prefix`` characters (0: whole)."""
-        if prefix < 0:
-            raise ValueError(f"prefix must be 0 (whole words) or a positive length, not {prefix}")
+        """Encode pairs of word lists (read once), each word cut to its first ``prefix`` characters
+        (0: whole; see :meth:`cut`)."""
+        _check_prefix(prefix)  # before the corpus is read
         vocab: tuple[dict[str, int], dict[str, int]] = ({}, {})
         ids = (array("i"), array("i"))
         offs = (array("q", [0]), array("q", [0]))
         for pair in pairs:
             for side in (0, 1):
                 v, buf = vocab[side], ids[side]
-                for w in pair[side]:
-                    w = w[:prefix] if prefix else w
-                    buf.append(v.setdefault(w, len(v) + 1))
+                buf.extend(v.setdefault(w, len(v) + 1) for w in pair[side])
                 offs[side].append(len(buf))
         words = [["<null>", *v] for v in vocab]
         arr = [np.frombuffer(a, dtype=np.int32).copy() if len(a) else np.zeros(0, np.int32) for a in ids]
         return cls(arr[0], np.frombuffer(offs[0], dtype=np.int64).copy(), arr[1],
-                   np.frombuffer(offs[1], dtype=np.int64).copy(), words[0], words[1])
+                   np.frombuffer(offs[1], dtype=np.int64).copy(), words[0], words[1]).cut(prefix)
 
     def __len__(self) -> int:
         return len(self.src_off) - 1
 
     def cut(self, prefix: int) -> IdCorpus:
         """The same corpus with every word cut to its first ``prefix`` characters (0: itself)."""
-        if prefix < 0:
-            raise ValueError(f"prefix must be 0 (whole words) or a positive length, not {prefix}")
-        if not prefix:
+        if not _check_prefix(prefix):
             return self
         sides = []
         for words, ids in ((self.src_words, self.src), (self.tgt_words, self.tgt)):
@@ -83,9 +79,6 @@ class IdCorpus:
         T, S = np.diff(self.tgt_off[lo:hi + 1]), np.diff(self.src_off[lo:hi + 1])
         return list(zip(T.tolist(), S.tolist(), strict=True))
 
-    def pair(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        return (self.src[self.src_off[k]:self.src_off[k + 1]], self.tgt[self.tgt_off[k]:self.tgt_off[k + 1]])
-
     def swapped(self) -> IdCorpus:
         """The reverse direction: target words become the source side."""
         return IdCorpus(self.tgt, self.tgt_off, self.src, self.src_off, self.tgt_words, self.src_words)
@@ -98,6 +91,12 @@ class IdCorpus:
         """``[n_tgt]``: for each target type the source id of the identical word, else -1."""
         index = {w: i for i, w in enumerate(self.src_words) if i}
         return np.array([-1] + [index.get(w, -1) for w in self.tgt_words[1:]], dtype=np.int64)
+
+
+def _check_prefix(prefix: int) -> int:
+    if prefix < 0:
+        raise ValueError(f"prefix must be 0 (whole words) or a positive length, not {prefix}")
+    return prefix
 
 
 def chunks(n: int, size: int = CHUNK_PAIRS) -> Iterator[tuple[int, int]]:

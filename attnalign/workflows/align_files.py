@@ -175,9 +175,8 @@ def align_statistical_files(
     t0 = time.perf_counter()
     summary = AlignSummary(pairs=len(pairs), links=0,
                            settings={"aligner": model, "sym": sym, "prefix": prefix, "identical": identical})
-    per_sentence = []
     try:
-        _write_statistical(pairs, teacher, output, writer, golds, summary, per_sentence, progress)
+        summary.links, per_sentence = _write_statistical(pairs, teacher, output, writer, golds, progress)
     except MemoryError:
         from ..errors import AttnAlignError
 
@@ -193,9 +192,10 @@ def align_statistical_files(
     return summary
 
 
-def _write_statistical(pairs, teacher: TeacherOptions, output, writer: bool, golds, summary: AlignSummary,
-                       per_sentence: list, progress) -> None:
-    """Train, then write the links as they are decoded (rank 0), counting links and gold counts."""
+def _write_statistical(pairs, teacher: TeacherOptions, output, writer: bool, golds, progress
+                       ) -> tuple[int, list[Counts]]:
+    """Train, then write the links as they are decoded (rank 0); return the number of links and the
+    gold sentences' counts."""
     from ..statistical import iter_links
     from ..statistical.ids import IdCorpus
     from ..statistical.progress import reporting
@@ -205,16 +205,18 @@ def _write_statistical(pairs, teacher: TeacherOptions, output, writer: bool, gol
         if not writer:  # another process writes; this one trains on its share
             for _ in links:
                 pass
-            return
+            return 0, []
         first = next(links, None)  # trained: only now is the old output replaced
+        n_links, per_sentence = 0, []
         out = sys.stdout if output is None else stack.enter_context(atomic_open(output))
         for k, x in enumerate(itertools.chain([first] if first is not None else [], links)):
             out.write(format_pharaoh_line(Alignment.from_links(x)) + "\n")
-            summary.links += len(x)
+            n_links += len(x)
             if k < len(golds):
                 per_sentence.append(alignment_counts(Alignment.from_links(x), golds[k]))
         if output is None:
             out.flush()
+    return n_links, per_sentence
 
 
 def align_sentence(model: str | os.PathLike, src: str, tgt: str, options: AlignOptions | None = None

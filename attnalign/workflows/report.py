@@ -33,7 +33,7 @@ from ..data.corpus import Pairs
 from ..decoding import DECODERS, SYMMETRIZATIONS, decode_pair
 from ..errors import AttnAlignError, OptionError
 from ..eval.metrics import Counts, alignment_counts
-from ..eval.plot import Panel, figure_for, save_figure
+from ..eval.plot import Panel, figure_for, save_figure, settings_text
 
 # the score table's column headers on the page (scores.csv keeps the names of the library's Counts)
 HEADERS = {"best": "", "configuration": "configuration", "aer": "AER", "precision": "P", "recall": "R",
@@ -222,15 +222,11 @@ def _model_info(model) -> str:
     from ..nmt.checkpoint import read_model_config
 
     cfg = read_model_config(model)
-
-    def kv(d: dict) -> str:
-        return ", ".join(f"{k}={v}" for k, v in d.items() if v is not None)
-
     train = {k: v for k, v in (cfg.get("train_options") or {}).items() if k not in ("model_config",)}
     return (f"<p>Model: {html.escape(str(cfg.get('model_type')))}, directions "
             f"{html.escape(', '.join(cfg.get('directions', [])))}; architecture "
-            f"<code>{html.escape(kv(cfg.get('model_config') or {}))}</code>; trained with "
-            f"<code>{html.escape(kv(train))}</code>.</p>")
+            f"<code>{html.escape(settings_text(cfg.get('model_config') or {}))}</code>; trained with "
+            f"<code>{html.escape(settings_text(train))}</code>.</p>")
 
 
 def _write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, gold, top: int) -> dict:
