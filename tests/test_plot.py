@@ -96,6 +96,38 @@ def test_compare_title_names_only_what_the_panels_share(models):
     title = shared_settings(panels)
     assert "sym" not in title and title["shift"] == panels[0].settings["shift"]
     assert panels[2].title == "grow-diag-final-and links over the forward attention"
+    # a single panel's title says what the picture is first, the model's folder name last
+    (single,) = model_panels(models / "rnn", ["the", "car"], ["la", "voiture"], AlignOptions())
+    first, second = single.title.split("\n")
+    assert first.startswith("grow-diag-final-and") and second.endswith(", model rnn")
+    assert not single.title.startswith("rnn")
+
+
+def test_html_heatmap_cells_say_words_weight_and_status():
+    import html
+    import re
+
+    from attnalign.eval.plot import html_heatmap
+
+    gold = Alignment(sure={(0, 0)}, possible={(0, 0), (1, 1), (2, 2)})
+    p = Panel(np.array([[0.9, 0.1, 0.0], [0.25, 0.75, 0.0]]), ["<b>", "a&b", '"q"'], ["x", "y"],
+              [(0, 0), (0, 1)], gold)
+    page = html_heatmap(p)
+    assert "<b>" not in page  # user words are text, never markup
+    assert "&lt;b&gt;" in page and "&amp;" in page and "&quot;q&quot;" in page
+    cells = re.findall(r'<td(?: class="([\w ]+)")? style="background:rgb\((\d+),(\d+),(\d+)\);color:(#\w+)" '
+                       r'title="([^"]*)">([^<]*)</td>', page)
+    assert len(cells) == 6  # T x S, in row order
+    tips = [html.unescape(c[5]) for c in cells]
+    assert tips == ["<b> → x: 0.900; right link (gold sure)", "a&b → x: 0.100", '"q" → x: 0.000',
+                    "<b> → y: 0.250; wrong link", "a&b → y: 0.750; gold possible link, not predicted",
+                    '"q" → y: 0.000']
+    assert [c[6] for c in cells] == ["●", "", "", "✗", "◇", ""]
+    assert [c[0] for c in cells] == ["r gs", "", "", "w", "gp", ""]  # link colour, gold border
+    # shaded as the PNG: darker for more weight, white text on dark cells
+    shade = [sum(map(int, c[1:4])) for c in cells]
+    assert shade[0] < shade[4] < shade[3] < shade[1] < shade[2]
+    assert cells[0][4] == "#fff" and cells[1][4] == "#000"
 
 
 def test_cli_saved_attention(models, tmp_path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import re
+import shlex
 
 import matplotlib.image as mpimg
 import pandas as pd
@@ -54,14 +56,18 @@ def test_report_from_a_bidirectional_rnn(models, tmp_path):
     assert "max-width:100%" in page and "Made by attnalign" in page
     assert "Model: rnn, directions forward, reverse; architecture <code>" in page and "epochs=" in page
     # the scores on the page: sorted by AER, in %, the best first, every decoder and symmetrization named
-    rows = re.findall(r"<tr>\s*<td>(★?)</td>\s*<td>([^<]*)</td>\s*<td>([\d.]+)</td>", page)
-    assert rows[0][0] == "★" and not any(star for star, *_ in rows[1:])
+    rows = re.findall(r"<tr( class=\"best\")?>\s*<td>(★?)</td>\s*<td>([^<]*)</td>\s*<td>([\d.]+)</td>", page)
+    assert rows[0][:2] == (' class="best"', "★") and not any(b or star for b, star, *_ in rows[1:])
     aers = [float(a) for *_, a in rows]
     assert aers == sorted(aers) and abs(aers[0] - 100 * scores.aer.min()) < 1e-3
     assert "<code>argmax-src</code>" in page and "<code>grow-diag-final-and</code>" in page
+    assert page.count('<th class="sort"') >= 11 and "<script>" in page  # sortable by a header click
+    # each gallery sentence's matrix as a table whose cells say their words, weight and status on hover
+    assert page.count('<table class="hm">') == 4
+    tips = re.findall(r'<td(?: class="[\w ]+")? style="[^"]*" title="([^"]*)">', page)
+    assert tips and all(re.fullmatch(r"\S+ → \S+: [01]\.\d{3}(; .+)?", html.unescape(t)) for t in tips)
+    assert any("right link (gold sure)" in t for t in tips) and any("wrong link" in t for t in tips)
     # each gallery caption's command draws that very sentence with the links pictured: same scores
-    import html
-    import shlex
 
     found = re.findall(r"<code>(attnalign plot sentence [^<]*)</code>\): AER ([\d.]+)", page)
     assert len(found) == 4

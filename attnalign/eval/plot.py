@@ -208,13 +208,7 @@ def terminal_view(p: Panel, plain: bool = False):
         cells = [Text(word, style="bold")]
         for i in range(len(p.src)):
             v = float(p.matrix[j, i])
-            mark = ""
-            if (i, j) in links:
-                mark = "✗" if p.gold is not None and (i, j) not in p.gold.possible else "●"
-            elif p.gold is not None and (i, j) in p.gold.sure:
-                mark = "□"
-            elif p.gold is not None and (i, j) in p.gold.possible:
-                mark = "◇"
+            mark = _mark(link_status(i, j, links, p.gold))
             if plain:
                 cells.append(Text(f"{min(9, int(v * 10))}{mark or ' '}"))
             else:
@@ -225,3 +219,62 @@ def terminal_view(p: Panel, plain: bool = False):
     legend = "● right  ✗ wrong  □ missed sure  ◇ missed possible" + ("  digits: weight x 10" if plain else "")
     t.caption = Text((pair_score_text(p.links, p.gold) + "   " if p.gold is not None else "") + legend)
     return t
+
+
+def link_status(i: int, j: int, links: set, gold: Alignment | None) -> str:
+    """What cell (i, j) is: a right or wrong link, a missed gold link, or nothing ("")."""
+    if (i, j) in links:
+        if gold is None:
+            return "link"
+        kind = "sure" if (i, j) in gold.sure else "possible"
+        return f"right link (gold {kind})" if (i, j) in gold.possible else "wrong link"
+    if gold is not None and (i, j) in gold.sure:
+        return "missed gold sure link"
+    if gold is not None and (i, j) in gold.possible:
+        return "gold possible link, not predicted"
+    return ""
+
+
+_MARKS = {"link": "●", "wrong link": "✗", "missed gold sure link": "□",
+          "gold possible link, not predicted": "◇"}
+
+
+def _mark(status: str) -> str:
+    """The overlay's character for a cell's status (as in the PNG legend)."""
+    return "●" if status.startswith("right") else _MARKS.get(status, "")
+
+
+def html_heatmap(p: Panel) -> str:
+    """The panel as an HTML table for a web page: cells shaded like the PNG (Blues, 0-1), the overlay's
+    marks as characters, gold links as cell borders (solid sure, dashed possible), and on every cell a
+    tooltip (``title``) with the source word, the target word,
+    the weight and the link's status. Self-contained: no script, no external file."""
+    import html
+
+    import matplotlib
+
+    cmap = matplotlib.colormaps["Blues"]
+    esc = html.escape
+    links = set(p.links)
+    head = "".join(f'<th class="s">{esc(w)}</th>' for w in p.src)
+    rows = []
+    for j, tw in enumerate(p.tgt):
+        cells = []
+        for i, sw in enumerate(p.src):
+            v = float(p.matrix[j, i])
+            r, g, b, _ = cmap(min(1.0, max(0.0, v)))
+            status = link_status(i, j, links, p.gold)
+            mark = _mark(status)
+            tip = f"{sw} → {tw}: {v:.3f}" + (f"; {status}" if status else "")
+            # classes: r/w right/wrong link (mark colour), gs/gp gold sure/possible (cell border, as the
+            # PNG's squares)
+            names = ["w" if status == "wrong link" else "r" if mark == "●" else "",
+                     "" if p.gold is None else "gs" if (i, j) in p.gold.sure
+                     else "gp" if (i, j) in p.gold.possible else ""]
+            cls = f' class="{" ".join(filter(None, names))}"' if any(names) else ""
+            fg = "#fff" if v > 0.55 else "#000"
+            cells.append(f'<td{cls} style="background:rgb({r * 255:.0f},{g * 255:.0f},{b * 255:.0f});'
+                         f'color:{fg}" title="{esc(tip)}">{mark}</td>')
+        rows.append(f"<tr><th>{esc(tw)}</th>{''.join(cells)}</tr>")
+    return (f'<table class="hm"><thead><tr><th></th>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
+            "</table>")

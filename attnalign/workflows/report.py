@@ -33,10 +33,11 @@ from ..data.corpus import Pairs
 from ..decoding import DECODERS, SYMMETRIZATIONS, decode_pair
 from ..errors import AttnAlignError, OptionError
 from ..eval.metrics import Counts, alignment_counts
-from ..eval.plot import Panel, figure_for, save_figure, settings_text
+from ..eval.plot import Panel, figure_for, html_heatmap, save_figure, settings_text
 
 # the score table's column headers on the page (scores.csv keeps the names of the library's Counts)
-HEADERS = {"best": "", "configuration": "configuration", "aer": "AER", "precision": "P", "recall": "R",
+HEADERS = {"best": "", "configuration": "configuration", "length": "target length", "sentences": "sentences",
+           "aer": "AER", "precision": "P", "recall": "R",
            "f1": "F1", "links": "links", "sure": "gold sure", "possible": "gold possible",
            "hits_sure": "sure found", "hits_possible": "right links"}
 
@@ -46,8 +47,43 @@ CSS = (
     "img{max-width:100%;height:auto} "
     "figure.g{display:inline-block;vertical-align:top;margin:4px;max-width:32em} "
     "figure.g figcaption{font-size:85%} .wrap{overflow-x:auto} "
-    "table.t tbody tr:first-child{background:#e8f3e8;font-weight:bold} ul.gl{font-size:85%;columns:2}"
+    "table.t tr.best{background:#e8f3e8;font-weight:bold} ul.gl{font-size:85%;columns:2} "
+    "table.t th.sort{cursor:pointer} table.t th.sort:after{content:' \\2195';color:#999} "
+    "table.hm{border-collapse:collapse;font-size:85%} table.hm td{width:1.8em;height:1.8em;text-align:center;"
+    "border:1px solid #fff;padding:0} table.hm td:hover{outline:2px solid #d95f02} "
+    "table.hm td.w{color:#d7191c} table.hm td.r{color:#1a9641} table.hm td.gs{border:2px solid #000} "
+    "table.hm td.gp{border:2px dashed #555} "
+    "table.hm th{font-weight:normal;text-align:right;padding-right:4px} "
+    "table.hm th.s{writing-mode:vertical-rl;transform:rotate(180deg);text-align:left;padding:0} "
+    "details{margin:4px 0}"
 )
+
+# the score tables sort by a click on a column header: numbers as numbers, the rest as text
+SORT_JS = """for (const th of document.querySelectorAll("table.t th.sort")) th.onclick = () => {
+  const body = th.closest("table").tBodies[0], c = th.cellIndex, up = th.dataset.up !== "1";
+  th.dataset.up = up ? "1" : "0";
+  const key = r => { const t = r.cells[c].textContent, n = parseFloat(t); return isNaN(n) ? t : n; };
+  [...body.rows].sort((a, b) => { const x = key(a), y = key(b);
+                                  return (x < y ? -1 : x > y ? 1 : 0) * (up ? 1 : -1); })
+    .forEach(r => body.appendChild(r));
+};"""
+
+
+def html_table(df, highlight: int | None = None) -> str:
+    """A frame as a sortable HTML table (class ``t``); row ``highlight`` (by position) marked ``best``."""
+    def cell(v) -> str:
+        if isinstance(v, float | np.floating):
+            return f"{v:.4f}" if math.isfinite(v) else ""
+        return html.escape(str(v))
+
+    head = "".join(f'<th class="sort" title="sort by this column">{html.escape(str(c))}</th>'
+                   for c in df.columns)
+    best = ' class="best"'
+    rows = "".join(
+        f"<tr{best if k == highlight else ''}>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>"
+        for k, row in enumerate(df.itertuples(index=False, name=None))
+    )
+    return f'<table class="t"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
 @dataclass
@@ -337,6 +373,7 @@ def _write_plots(out: Path, tables: dict, best: Result, fwd, stats, pairs: Pairs
             name = f"{kind}_{n + 1}.png"
             save_figure(figure_for([p]), out / name)
             images[f"{kind}_{n + 1}"] = name
+            images[f"{kind}_{n + 1}_html"] = html_heatmap(p)
     return images
 
 
@@ -356,14 +393,14 @@ def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, 
     total = best.total
     ent, eos = stats
 
-    def table(df):
-        return df.to_html(index=False, float_format=lambda x: f"{x:.4f}", border=0, classes="t")
+    def readable(df, first: list[str]):  # scores in %, the page's headers
+        df = df.assign(**{k: 100 * df[k] for k in ("aer", "precision", "recall", "f1")})
+        return df[[*first, "aer", "precision", "recall", "f1", "links", "sure", "possible", "hits_sure",
+                   "hits_possible"]].rename(columns=HEADERS)
 
     shown = tables["scores"].sort_values("aer", kind="stable")
-    shown = shown.assign(best=shown["best"].map({True: "★", False: ""}),
-                         **{k: 100 * shown[k] for k in ("aer", "precision", "recall", "f1")})
-    shown = shown[["best", "configuration", "aer", "precision", "recall", "f1", "links", "sure", "possible",
-                   "hits_sure", "hits_possible"]].rename(columns=HEADERS)
+    shown = readable(shown.assign(best=shown["best"].map({True: "★", False: ""})), ["best", "configuration"])
+    by_length = readable(tables["by_length"], ["length", "sentences"])
     wrong_df, missed_df = tables["wrong_pairs"], tables["missed_pairs"]
     cfg = best.config  # the gallery's reading, for its plot commands
     reading = shlex.join([*(["--layer", str(cfg.layer)] if cfg.layer is not None else []), "--shift",
@@ -388,7 +425,8 @@ def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, 
         + "".join(
             f'<figure class="g"><a href="{images[f"{kind}_{n + 1}"]}">'
             f'<img src="{images[f"{kind}_{n + 1}"]}" alt="{kind} {n + 1}: index {k}"></a>'
-            f"{caption(k)}</figure>"
+            f"{caption(k)}<details><summary>the matrix, a cell's words, weight and link on hover</summary>"
+            f'<div class="wrap">{images[f"{kind}_{n + 1}_html"]}</div></details></figure>'
             for n, k in enumerate(ks)
         )
         for kind, ks in images["gallery"].items()
@@ -409,20 +447,22 @@ the forward attention under the best configuration's links.</p>
 (★ = best). A configuration names the attention read (<code>layer N</code> of a Transformer;
 <code>shift 1</code>: Shift-Att, each target word read at the next step), the decoder and the
 symmetrization of the two directions:</p>{glossary()}
-<div class="wrap">{table(shown)}</div>
+<div class="wrap">{html_table(shown, highlight=0)}</div>
 {'<h2>AER by layer</h2><img src="aer_by_layer.png" alt="AER by layer">' if tf else ""}
 <h2>By sentence length</h2><p><a href="by_length.csv">by_length.csv</a>,
-<a href="per_sentence.csv">per_sentence.csv</a></p><img src="aer_by_length.png" alt="AER by length">
-{table(tables["by_length"])}
+<a href="per_sentence.csv">per_sentence.csv</a>; scores in %</p>
+<img src="aer_by_length.png" alt="AER by length">
+{html_table(by_length)}
 <h2>Attention entropy and EOS mass</h2><p>mean entropy {float(ent.mean()):.3f} nats
 (uniform over a {float(np.mean([m.shape[1] for m, _ in fwd if m.size])):.1f}-word source:
 {math.log(max(1.0, float(np.mean([m.shape[1] + 1 for m, _ in fwd if m.size])))):.3f}); mean EOS mass
 {100 * float(eos.mean()):.2f}%.</p><img src="attention_stats.png" alt="attention statistics">
 <h2>Most frequent wrongly linked word pairs</h2><p><a href="wrong_pairs.csv">wrong_pairs.csv</a></p>
-{table(wrong_df) if len(wrong_df) else "<p>none</p>"}
+{html_table(wrong_df) if len(wrong_df) else "<p>none</p>"}
 <h2>Most frequently missed sure gold pairs</h2><p><a href="missed_pairs.csv">missed_pairs.csv</a></p>
-{table(missed_df) if len(missed_df) else "<p>none</p>"}
+{html_table(missed_df) if len(missed_df) else "<p>none</p>"}
 <h2>Gallery</h2>{gallery_html}
+<script>{SORT_JS}</script>
 </body></html>
 """
     with atomic_open(out / "index.html") as f:

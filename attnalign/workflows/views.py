@@ -58,7 +58,7 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
     aligner = Aligner(model_dir, replace(options, layer=None if all_layers else options.layer,
                                          head="mean" if all_heads else options.head))
     options = aligner.options  # "auto" choices resolved for this model
-    settings = {"model": os.path.basename(os.path.normpath(model_dir)), **aligner.description}
+    settings = {**aligner.description, "model": os.path.basename(os.path.normpath(model_dir))}  # name last
     if grid:
         lm = aligner.forward
         if lm.model_type != "transformer":
@@ -84,7 +84,8 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
                                                device=options.device)
         return _compare_panels(pair.forward, pair.eos, pair.reverse, rev_eos, src, tgt, gold, options,
                                aligner.sym, settings, show_eos)
-    title = f"{settings['model']}: {settings_line(settings)}\n{_background(aligner.sym)}"
+    # what the picture is comes first; the model's folder name last (it is often just "model")
+    title = f"{_background(aligner.sym)}\n{settings_line(settings)}, model {settings['model']}"
     return [Panel(pair.matrix, src, tgt, pair.links, gold, pair.eos if show_eos else None, title, settings)]
 
 
@@ -110,7 +111,9 @@ def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
                                settings, show_eos)
     links, _, m = decode_pair(p.matrix, p.eos, p.reverse, None, options.decoder,
                               sym if p.reverse is not None else "none", options.threshold)
-    title = f"pair {index}: {settings_line({**settings, 'decoder': options.decoder, 'sym': sym})}"
+    line = settings_line({**settings, "decoder": options.decoder, "sym": sym})
+    title = f"index {index}: {_background(sym if p.reverse is not None else None)}\n{line}" + (
+        f", model {settings['model']}" if settings.get("model") else "")
     return [Panel(m, p.src, p.tgt, links, gold, p.eos if show_eos else None, title, settings)]
 
 
