@@ -45,6 +45,8 @@ def test_report_from_a_bidirectional_rnn(models, tmp_path):
     assert {"grow-diag-final-and", "soft", "intersection"} <= set(scores.sym)
     assert set(scores["shift"]) == {0, 1}
     assert "worst_2.png" in page and "best_1.png" in page and "best:" in r.stdout
+    sig = "gold:pharaoh|base:0|order:src-tgt|sents:200|metric:och-ney-micro|attnalign:"
+    assert sig in r.stdout and f"signature: <code>{sig}" in page  # as `score` prints it
     # the gallery names each sentence by its 0-based index, the one plot sentence --index and the CSV use
     per = pd.read_csv(out / "per_sentence.csv")
     assert per["index"].tolist() == list(range(len(per))) and (per.sentence == per["index"] + 1).all()

@@ -60,7 +60,8 @@ def report(
                            command=shlex.join(["attnalign", *sys.argv[1:]]))
     out().print(
         f"best: {summary['best']}: AER {100 * summary['aer']:.2f}, P {100 * summary['precision']:.2f}, "
-        f"R {100 * summary['recall']:.2f} ({summary['configurations']} configurations)",
+        f"R {100 * summary['recall']:.2f} ({summary['configurations']} configurations)\n"
+        f"{summary['signature']}",
         highlight=False,
     )
     err().print(f"report written to {summary['index']}", highlight=False)

@@ -30,6 +30,16 @@ class GoldOptions:
     encoding: str = "utf-8"
 
 
+def gold_signature(g: ReadInfo) -> str:
+    """The settings a score depends on, as one line (sacrebleu-style): gold format, index base, order,
+    sentences, metric, version."""
+    return (
+        f"gold:{g.format}|base:{1 if g.one_based else 0}|"
+        f"order:{'tgt-src' if g.reverse else 'src-tgt'}|sents:{g.sentences}|"
+        f"metric:och-ney-micro|attnalign:{__version__}"
+    )
+
+
 @dataclass
 class SystemScore:
     """The score of one prediction file."""
@@ -49,12 +59,7 @@ class ScoreReport:
 
     @property
     def signature(self) -> str:
-        g = self.gold
-        return (
-            f"gold:{g.format}|base:{1 if g.one_based else 0}|"
-            f"order:{'tgt-src' if g.reverse else 'src-tgt'}|sents:{g.sentences}|"
-            f"metric:och-ney-micro|attnalign:{__version__}"
-        )
+        return gold_signature(self.gold)
 
     def frame(self):
         """One row per system: aer, precision, recall, f1 (fractions) and the counts."""

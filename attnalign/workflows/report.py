@@ -218,10 +218,12 @@ def build_report(
     top: int = 20,
     command: str | None = None,
     plot_args: str | None = None,
+    signature: str | None = None,
 ) -> dict:
     """Write the report directory; return a summary (best configuration and its scores). ``command``:
     the command line that made it, shown on the page; ``plot_args``: the ``plot sentence`` options
-    that draw one of its sentences (the gallery's captions add ``--index N``)."""
+    that draw one of its sentences (the gallery's captions add ``--index N``); ``signature``: the
+    scores' signature (:func:`attnalign.eval.scoring.gold_signature`), shown on the page."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model_info = ""
@@ -244,11 +246,12 @@ def build_report(
     stats = _attention_stats(fwd)
     images = _write_plots(out, tables, best, fwd, stats, pairs, gold, tf, gallery)
     _write_page(out, title, len(gold), best, tables, images, fwd, stats, tf, pairs, command, plot_args,
-                model_info)
+                model_info, signature)
     return {
         "best": best.config.name,
         **best.total.as_dict(),
         "configurations": len(results),
+        "signature": signature,
         "index": str(out / "index.html"),
     }
 
@@ -386,7 +389,7 @@ def _attention_stats(fwd) -> tuple[np.ndarray, np.ndarray]:
 
 def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, images: dict, fwd, stats,
                 tf: bool, pairs: Pairs, command: str | None = None, plot_args: str | None = None,
-                model_info: str = "") -> None:
+                model_info: str = "", signature: str | None = None) -> None:
     """index.html: the summary, the tables and the pictures."""
     from ..data.fileio import atomic_open
 
@@ -442,7 +445,8 @@ F1 {100 * total.f1:.2f} ({total.hyp} links, {total.sure} sure, {total.possible} 
 <p>Made by attnalign {html.escape(__version__)}{
     f" with <code>{html.escape(command)}</code>" if command else ""}. Sentences are numbered from 0 (the
 <code>index</code> column of per_sentence.csv, <code>plot sentence --index</code>); the gallery draws
-the forward attention under the best configuration's links.</p>
+the forward attention under the best configuration's links.{
+    f" Scores' signature: <code>{html.escape(signature)}</code>." if signature else ""}</p>
 <h2>Scores of every configuration</h2><p><a href="scores.csv">scores.csv</a>; sorted by AER, in %
 (★ = best). A configuration names the attention read (<code>layer N</code> of a Transformer;
 <code>shift 1</code>: Shift-Att, each target word read at the next step), the decoder and the
@@ -486,13 +490,13 @@ def report_files(
 ) -> dict:
     """The library behind ``attnalign report``: read the gold and the corpus's first sentences (or a
     saved attention file), then :func:`build_report`. ``command``: the command line shown on the page."""
-    from ..eval.scoring import GoldOptions, read_gold
+    from ..eval.scoring import GoldOptions, gold_signature, read_gold
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise AttnAlignError("the report output must be a directory", path=out)
     gold_options = gold_options or GoldOptions()
-    golds, _ = read_gold(gold, gold_options)
+    golds, info = read_gold(gold, gold_options)
     pairs = None
     if attention is None:
         if model is None:
@@ -513,7 +517,7 @@ def report_files(
     case = [] if lowercase is None else ["--lowercase" if lowercase else "--no-lowercase"]
     plot_args = shlex.join([*map(str, source), "--gold", str(gold), *_gold_args(gold_options), *case])
     return build_report(out, golds, model=model, pairs=pairs, attention=attention, device=dev,
-                        gallery=gallery, command=command, plot_args=plot_args)
+                        gallery=gallery, command=command, plot_args=plot_args, signature=gold_signature(info))
 
 
 def _gold_args(options) -> list[str]:
