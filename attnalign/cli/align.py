@@ -35,11 +35,14 @@ from .common import (
     PrefixOpt,
     QuietOpt,
     ReverseGoldOpt,
+    ReverseModelOpt,
     ShiftOpt,
+    SrcLangOpt,
     SrcOpt,
     StatSymOpt,
     Sym,
     SymOpt,
+    TgtLangOpt,
     TgtOpt,
     ThreadsOpt,
     ThresholdOpt,
@@ -132,6 +135,7 @@ def align_corpus(
     reverse_gold: ReverseGoldOpt = False, lowercase: ModelLowercaseOpt = None,
     batch_tokens: BatchTokensOpt = 4000, max_length: MaxLengthOpt = 250, device: DeviceOpt = "auto",
     threads: ThreadsOpt = None, quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8",
+    reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
 ) -> None:
     """Align a parallel corpus: one Pharaoh line (0-based, source first) per input pair.
 
@@ -140,7 +144,8 @@ def align_corpus(
     from ..workflows.align_files import align_corpus_files
     from .render import align_summary_text
 
-    options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length)
+    options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length,
+                            reverse_model=reverse_model, src_lang=src_lang, tgt_lang=tgt_lang)
     bar, progress = _progress_bar(quiet)
     with bar:
         summary = align_corpus_files(
@@ -196,7 +201,8 @@ def align_sentence(
     decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto, threshold: ThresholdOpt = None,
     layer: LayerOpt = None, head: HeadOpt = "mean", shift: ShiftOpt = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-    device: DeviceOpt = "auto",
+    device: DeviceOpt = "auto", reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None,
+    tgt_lang: TgtLangOpt = None,
 ) -> None:
     """Align one sentence pair typed on the command line and show its links.
 
@@ -206,8 +212,9 @@ def align_sentence(
     from ..workflows.align_files import pair_json
     from .render import links_table
 
-    pair, settings = align_one(model, src, tgt, align_options(decoder, sym, threshold, layer, head, shift,
-                                                              device=device))
+    pair, settings = align_one(model, src, tgt, align_options(
+        decoder, sym, threshold, layer, head, shift, device=device, reverse_model=reverse_model,
+        src_lang=src_lang, tgt_lang=tgt_lang))
     if as_json:
         sys.stdout.write(json.dumps(pair_json(pair), ensure_ascii=False) + "\n")
         return

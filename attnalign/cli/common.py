@@ -130,8 +130,17 @@ GoldOpt = Annotated[Path | None, typer.Option("--gold", help="Score against this
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
 
 # Models.
-ModelDirOpt = Annotated[Path, typer.Option("--model", help="Model directory.")]
-OptionalModelOpt = Annotated[Path | None, typer.Option("--model", help="Model directory.")]
+MODEL_HELP = ("Model directory (attnalign train's, or a Hugging Face translation model saved with "
+              "save_pretrained), or hf:NAME from the local Hugging Face cache.")
+ModelDirOpt = Annotated[Path, typer.Option("--model", help=MODEL_HELP)]
+OptionalModelOpt = Annotated[Path | None, typer.Option("--model", help=MODEL_HELP)]
+ReverseModelOpt = Annotated[Path | None, typer.Option(
+    "--reverse-model", help="Hugging Face models: the target-to-source model (directory or hf:NAME), so "
+    "that both directions can be symmetrized.")]
+SrcLangOpt = Annotated[str | None, typer.Option(
+    "--src-lang", help="Multilingual Hugging Face models (M2M-100, NLLB): the source language code.")]
+TgtLangOpt = Annotated[str | None, typer.Option(
+    "--tgt-lang", help="Multilingual Hugging Face models: the target language code.")]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")]
 ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for torch.")]
 ModelLowercaseOpt = Annotated[
@@ -183,7 +192,7 @@ def _layer_head(value: str | None, what: str) -> int | str | None:
 
 
 def align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=4000, device="auto",
-                  max_length=10**6, resolve: bool = True):
+                  max_length=10**6, resolve: bool = True, reverse_model=None, src_lang=None, tgt_lang=None):
     """The :class:`~attnalign.nmt.aligner.AlignOptions` of the parsed decoding options; ``resolve``:
     the device named for torch (imports torch)."""
     from ..nmt.aligner import AlignOptions
@@ -194,7 +203,9 @@ def align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=4000
         device = str(resolve_device(device))
     return AlignOptions(decoder=decoder.value, threshold=threshold, sym=sym.value,
                         layer=_layer_head(layer, "layer"), head=_layer_head(head, "head"), shift=shift,
-                        batch_tokens=batch_tokens, device=device, max_length=max_length)
+                        batch_tokens=batch_tokens, device=device, max_length=max_length,
+                        reverse_model=None if reverse_model is None else str(reverse_model),
+                        src_lang=src_lang, tgt_lang=tgt_lang)
 
 
 # The statistical teacher: the same four options for `align statistical` (--aligner, --sym, --prefix,

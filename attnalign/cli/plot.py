@@ -20,9 +20,12 @@ from .common import (
     ModelLowercaseOpt,
     OptionalModelOpt,
     ReverseGoldOpt,
+    ReverseModelOpt,
     ShiftOpt,
+    SrcLangOpt,
     Sym,
     SymOpt,
+    TgtLangOpt,
     ThresholdOpt,
     align_options,
     err,
@@ -64,6 +67,7 @@ def plot_sentence(
     shift: ShiftOpt = 0,
     compare: CompareOpt = False, eos: EosOpt = False, terminal: TerminalOpt = False,
     lowercase: ModelLowercaseOpt = None, device: DeviceOpt = "auto", encoding: EncodingOpt = "utf-8",
+    reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
 ) -> None:
     """Draw one pair's attention heatmap with its links (and the gold's, if given).
 
@@ -85,7 +89,8 @@ def plot_sentence(
             raise OptionError(f"unknown image type {output.suffix!r}", hint="use .png, .svg or .pdf")
     grid_layers, grid_heads = layer == "all", head == "all"
     options = align_options(decoder, sym, threshold, None if grid_layers else layer,
-                            "mean" if grid_heads else head, shift, device=device, resolve=attention is None)
+                            "mean" if grid_heads else head, shift, device=device, resolve=attention is None,
+                            reverse_model=reverse_model, src_lang=src_lang, tgt_lang=tgt_lang)
     panels = sentence_panels(
         options, model=model, src=src, tgt=tgt, corpus=corpus, index=index, attention=attention, gold=gold,
         gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding), compare=compare,

@@ -19,7 +19,10 @@ from .common import (
     ModelLowercaseOpt,
     OptionalModelOpt,
     ReverseGoldOpt,
+    ReverseModelOpt,
+    SrcLangOpt,
     SrcOpt,
+    TgtLangOpt,
     TgtOpt,
     err,
     gold_options,
@@ -46,6 +49,9 @@ def report(
     lowercase: ModelLowercaseOpt = None,
     device: DeviceOpt = "auto",
     encoding: EncodingOpt = "utf-8",
+    reverse_model: ReverseModelOpt = None,
+    src_lang: SrcLangOpt = None,
+    tgt_lang: TgtLangOpt = None,
 ) -> None:
     """Write an HTML report (scores of every configuration, plots, error tables, a gallery).
 
@@ -56,7 +62,8 @@ def report(
 
     summary = report_files(output, gold, gold_options(gold_format, gold_one_based, reverse_gold, encoding),
                            model=model, src=src, tgt=tgt, corpus=corpus, attention=attention,
-                           lowercase=lowercase, device=device, gallery=gallery,
+                           lowercase=lowercase, device=device, gallery=gallery, reverse_model=reverse_model,
+                           src_lang=src_lang, tgt_lang=tgt_lang,
                            command=shlex.join(["attnalign", *sys.argv[1:]]))
     out().print(
         f"best: {summary['best']}: AER {100 * summary['aer']:.2f}, P {100 * summary['precision']:.2f}, "

@@ -18,7 +18,7 @@ from ..data.alignments import Link
 from ..data.corpus import Pairs
 from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, decode_pair
 from ..errors import AttnAlignError, OptionError, require, warn
-from .checkpoint import LoadedModel, load_model, read_model_config
+from .checkpoint import LoadedModel, is_hf_model, load_model, read_model_config
 from .extract import AttentionSpec, iter_attention, reduce_attention, uses_align_head
 
 AUTO = "auto"  # --decoder / --sym: chosen per model by resolve_decoding
@@ -36,6 +36,11 @@ class AlignOptions:
     device: str = "cpu"
     max_length: int = 250  # model tokens per side; longer pairs are skipped (empty line, warning)
     chunk_size: int = 5000  # pairs extracted at once (bounds memory)
+    # pretrained (Hugging Face) models only: the tgt->src model for both directions, and the language
+    # codes a multilingual model needs
+    reverse_model: str | None = None
+    src_lang: str | None = None
+    tgt_lang: str | None = None
 
     def check(self) -> AlignOptions:
         """Raise an OptionError naming the option that is out of range or unknown."""
@@ -82,12 +87,42 @@ def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_hea
     return replace(options, sym=sym, decoder=decoder, threshold=threshold)
 
 
+def model_meta(model: str | os.PathLike, options: AlignOptions = AlignOptions()) -> dict:
+    """What a model directory's config.json says (directions, model type, network config, lower-casing),
+    or the same keys for a pretrained Hugging Face model (both directions with ``reverse_model``)."""
+    if not is_hf_model(model):
+        if options.reverse_model is not None or options.src_lang or options.tgt_lang:
+            raise OptionError("--reverse-model, --src-lang and --tgt-lang apply to pretrained Hugging Face "
+                              f"models; {model} is an attnalign model directory")
+        return read_model_config(model)
+    if options.reverse_model is not None and not is_hf_model(options.reverse_model):
+        raise OptionError("--reverse-model must be a Hugging Face model too (a save_pretrained directory "
+                          "or hf:NAME)", path=options.reverse_model)
+    return {"directions": ["forward", "reverse"] if options.reverse_model else ["forward"],
+            "model_type": "huggingface", "model_config": {}, "lowercase": False, "pretrained": str(model),
+            "reverse_model": options.reverse_model}
+
+
+def load_directions(model: str | os.PathLike, options: AlignOptions, both: bool):
+    """The forward model and, with ``both``, the reverse one (a :class:`LoadedModel`, or an
+    :class:`~attnalign.nmt.hf.HFModel` for a pretrained model)."""
+    from .hf import HFModel
+
+    if is_hf_model(model):
+        fwd = HFModel(str(model), options.src_lang, options.tgt_lang, options.device)
+        rev = (HFModel(str(options.reverse_model), options.tgt_lang, options.src_lang, options.device,
+                       "reverse") if both else None)
+        return fwd, rev
+    return (load_model(model, "forward", options.device),
+            load_model(model, "reverse", options.device) if both else None)
+
+
 class Aligner:
     """Loads the model(s) a configuration needs and aligns pairs of word lists."""
 
     def __init__(self, model_dir: str | os.PathLike, options: AlignOptions = AlignOptions()):
         options.check()
-        meta = read_model_config(model_dir)
+        meta = model_meta(model_dir, options)
         head = bool(meta.get("model_config", {}).get("align_head"))
         options = resolve_decoding(options, meta["directions"], head)
         sym = options.sym
@@ -101,13 +136,12 @@ class Aligner:
             raise OptionError(
                 f"--sym {sym} needs a model trained in both directions; this one has "
                 f"{', '.join(meta['directions'])}", path=model_dir,
-                hint="train with --direction both, or use --sym none")
+                hint="give --reverse-model (the target-to-source model), or use --sym none"
+                if meta.get("pretrained") else "train with --direction both, or use --sym none")
         if first == "reverse" and not both:
             raise AttnAlignError("the model has only the reverse direction", path=model_dir,
                                  hint="align with the corpus sides swapped, or train --direction forward")
-        self.forward: LoadedModel = load_model(model_dir, "forward", options.device)
-        self.reverse: LoadedModel | None = (
-            load_model(model_dir, "reverse", options.device) if both else None)
+        self.forward, self.reverse = load_directions(model_dir, options, both)
         self.lowercase = self.forward.lowercase
         self._check_layer_head(self.forward)
 
@@ -116,7 +150,7 @@ class Aligner:
             if self.options.head != "mean":
                 warn("--head applies to Transformer layers; the alignment head is a single attention")
             return
-        if lm.model_type != "transformer":
+        if not lm.has_layers:
             if self.options.layer not in (None,) or self.options.head != "mean":
                 warn("--layer and --head apply to Transformer models only; this RNN has one attention")
             return
@@ -130,7 +164,7 @@ class Aligner:
     def description(self) -> dict:
         """The settings, for titles, signatures and saved-attention metadata."""
         o = self.options
-        tf = self.forward.model_type == "transformer"
+        tf = self.forward.has_layers
         head_read = uses_align_head(self.forward.model, self.spec)
         layer = "align" if head_read else o.layer
         if layer is None:
@@ -141,9 +175,7 @@ class Aligner:
                 "threshold": o.threshold if o.decoder == "threshold" else None}
 
     def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:
-        seg = lm.src_seg if side == "src" else lm.tgt_seg
-        n = len(seg.segment(words)[0]) if seg is not None and seg.is_subword else len(words)
-        return n + 1 > self.options.max_length
+        return lm.token_count(words, side) > self.options.max_length
 
     def align_pairs(self, pairs: Pairs, start: int = 0) -> list[AlignedPair]:
         """Align a list of pairs (one chunk) and return them in order; ``start`` numbers them."""
@@ -187,7 +219,7 @@ class Aligner:
     def _check_coverage(self, pairs: Pairs) -> None:
         """Warn when the corpus looks like the wrong language order for the model."""
         lm = self.forward
-        if lm.src_seg is not None and lm.src_seg.is_subword:
+        if not isinstance(lm, LoadedModel) or (lm.src_seg is not None and lm.src_seg.is_subword):
             return
         src = [s for s, _ in pairs[:2000]]
         tgt = [t for _, t in pairs[:2000]]

@@ -31,6 +31,7 @@ from .vocab import Vocab
 
 FORMAT_VERSION = 1
 DIRECTIONS = ("forward", "reverse")
+HF_PREFIX = "hf:"  # --model hf:NAME: a Hugging Face model from the local cache (see .hf)
 
 
 def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
@@ -77,6 +78,17 @@ class LoadedModel:
     meta: dict | None = None
     src_seg: Segmenter | None = None
     tgt_seg: Segmenter | None = None
+
+    @property
+    def has_layers(self) -> bool:
+        """Whether --layer / --head choose among decoder layers and heads (a Transformer)."""
+        return self.model_type == "transformer"
+
+    def token_count(self, words, side: str) -> int:
+        """Model tokens of a sentence on ``side`` ("src"/"tgt"), with its EOS."""
+        seg = self.src_seg if side == "src" else self.tgt_seg
+        n = len(seg.segment(words)[0]) if seg is not None and seg.is_subword else len(words)
+        return n + 1
 
 
 def read_model_config(model_dir: str | os.PathLike) -> dict:
@@ -135,6 +147,25 @@ def load_model(model_dir: str | os.PathLike, direction: str = "forward",
                        Segmenter.from_tensor(ck.get("src_spm")), Segmenter.from_tensor(ck.get("tgt_spm")))
 
 
+def is_hf_model(ref: str | os.PathLike) -> bool:
+    """Whether ``ref`` names a Hugging Face model (``hf:NAME``, or a ``save_pretrained`` directory)
+    rather than an attnalign model directory."""
+    s = str(ref)
+    if s.startswith(HF_PREFIX):
+        return True
+    cfg = Path(s) / "config.json"
+    if not cfg.is_file():
+        return False
+    try:
+        data = json.loads(cfg.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+        return False
+    return isinstance(data, dict) and "model_type" in data and "directions" not in data
+
+
 def model_lowercase(model_dir: str | os.PathLike, lowercase: bool | None = None) -> bool:
-    """``lowercase`` if given, else whether the model was trained on lower-cased text."""
-    return bool(read_model_config(model_dir).get("lowercase")) if lowercase is None else lowercase
+    """``lowercase`` if given, else whether the model was trained on lower-cased text (a pretrained
+    Hugging Face model reads text as it is)."""
+    if lowercase is not None:
+        return lowercase
+    return False if is_hf_model(model_dir) else bool(read_model_config(model_dir).get("lowercase"))

@@ -91,7 +91,11 @@ def iter_attention(
 
     Subword models run on pieces; the piece matrix is cut (with ``spec.shift`` applied to pieces) and
     mapped back to words. Pairs with an empty side yield empty matrices without running the model.
+    ``lm`` may also be a pretrained :class:`~attnalign.nmt.hf.HFModel`, which extracts its own way.
     """
+    if hasattr(lm, "iter_attention"):  # a pretrained model extracts its own way
+        yield from lm.iter_attention(pairs, spec, batch_tokens, device)
+        return
     src_seg = lm.src_seg or Segmenter()
     tgt_seg = lm.tgt_seg or Segmenter()
     seg = [(src_seg.segment(s), tgt_seg.segment(t)) for s, t in pairs]

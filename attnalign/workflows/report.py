@@ -153,15 +153,17 @@ def _sweep(layer, shift: int, fwd, rev, gold, full: bool) -> list[Result]:
     return results
 
 
-def _model_results(model_dir, pairs: Pairs, gold, device: str, batch_tokens: int):
-    """Every configuration's result; the matrices of each (layer, shift) for the analyses."""
-    from ..nmt.checkpoint import load_model, read_model_config
+def _model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int):
+    """Every configuration's result; the matrices of each (layer, shift) for the analyses. ``options``:
+    the :class:`~attnalign.nmt.aligner.AlignOptions` naming the device and, for a pretrained model, its
+    reverse model and languages."""
+    from ..nmt.aligner import load_directions, model_meta
     from ..nmt.extract import AttentionSpec, corpus_attention
 
-    meta = read_model_config(model_dir)
-    fwd_model = load_model(model_dir, "forward", device)
-    rev_model = load_model(model_dir, "reverse", device) if "reverse" in meta["directions"] else None
-    tf = fwd_model.model_type == "transformer"
+    device = options.device
+    meta = model_meta(model_dir, options)
+    fwd_model, rev_model = load_directions(model_dir, options, "reverse" in meta["directions"])
+    tf = fwd_model.has_layers
     layers: list[int | str | None] = [None]
     if tf:
         n = fwd_model.config["dec_layers"]
@@ -219,11 +221,15 @@ def build_report(
     command: str | None = None,
     plot_args: str | None = None,
     signature: str | None = None,
+    reverse_model: str | os.PathLike | None = None,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
 ) -> dict:
     """Write the report directory; return a summary (best configuration and its scores). ``command``:
     the command line that made it, shown on the page; ``plot_args``: the ``plot sentence`` options
     that draw one of its sentences (the gallery's captions add ``--index N``); ``signature``: the
-    scores' signature (:func:`attnalign.eval.scoring.gold_signature`), shown on the page."""
+    scores' signature (:func:`attnalign.eval.scoring.gold_signature`), shown on the page;
+    ``reverse_model``, ``src_lang``, ``tgt_lang``: for a pretrained Hugging Face ``model``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model_info = ""
@@ -237,9 +243,13 @@ def build_report(
         if len(pairs) < len(gold):
             raise AttnAlignError(f"the corpus has {len(pairs)} pairs but the gold {len(gold)} sentences")
         pairs = list(pairs[: len(gold)])
-        results, mats, tf = _model_results(model, pairs, gold, device, batch_tokens)
+        from ..nmt.aligner import AlignOptions
+
+        rev = None if reverse_model is None else str(reverse_model)
+        options = AlignOptions(device=device, reverse_model=rev, src_lang=src_lang, tgt_lang=tgt_lang)
+        results, mats, tf = _model_results(model, pairs, gold, options, batch_tokens)
         title = f"model {model}"
-        model_info = _model_info(model)
+        model_info = _model_info(model, options)
     best = min(results, key=lambda r: r.total.aer)
     fwd, _ = mats[(best.config.layer, best.config.shift)]
     tables = _write_tables(out, results, best, pairs, gold, top)
@@ -256,11 +266,16 @@ def build_report(
     }
 
 
-def _model_info(model) -> str:
+def _model_info(model, options) -> str:
     """The model's architecture and training options, from its config.json, as HTML."""
-    from ..nmt.checkpoint import read_model_config
+    from ..nmt.aligner import model_meta
 
-    cfg = read_model_config(model)
+    cfg = model_meta(model, options)
+    if cfg.get("pretrained"):
+        rev = cfg.get("reverse_model")
+        return (f"<p>Model: pretrained Hugging Face model <code>{html.escape(cfg['pretrained'])}</code>"
+                + (f", reverse direction <code>{html.escape(rev)}</code>" if rev else ", one direction")
+                + ".</p>")
     train = {k: v for k, v in (cfg.get("train_options") or {}).items() if k not in ("model_config",)}
     return (f"<p>Model: {html.escape(str(cfg.get('model_type')))}, directions "
             f"{html.escape(', '.join(cfg.get('directions', [])))}; architecture "
@@ -487,9 +502,13 @@ def report_files(
     device: str = "auto",
     gallery: int = 4,
     command: str | None = None,
+    reverse_model: str | os.PathLike | None = None,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
 ) -> dict:
     """The library behind ``attnalign report``: read the gold and the corpus's first sentences (or a
-    saved attention file), then :func:`build_report`. ``command``: the command line shown on the page."""
+    saved attention file), then :func:`build_report`. ``command``: the command line shown on the page;
+    ``reverse_model``, ``src_lang``, ``tgt_lang``: for a pretrained Hugging Face ``model``."""
     from ..eval.scoring import GoldOptions, gold_signature, read_gold
 
     out = Path(out_dir)
@@ -515,9 +534,13 @@ def report_files(
     source = ["--attention", attention] if attention is not None else ["--model", model] + (
         ["--corpus", corpus] if corpus is not None else ["--src", src, "--tgt", tgt])
     case = [] if lowercase is None else ["--lowercase" if lowercase else "--no-lowercase"]
-    plot_args = shlex.join([*map(str, source), "--gold", str(gold), *_gold_args(gold_options), *case])
+    given = (("--reverse-model", reverse_model), ("--src-lang", src_lang), ("--tgt-lang", tgt_lang))
+    hf = [f for flag, v in given if v is not None and attention is None for f in (flag, v)]
+    plot_args = shlex.join([*map(str, source), *map(str, hf), "--gold", str(gold), *_gold_args(gold_options),
+                            *case])
     return build_report(out, golds, model=model, pairs=pairs, attention=attention, device=dev,
-                        gallery=gallery, command=command, plot_args=plot_args, signature=gold_signature(info))
+                        gallery=gallery, command=command, plot_args=plot_args, signature=gold_signature(info),
+                        reverse_model=reverse_model, src_lang=src_lang, tgt_lang=tgt_lang)
 
 
 def _gold_args(options) -> list[str]:

@@ -61,7 +61,7 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
     settings = {**aligner.description, "model": os.path.basename(os.path.normpath(model_dir))}  # name last
     if grid:
         lm = aligner.forward
-        if lm.model_type != "transformer":
+        if not lm.has_layers:
             raise OptionError("--layer all / --head all need a Transformer model; this one is an RNN")
         L, H = lm.config["dec_layers"], lm.config["heads"]
         layers = range(L) if all_layers else [aligner.spec.layer if aligner.spec.layer is not None else -2]
