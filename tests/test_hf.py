@@ -4,6 +4,7 @@ sample data (nothing downloaded), read through every command that takes --model.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -188,3 +189,41 @@ def test_errors(hf, models, tmp_path, monkeypatch):
 def test_detection(hf, models):
     assert is_hf_model("hf:Helsinki-NLP/opus-mt-en-fr") and is_hf_model(hf["m2m"])
     assert not is_hf_model(SAMPLE) and not is_hf_model(models / "rnn")  # attnalign's config.json
+
+
+def test_guided_finetuning(hf, tmp_path):
+    """train --init-from: one head learns the built-in aligner's links; align reads it by default."""
+    lines = [(SAMPLE / f"train.{x}").read_text().splitlines()[:1500] for x in ("en", "fr")]
+    for x, text in zip(("en", "fr"), lines, strict=True):
+        (tmp_path / f"t.{x}").write_text("\n".join(text) + "\n")
+    model = tmp_path / "ft"
+    args = ["train", "--init-from", hf["marian"], "--src", tmp_path / "t.en", "--tgt", tmp_path / "t.fr",
+            "--model", model, "--max-steps", "60", "--lr", "3e-3", "--batch-tokens", "600", "--quiet"]
+    r = invoke(*args)
+    assert r.exit_code == 2 and "--guide" in r.stderr  # it learns from a guide only
+    r = invoke(*args, "--guide", "auto", "--dev-src", SAMPLE / "dev.en", "--dev-tgt", SAMPLE / "dev.fr",
+               "--dev-gold", SAMPLE / "dev.gold.pharaoh")
+    assert r.exit_code == 0, r.stderr
+    cfg = json.loads((model / "config.json").read_text())
+    assert cfg["model_type"] == "pretrained" and cfg["directions"] == ["forward"]
+    tuned = cfg["model_config"]["heads"]["forward"]
+    layer, head = tuned["layer"], tuned["head"]
+    assert (model / "forward" / "model.safetensors").is_file() and (layer, head) in {(0, 0), (0, 1)}
+    import pandas as pd
+
+    log = pd.read_csv(model / "log.csv")
+    assert log.dev_aer.iloc[-1] < log.dev_aer.iloc[0] or len(log) == 1
+    # the fine-tuned head (read by default) aligns better than the model it started from, same reading
+    scores = {}
+    for name, m in (("base", hf["marian"]), ("tuned", model)):
+        out = tmp_path / f"{name}.align"
+        r = invoke("align", "corpus", "--model", m, "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+                   "-o", out, "--gold", SAMPLE / "test.gold.naacl", "--layer", str(layer), "--head",
+                   str(head))
+        assert r.exit_code == 0, r.stderr
+        scores[name] = float(re.search(r"│\s+([\d.]+) │", r.stdout).group(1))
+    assert scores["tuned"] < scores["base"] - 10, scores
+    r = invoke("align", "sentence", "--model", model, "--src", "the red car .", "--tgt", "la voiture rouge .")
+    assert r.exit_code == 0 and "layer=align" in r.stdout
+    r = invoke("train", "--model", model, "--resume")
+    assert r.exit_code == 2 and "cannot be resumed" in r.stderr

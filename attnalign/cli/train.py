@@ -27,7 +27,9 @@ from .common import (
     ModelDirOpt,
     QuietOpt,
     ReverseGoldOpt,
+    SrcLangOpt,
     SrcOpt,
+    TgtLangOpt,
     TgtOpt,
     ThreadsOpt,
     err,
@@ -64,6 +66,12 @@ AttentionOpt = _opt(AttentionType | None, "--attention", "RNN attention [default
 CellOpt = _opt(str | None, "--cell", "RNN cell: gru or lstm [default: gru].")
 HiddenOpt = _opt(int | None, "--hidden", "RNN hidden size [default: 256].")
 EmbDimOpt = _opt(int | None, "--emb-dim", "RNN embedding size [default: 256].")
+InitFromOpt = Annotated[Path | None, typer.Option(
+    "--init-from", help="Fine-tune this pretrained Hugging Face translation model (a save_pretrained "
+    "directory or hf:NAME) instead of training a new network: one cross-attention head learns the guide "
+    "(needs --guide).")]
+ReverseInitFromOpt = Annotated[Path | None, typer.Option(
+    "--reverse-init-from", help="With --init-from and --direction both: the target-to-source model.")]
 DModelOpt = _opt(int | None, "--d-model", "Transformer width [default: 256].")
 HeadsOpt = _opt(int | None, "--heads", "Transformer heads [default: 4].")
 LayersOpt = _opt(int | None, "--layers", "Encoder and decoder layers [default: rnn 1, transformer 3].")
@@ -140,9 +148,11 @@ def train(
     guide_identical: GuideIdenticalOpt = TEACHER.identical, align_head: AlignHeadOpt = None,
     preset: PresetOpt = None, subword: SubwordOpt = None, subword_type: SubwordTypeOpt = "unigram",
     save_every: SaveEveryOpt = None, resume: ResumeOpt = False, overwrite: OverwriteOpt = False,
-    quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8",
+    quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8", init_from: InitFromOpt = None,
+    reverse_init_from: ReverseInitFromOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
 ) -> None:
-    """Train an attention NMT model (one or both directions) into a model directory.
+    """Train an attention NMT model (one or both directions) into a model directory, or fine-tune a
+    pretrained Hugging Face model's cross-attention head on a guide (--init-from).
 
     Example: attnalign train --src sample_data/train.en --tgt sample_data/train.fr --model runs/sample
     """
@@ -159,9 +169,13 @@ def train(
         batch_tokens=batch_tokens, lr=lr, warmup=warmup, clip=clip, label_smoothing=label_smoothing,
         seed=seed,
         device=device, threads=threads, min_freq=min_freq, max_vocab=max_vocab, lowercase=lowercase,
-        direction=direction.value if direction else None, save_every=save_every, subword=subword,
+        direction=direction.value if direction else ("both" if reverse_init_from else None),
+        save_every=save_every, subword=subword,
         subword_type=subword_type, guide=guide, guide_weight=guide_weight, guide_model=guide_model.value,
-        guide_sym=guide_sym.value, guide_prefix=guide_prefix, guide_identical=guide_identical)
+        guide_sym=guide_sym.value, guide_prefix=guide_prefix, guide_identical=guide_identical,
+        init_from=None if init_from is None else str(init_from),
+        reverse_init_from=None if reverse_init_from is None else str(reverse_init_from),
+        src_lang=src_lang, tgt_lang=tgt_lang)
     try:
         summary = train_files(model, options, src=src, tgt=tgt, corpus=corpus, dev_src=dev_src,
                               dev_tgt=dev_tgt, dev_gold=dev_gold,

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
+from pathlib import Path
 
 import numpy as np
 
@@ -87,14 +88,23 @@ def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_hea
     return replace(options, sym=sym, decoder=decoder, threshold=threshold)
 
 
+def _zeros(config: dict):
+    """A [1, layers, heads, 1, 1] attention of a model's shape (to check --layer and --head against)."""
+    import torch
+
+    return torch.zeros(1, config["dec_layers"], config["heads"], 1, 1)
+
+
 def model_meta(model: str | os.PathLike, options: AlignOptions = AlignOptions()) -> dict:
     """What a model directory's config.json says (directions, model type, network config, lower-casing),
     or the same keys for a pretrained Hugging Face model (both directions with ``reverse_model``)."""
     if not is_hf_model(model):
-        if options.reverse_model is not None or options.src_lang or options.tgt_lang:
+        meta = read_model_config(model)
+        tuned = meta.get("model_type") == "pretrained"  # fine-tuned by train --init-from
+        if options.reverse_model is not None or ((options.src_lang or options.tgt_lang) and not tuned):
             raise OptionError("--reverse-model, --src-lang and --tgt-lang apply to pretrained Hugging Face "
                               f"models; {model} is an attnalign model directory")
-        return read_model_config(model)
+        return meta
     if options.reverse_model is not None and not is_hf_model(options.reverse_model):
         raise OptionError("--reverse-model must be a Hugging Face model too (a save_pretrained directory "
                           "or hf:NAME)", path=options.reverse_model)
@@ -113,6 +123,16 @@ def load_directions(model: str | os.PathLike, options: AlignOptions, both: bool)
         rev = (HFModel(str(options.reverse_model), options.tgt_lang, options.src_lang, options.device,
                        "reverse") if both else None)
         return fwd, rev
+    meta = read_model_config(model)
+    if meta.get("model_type") == "pretrained":  # fine-tuned: one save_pretrained directory per direction
+        cfg = meta["model_config"]
+        s, t = options.src_lang or cfg.get("src_lang"), options.tgt_lang or cfg.get("tgt_lang")
+
+        def tuned(d: str, langs) -> HFModel:
+            h = cfg["heads"][d]
+            return HFModel(str(Path(model) / d), *langs, options.device, d, (h["layer"], h["head"]))
+
+        return tuned("forward", (s, t)), tuned("reverse", (t, s)) if both else None
     return (load_model(model, "forward", options.device),
             load_model(model, "reverse", options.device) if both else None)
 
@@ -146,6 +166,9 @@ class Aligner:
         self._check_layer_head(self.forward)
 
     def _check_layer_head(self, lm: LoadedModel) -> None:
+        if hasattr(lm, "resolve_spec"):  # a pretrained model: its fine-tuned head, or any layer and head
+            reduce_attention(_zeros(lm.config), lm.resolve_spec(self.spec))
+            return
         if uses_align_head(lm.model, self.spec):  # raises for --layer align without a head
             if self.options.head != "mean":
                 warn("--head applies to Transformer layers; the alignment head is a single attention")
@@ -154,18 +177,16 @@ class Aligner:
             if self.options.layer not in (None,) or self.options.head != "mean":
                 warn("--layer and --head apply to Transformer models only; this RNN has one attention")
             return
-        import torch
-
-        cfg = lm.config
-        dummy = torch.zeros(1, cfg["dec_layers"], cfg["heads"], 1, 1)
-        reduce_attention(dummy, self.spec)  # raises with the valid choices
+        reduce_attention(_zeros(lm.config), self.spec)  # raises with the valid choices
 
     @property
     def description(self) -> dict:
         """The settings, for titles, signatures and saved-attention metadata."""
         o = self.options
         tf = self.forward.has_layers
-        head_read = uses_align_head(self.forward.model, self.spec)
+        fwd = self.forward
+        head_read = (getattr(fwd, "align", None) is not None and o.layer in (None, "align")
+                     if hasattr(fwd, "resolve_spec") else uses_align_head(fwd.model, self.spec))
         layer = "align" if head_read else o.layer
         if layer is None:
             layer = -2 if self.forward.config.get("dec_layers", 1) > 1 else -1

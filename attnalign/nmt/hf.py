@@ -86,8 +86,11 @@ class HFModel:
     src_seg = tgt_seg = None
 
     def __init__(self, ref: str, src_lang: str | None = None, tgt_lang: str | None = None,
-                 device: str = "cpu", direction: str = "forward"):
+                 device: str = "cpu", direction: str = "forward", align: tuple[int, int] | None = None):
+        """``align``: the (layer, head) fine-tuned on a guide (``train --init-from``), read by
+        ``--layer align`` and by default."""
         tf = _transformers()
+        self.align = align
         name, local = (ref[len(HF_PREFIX):], True) if ref.startswith(HF_PREFIX) else (ref, True)
         self.ref = ref
         self.direction = direction
@@ -127,6 +130,8 @@ class HFModel:
         self.model = model.to(device).eval()
         self.config = {"dec_layers": int(config.decoder_layers),
                        "heads": int(config.decoder_attention_heads)}
+        if align is not None:
+            self.config["align_head"] = True  # the report sweeps it as "align"
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else config.pad_token_id
         self.start_id = config.decoder_start_token_id
         if self.start_id is None:
@@ -154,6 +159,18 @@ class HFModel:
             raise OptionError(f"the model does not know the language code {_first_line(e)}",
                               hint="use the codes of its tokenizer (e.g. en, fr; NLLB: eng_Latn)") from None
 
+    def resolve_spec(self, spec):
+        """``spec`` with ``--layer align`` (or, on a fine-tuned model, no --layer) turned into the
+        fine-tuned layer and head."""
+        from .extract import AttentionSpec
+
+        if spec.layer == "align" and self.align is None:
+            raise OptionError("--layer align reads a head fine-tuned with train --init-from; this pretrained "
+                              "model has none", hint="leave --layer out, or give a layer index")
+        if spec.layer in (None, "align") and self.align is not None:
+            return AttentionSpec(self.align[0], self.align[1], spec.shift)
+        return spec
+
     def token_count(self, words: Sequence[str], side: str) -> int:
         """Model tokens of a sentence on ``side`` ("src"/"tgt"), specials included."""
         s = self.src_side if side == "src" else self.tgt_side
@@ -179,6 +196,7 @@ class HFModel:
         from .extract import reduce_attention
         from .words import tokens_to_words
 
+        spec = self.resolve_spec(spec)
         enc = [(self.src_side.encode(self.tok, s), self.tgt_side.encode(self.tok, t)) for s, t in pairs]
         todo = [i for i, (s, t) in enumerate(pairs) if s and t]
         for i, (s, t) in enumerate(pairs):

@@ -156,6 +156,12 @@ def train(
     model_dir = Path(model_dir)
     if resume:  # continue with the options the run started with
         options = saved_options(model_dir)
+    if options.init_from is not None:
+        from .finetune import finetune
+
+        options.check(has_guide_links=guide is not None)
+        return finetune(pairs, model_dir, options, dev=dev, guide=guide, overwrite=overwrite,
+                        reporter=reporter, data=_data_record(pairs, dev, files))
     # everything is checked before the model directory is touched
     model_config = asdict(options.check(has_guide_links=guide is not None))
     device = resolve_device(options.device)

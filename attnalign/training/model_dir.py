@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .._version import __version__
 from ..data.fileio import atomic_open
-from ..errors import AttnAlignError
+from ..errors import AttnAlignError, OptionError
 from ..nmt.checkpoint import FORMAT_VERSION, read_model_config
 from .options import TrainOptions
 
@@ -30,6 +30,9 @@ def run_config(model_dir: Path) -> dict:
 def saved_options(model_dir: Path) -> TrainOptions:
     """The options the run in ``model_dir`` started with (``--resume`` continues with them)."""
     cfg = run_config(model_dir)
+    if cfg.get("model_type") == "pretrained":
+        raise OptionError("a fine-tuned pretrained model cannot be resumed", path=model_dir,
+                          hint="run the fine-tuning again with --overwrite")
     if not isinstance(cfg.get("train_options"), dict):
         raise AttnAlignError("config.json records no training options to resume with",
                              path=model_dir, hint="start a new run with --overwrite")

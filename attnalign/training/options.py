@@ -49,6 +49,11 @@ class TrainOptions:
     guide_identical: float = TEACHER.identical
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
+    # guided fine-tuning of a pretrained Hugging Face model instead of a new network (training/finetune.py)
+    init_from: str | None = None  # the source-to-target model: a save_pretrained directory or hf:NAME
+    reverse_init_from: str | None = None  # the target-to-source model (--direction both)
+    src_lang: str | None = None  # language codes of a multilingual model
+    tgt_lang: str | None = None
 
     @property
     def teacher(self) -> TeacherOptions:
