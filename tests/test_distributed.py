@@ -83,3 +83,48 @@ def test_a_bad_input_ends_every_rank_with_its_error(corpus):
     assert r.returncode != 0
     assert "error: the source and target files have different line counts" in r.stderr
     assert not (corpus / "bad.align").exists()
+
+
+def test_training_with_two_processes(corpus, tmp_path):
+    """DistributedDataParallel on gloo: each process takes every other batch (half the updates of one
+    process per epoch), the guide is aligned by both and broadcast, rank 0 alone writes and reports."""
+    import csv
+
+    args = ["train", "--src", corpus / "c.en", "--tgt", corpus / "c.fr", "--hidden", "32", "--emb-dim", "16",
+            "--epochs", "2", "--batch-tokens", "400", "--direction", "both", "--guide", "auto", "--quiet"]
+    one = _one(*args, "--model", tmp_path / "one")
+    two = _torchrun(*args, "--model", tmp_path / "two")
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert two.stdout.count("Trained") == 1  # one summary, from rank 0
+
+    def log(name):
+        with open(tmp_path / name / "log.csv") as f:
+            return list(csv.DictReader(f))
+
+    a, b = log("one"), log("two")
+    assert [r["direction"] for r in b] == ["forward", "forward", "reverse", "reverse"]  # written once
+    per_epoch_one, per_epoch_two = int(a[0]["step"]), int(b[0]["step"])
+    assert per_epoch_two == per_epoch_one // 2, (per_epoch_one, per_epoch_two)
+    assert float(b[1]["train_loss"]) < float(b[0]["train_loss"])  # it learns
+    r = _one("align", "corpus", "--model", tmp_path / "two", "--src", corpus / "c.en", "--tgt",
+             corpus / "c.fr", "-o", tmp_path / "two.align", "--quiet")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len((tmp_path / "two.align").read_text().splitlines()) == 600
+
+
+def test_align_corpus_with_two_processes_writes_what_one_writes(models, tmp_path):
+    # each process aligns half of every chunk; rank 0 gathers and writes in corpus order
+    args = ["align", "corpus", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt",
+            SAMPLE / "test.fr", "--quiet", "--gold", SAMPLE / "test.gold.naacl"]
+    one = _one(*args, "-o", tmp_path / "one.align", "--save-attention", tmp_path / "one.npz")
+    two = _torchrun(*args, "-o", tmp_path / "two.align", "--save-attention", tmp_path / "two.npz")
+    assert one.returncode == 0, one.stderr[-2000:]
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert (tmp_path / "two.align").read_text() == (tmp_path / "one.align").read_text()
+    assert two.stdout.count("Alignment scores") == 1  # one score table, from rank 0
+    import numpy as np
+
+    a, b = np.load(tmp_path / "one.npz"), np.load(tmp_path / "two.npz")
+    assert sorted(a.files) == sorted(b.files)
+    assert all(np.allclose(a[k], b[k], atol=1e-5) for k in a.files if k.startswith("att_"))

@@ -270,3 +270,14 @@ def test_out_of_memory_names_the_option_to_lower(tmp_path, sample_pairs, monkeyp
     with pytest.raises(AttnAlignError, match="out of memory") as e:
         train(sample_pairs[:50], tmp_path / "m", tiny_options(epochs=1))
     assert "--batch-tokens" in e.value.hint
+
+
+def test_max_length_leaves_long_pairs_out_with_a_warning(tmp_path, sample_pairs):
+    long_pair = (["w"] * 400, ["v"] * 3)
+    pairs = [*sample_pairs[:200], long_pair, (["a"] * 30, ["b"] * 30)]
+    with pytest.warns(UserWarning, match=r"1 of 202 training pairs are longer than --max-length 250"):
+        train(pairs, tmp_path / "m", tiny_options(direction="both"))
+    with pytest.warns(UserWarning, match=r"2 of 202 .* --max-length 20 "):
+        train(pairs, tmp_path / "m2", tiny_options(max_length=20))
+    with pytest.raises(AttnAlignError, match="--max-length"):
+        train(pairs, tmp_path / "m3", tiny_options(max_length=0))

@@ -141,18 +141,22 @@ def align_corpus(
 
     Example: attnalign align corpus --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
     """
+    from ..dist import world
     from ..workflows.align_files import align_corpus_files
     from .render import align_summary_text
 
     options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length,
                             reverse_model=reverse_model, src_lang=src_lang, tgt_lang=tgt_lang)
-    bar, progress = _progress_bar(quiet)
+    rank = world()[0]  # under torchrun rank 0 writes and reports
+    bar, progress = _progress_bar(quiet or rank != 0)
     with bar:
         summary = align_corpus_files(
             model, src=src, tgt=tgt, corpus=corpus, output=output, options=options, scores=scores,
             json_lines=json_lines, save_attention=save_attention, gold=gold,
             gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
             lowercase=lowercase, encoding=encoding, progress=progress, threads=threads)
+    if rank:
+        return
     e = err()
     e.print(Text(align_summary_text(summary)))
     _written(output, summary.report)
@@ -173,7 +177,7 @@ def align_statistical_cmd(
 
     Example: attnalign align statistical --src sample_data/train.en --tgt sample_data/train.fr -o guide.align
     """
-    from ..statistical.dist import world
+    from ..dist import world
     from ..workflows.align_files import align_statistical_files
 
     rank = world()[0]  # under torchrun only rank 0 shows progress and reports

@@ -66,6 +66,8 @@ AttentionOpt = _opt(AttentionType | None, "--attention", "RNN attention [default
 CellOpt = _opt(str | None, "--cell", "RNN cell: gru or lstm [default: gru].")
 HiddenOpt = _opt(int | None, "--hidden", "RNN hidden size [default: 256].")
 EmbDimOpt = _opt(int | None, "--emb-dim", "RNN embedding size [default: 256].")
+TrainMaxLengthOpt = _opt(int | None, "--max-length", "Training pairs longer than this many model tokens "
+                         "on either side are left out, with a warning [default: 250].")
 InitFromOpt = Annotated[Path | None, typer.Option(
     "--init-from", help="Fine-tune this pretrained Hugging Face translation model (a save_pretrained "
     "directory or hf:NAME) instead of training a new network: one cross-attention head learns the guide "
@@ -148,7 +150,8 @@ def train(
     guide_identical: GuideIdenticalOpt = TEACHER.identical, align_head: AlignHeadOpt = None,
     preset: PresetOpt = None, subword: SubwordOpt = None, subword_type: SubwordTypeOpt = "unigram",
     save_every: SaveEveryOpt = None, resume: ResumeOpt = False, overwrite: OverwriteOpt = False,
-    quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8", init_from: InitFromOpt = None,
+    quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8", max_length: TrainMaxLengthOpt = None,
+    init_from: InitFromOpt = None,
     reverse_init_from: ReverseInitFromOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
 ) -> None:
     """Train an attention NMT model (one or both directions) into a model directory, or fine-tune a
@@ -156,6 +159,7 @@ def train(
 
     Example: attnalign train --src sample_data/train.en --tgt sample_data/train.fr --model runs/sample
     """
+    from ..dist import own_rank
     from ..training import preset_options
     from ..workflows.train_files import train_files
     from .progress import RichTrainReporter
@@ -170,18 +174,20 @@ def train(
         seed=seed,
         device=device, threads=threads, min_freq=min_freq, max_vocab=max_vocab, lowercase=lowercase,
         direction=direction.value if direction else ("both" if reverse_init_from else None),
-        save_every=save_every, subword=subword,
+        save_every=save_every, subword=subword, max_length=max_length,
         subword_type=subword_type, guide=guide, guide_weight=guide_weight, guide_model=guide_model.value,
         guide_sym=guide_sym.value, guide_prefix=guide_prefix, guide_identical=guide_identical,
         init_from=None if init_from is None else str(init_from),
         reverse_init_from=None if reverse_init_from is None else str(reverse_init_from),
         src_lang=src_lang, tgt_lang=tgt_lang)
+    rank = own_rank()  # read before the process group exists: training chooses its backend
     try:
         summary = train_files(model, options, src=src, tgt=tgt, corpus=corpus, dev_src=dev_src,
                               dev_tgt=dev_tgt, dev_gold=dev_gold,
                               gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
                               overwrite=overwrite, resume=resume,
-                              reporter=None if quiet else RichTrainReporter(err()))
+                              reporter=None if quiet or rank else RichTrainReporter(err()))
     except KeyboardInterrupt:
         raise KeyboardInterrupt(resume_hint(model)) from None
-    out().print(train_table(model, summary))
+    if rank == 0:  # under torchrun rank 0 reports
+        out().print(train_table(model, summary))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import dist
 from ..data.alignments import Link
 from ..data.corpus import Pairs
 from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, decode_pair
@@ -161,6 +162,9 @@ class Aligner:
         if first == "reverse" and not both:
             raise AttnAlignError("the model has only the reverse direction", path=model_dir,
                                  hint="align with the corpus sides swapped, or train --direction forward")
+        if dist.launched() and options.device.startswith("cuda"):  # one GPU per process of a machine
+            options = replace(options, device=f"cuda:{dist.local_rank()}")
+            self.options = options
         self.forward, self.reverse = load_directions(model_dir, options, both)
         self.lowercase = self.forward.lowercase
         self._check_layer_head(self.forward)
@@ -226,15 +230,24 @@ class Aligner:
         return out
 
     def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]]) -> Iterator[AlignedPair]:
-        """Align any iterable of pairs, chunk by chunk, yielding results in corpus order."""
+        """Align any iterable of pairs, chunk by chunk, yielding results in corpus order. Under torchrun
+        each process aligns its slice of every chunk and rank 0 yields them all (the others nothing)."""
+        rank, procs = dist.world()
         it = iter(pairs)
         start = 0
         checked = False
         while chunk := list(islice(it, self.options.chunk_size)):
-            if not checked:
+            if not checked and rank == 0:
                 self._check_coverage(chunk)
                 checked = True
-            yield from self.align_pairs(chunk, start)
+            if procs == 1:
+                yield from self.align_pairs(chunk, start)
+            else:
+                size = -(-len(chunk) // procs)
+                lo = min(len(chunk), rank * size)
+                parts = dist.gather(self.align_pairs(chunk[lo : lo + size], start + lo))
+                for part in parts or ():
+                    yield from part
             start += len(chunk)
 
     def _check_coverage(self, pairs: Pairs) -> None:

@@ -21,6 +21,7 @@ from typing import Protocol
 import torch
 import torch.nn.functional as F
 
+from .. import dist
 from ..data.alignments import Alignment, Link
 from ..data.corpus import Pairs
 from ..decoding import argmax_links
@@ -164,7 +165,7 @@ def train(
                         reporter=reporter, data=_data_record(pairs, dev, files))
     # everything is checked before the model directory is touched
     model_config = asdict(options.check(has_guide_links=guide is not None))
-    device = resolve_device(options.device)
+    device = _device(options.device)
     set_threads(options.threads)
     data = _data_record(pairs, dev, files)
     if resume:
@@ -181,11 +182,18 @@ def train(
         guide = [guide[k] for k in keep]
     if guide is None and options.guide == "auto":
         guide = teacher_links(train_pairs, options, getattr(reporter, "note", None))
-    work_dir = prepare_dir(model_dir, overwrite, resume)
-    if dev is None:
-        warn("no dev set given (--dev-src/--dev-tgt): the checkpoint with the lowest training loss is kept")
-    finished = read_model_config(work_dir).get("finished", []) if resume else []
-    write_config(work_dir, options, options.directions, model_config, data, finished)
+        guide = dist.broadcast(guide)  # under torchrun rank 0 gathered the teacher's links
+
+    def begin() -> Path:
+        work = prepare_dir(model_dir, overwrite, resume)
+        if dev is None:
+            warn("no dev set given (--dev-src/--dev-tgt): the checkpoint with the lowest training loss is "
+                 "kept")
+        finished = read_model_config(work).get("finished", []) if resume else []
+        write_config(work, options, options.directions, model_config, data, finished)
+        return work
+
+    work_dir = dist.on_main(begin)  # rank 0 prepares the directory; every rank writes there
     reporter = reporter or _Silent()
     summary: dict = {"model_dir": str(model_dir), "directions": {}}
     for direction in options.directions:
@@ -197,9 +205,18 @@ def train(
                             model_config, device, links)
         d = dev if dev is None or forward else dev.reversed()
         summary["directions"][direction] = run.train(d, resume, reporter)
-        mark_finished(work_dir, direction)
-    finish_dir(work_dir, model_dir)
+        dist.on_main(lambda d=direction: mark_finished(work_dir, d))
+    dist.on_main(lambda: finish_dir(work_dir, model_dir))
     return summary
+
+
+def _device(name: str) -> torch.device:
+    """The device of this process: under torchrun on GPUs, the GPU of its local rank."""
+    device = resolve_device(name)
+    dist.init(gpu=device.type == "cuda")
+    if dist.launched() and device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank())
+    return device
 
 
 def _data_record(pairs: Pairs, dev: DevSet | None, files: dict | None) -> dict:
@@ -273,14 +290,22 @@ class _DirectionRun:
         torch.manual_seed(o.seed)
         model = build_model(o.model_type, self.model_config, len(src_vocab), len(tgt_vocab))
         self.model = model.to(self.device)
+        self.rank, self.procs = dist.world()
+        self.net = self.model  # what the updates run through: the model, or DDP around it
+        if self.procs > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.net = DistributedDataParallel(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.lm = LoadedModel(self.model, o.model_type, self.model_config, src_vocab, tgt_vocab,
                               self.direction, o.lowercase, None, src_seg, tgt_seg)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=o.base_lr, betas=(0.9, 0.98))
         self.src_ids, self.tgt_ids = _encode(self.lm, pairs)
         self.tok_links = (token_links(src_seg, tgt_seg, pairs, self.links) if self.links is not None
                           else None)
+        self._drop_long()
         self.lengths = [(len(s), len(t)) for s, t in zip(self.src_ids, self.tgt_ids, strict=True)]
-        per_epoch = len(bucket_batches(self.lengths, o.batch_tokens))
+        per_epoch = len(self._mine(bucket_batches(self.lengths, o.batch_tokens)))
         self.total = per_epoch * o.epochs if o.max_steps is None else min(o.max_steps, per_epoch * o.epochs)
         self.p = _Progress()
         if state is not None:
@@ -294,6 +319,30 @@ class _DirectionRun:
         self.meta = {"model_type": o.model_type, "config": self.model_config, "src_vocab": src_vocab.itos,
                      "tgt_vocab": tgt_vocab.itos, "direction": self.direction, "src_spm": src_seg.to_tensor(),
                      "tgt_spm": tgt_seg.to_tensor()}
+
+    def _mine(self, batches: list) -> list:
+        """This process's batches: all of them, or under torchrun every N-th, as many for each process
+        (an epoch leaves out up to N-1 batches, other ones each epoch as batches are shuffled)."""
+        if self.procs == 1:
+            return batches
+        n = max(1, len(batches) // self.procs)
+        return [batches[(self.rank + k * self.procs) % len(batches)] for k in range(n)]
+
+    def _drop_long(self) -> None:
+        """Leave out the pairs longer than ``--max-length`` model tokens on either side (EOS included):
+        one very long pair makes a batch of its own and can cost more than an epoch of the rest."""
+        limit = self.o.max_length
+        keep = [k for k, (s, t) in enumerate(zip(self.src_ids, self.tgt_ids, strict=True))
+                if len(s) + 1 <= limit and len(t) + 1 <= limit]
+        if len(keep) == len(self.src_ids):
+            return
+        if self.direction == self.o.directions[0]:  # the same pairs in both directions: say it once
+            warn(f"{len(self.src_ids) - len(keep)} of {len(self.src_ids)} training pairs are longer than "
+                 f"--max-length {limit} model tokens: left out")
+        self.src_ids = [self.src_ids[k] for k in keep]
+        self.tgt_ids = [self.tgt_ids[k] for k in keep]
+        if self.tok_links is not None:
+            self.tok_links = [self.tok_links[k] for k in keep]
 
     def snapshot(self, finished: bool = False, summary: dict | None = None) -> None:
         p = self.p
@@ -317,8 +366,8 @@ class _DirectionRun:
         self.run_seconds, self.run_tokens, self.run_pairs = 0.0, 0, 0  # this process's updates
         self.win_loss, self.win_tok, self.win_t, self.tok_rate = 0.0, 0, time.perf_counter(), 0.0
         while p.step < self.total:
-            batches = bucket_batches(self.lengths, self.o.batch_tokens,
-                                     random.Random(self.o.seed * 100_003 + p.epoch))
+            batches = self._mine(bucket_batches(self.lengths, self.o.batch_tokens,
+                                                random.Random(self.o.seed * 100_003 + p.epoch)))
             for group in batches[p.offset:]:
                 if p.step >= self.total:
                     break
@@ -327,6 +376,9 @@ class _DirectionRun:
                 p.epoch, p.offset = p.epoch + 1, 0
             self._validate(dev, reporter)  # end of an epoch (or of training)
         reporter.end()
+        dist.barrier()  # rank 0 has written the best and last checkpoints
+        if self.rank != 0:
+            return {"best_step": None, "steps": p.step}
         best_ck = load_checkpoint(self.best_path)
         summary = {"best_step": best_ck["step"], **best_ck["dev"], "steps": p.step,
                    "tokens_per_s": round(self.run_tokens / self.run_seconds) if self.run_seconds else None,
@@ -338,7 +390,7 @@ class _DirectionRun:
     def _objective(self, b, group: list[int]) -> tuple[torch.Tensor, torch.Tensor, int]:
         """The training objective of one batch, its translation loss (summed) and its target tokens."""
         o = self.o
-        out = self.model(b.src, b.src_mask, b.tgt_in)
+        out = self.net(b.src, b.src_mask, b.tgt_in)
         loss, n = _loss(out.logits, b.tgt_out, o.label_smoothing)
         objective = loss / n
         if self.tok_links is not None:  # supervise the alignment head, else the attention read
@@ -382,16 +434,20 @@ class _DirectionRun:
         p.ep_tok += n
         now = time.perf_counter()
         if now - self.win_t >= 1.0 or p.step == self.total:
-            self.tok_rate = self.win_tok / (now - self.win_t)
+            self.tok_rate = self.procs * self.win_tok / (now - self.win_t)  # every process's, as rank 0's
             reporter.step(p.step, self.win_loss / max(1, self.win_tok), self.tok_rate)
             self.win_loss, self.win_tok, self.win_t = 0.0, 0, now
         p.elapsed = time.perf_counter() - self.t0
-        if o.save_every and p.step % o.save_every == 0 and p.step < self.total:
+        if o.save_every and p.step % o.save_every == 0 and p.step < self.total and self.rank == 0:
             self.snapshot()
 
     def _validate(self, dev: DevSet | None, reporter: Reporter) -> None:
-        """Log the epoch, keep the checkpoint if it is the best so far, save a resumable state."""
+        """Log the epoch, keep the checkpoint if it is the best so far, save a resumable state (rank 0
+        only under torchrun)."""
         p = self.p
+        if self.rank != 0:
+            p.ep_loss, p.ep_tok = 0.0, 0
+            return
         row = {"direction": self.direction, "epoch": p.epoch, "step": p.step,
                "train_loss": p.ep_loss / max(1, p.ep_tok),
                "tokens_per_s": round(self.tok_rate), "elapsed_s": round(time.perf_counter() - self.t0, 1)}

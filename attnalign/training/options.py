@@ -49,6 +49,7 @@ class TrainOptions:
     guide_identical: float = TEACHER.identical
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
+    max_length: int = 250  # model tokens per side (EOS included); longer pairs are left out, with a warning
     # guided fine-tuning of a pretrained Hugging Face model instead of a new network (training/finetune.py)
     init_from: str | None = None  # the source-to-target model: a save_pretrained directory or hf:NAME
     reverse_init_from: str | None = None  # the target-to-source model (--direction both)
@@ -87,7 +88,7 @@ class TrainOptions:
             raise OptionError(f"bad --subword {self.subword}",
                               hint="give 0 (whole words) or a vocabulary size per side, e.g. 4000")
         for flag, value in (("--epochs", self.epochs), ("--batch-tokens", self.batch_tokens),
-                            ("--min-freq", self.min_freq)):
+                            ("--min-freq", self.min_freq), ("--max-length", self.max_length)):
             require(flag, value, low=1)
         for flag, value in (("--max-steps", self.max_steps), ("--threads", self.threads),
                             ("--max-vocab", self.max_vocab), ("--save-every", self.save_every)):
@@ -109,8 +110,9 @@ class TrainOptions:
     @classmethod
     def from_saved(cls, saved: dict) -> TrainOptions:
         """The options a model directory recorded (``config.json``'s ``train_options``). A run started
-        before the teacher options existed saw whole words and had no identical-word prior."""
-        saved = {"guide_prefix": 0, "guide_identical": 0.0, **saved}
+        before the teacher options existed saw whole words and had no identical-word prior; one before
+        --max-length had no length filter."""
+        saved = {"guide_prefix": 0, "guide_identical": 0.0, "max_length": 10**9, **saved}
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in saved.items() if k in known})
 

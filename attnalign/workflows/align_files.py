@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ..data.alignments import Alignment, format_pharaoh_line
 from ..data.corpus import open_corpus
 from ..data.fileio import atomic_open, check_distinct, check_writable, is_stdio
+from ..dist import world
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_gold
 from ..statistical.options import DEFAULT as TEACHER
@@ -102,6 +103,10 @@ def align_corpus_files(
                         lowercase=aligner.lowercase if lowercase is None else lowercase)
     golds, gold_info = read_gold(gold, gold_options, corpus_size=len(pairs)) if gold else ([], None)
     summary = AlignSummary(settings=aligner.description)
+    if world()[0] != 0:  # under torchrun: align this process's share; rank 0 writes
+        for _ in aligner.align(pairs):
+            pass
+        return summary
     per_sentence: list[Counts] = []
     eos_total, tgt_words = 0.0, 0
     t0 = time.perf_counter()
@@ -163,7 +168,6 @@ def align_statistical_files(
     (stdout when None). The corpus is read once into token ids and the links are written as they are
     decoded (README, ``align statistical``). ``progress(stage, step, done, total)`` hears every pass
     (:mod:`attnalign.statistical.progress`). Under torchrun every process trains and rank 0 writes."""
-    from ..statistical.dist import world
 
     teacher = TeacherOptions(model, sym, prefix, identical).check((*SYMS, "none"))
     check_distinct({"--output": output}, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold})

@@ -1,0 +1,108 @@
+"""Processes started by ``torchrun``: one process group per process, set up on first use.
+
+Outside torchrun (``WORLD_SIZE`` unset or 1) every function here answers for a single process and
+torch is not imported. Under torchrun the default group uses nccl where CUDA GPUs are visible and
+``--device`` asks for them, else gloo; CPU collectives (the statistical aligner's counts, objects to
+gather) always go through a gloo group. Each process of a machine uses cores / processes-on-the-machine
+CPU threads: more threads than cores slow every process down.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+
+_state: dict = {}
+
+
+def launched() -> bool:
+    """Whether this process is one of several started by torchrun."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def init(gpu: bool = False):
+    """The ``torch.distributed`` module with the process group set up (None outside torchrun).
+    ``gpu``: the first caller's wish for nccl (a command on CUDA devices)."""
+    if not launched():
+        return None
+    import torch
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        backend = "nccl" if gpu and torch.cuda.is_available() else "gloo"
+        if backend == "nccl":
+            torch.cuda.set_device(local_rank())
+        dist.init_process_group(backend)
+        _state["cpu"] = dist.new_group(backend="gloo") if backend == "nccl" else None
+        # a process that exits with gloo's threads still running aborts ("terminate called ...")
+        atexit.register(lambda: dist.is_initialized() and dist.destroy_process_group())
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        torch.set_num_threads(max(1, cores // local))
+    return dist
+
+
+def cpu_group():
+    """The group for collectives on CPU tensors and Python objects (None: the default group)."""
+    init()
+    return _state.get("cpu")
+
+
+def world() -> tuple[int, int]:
+    """``(rank, processes)``: ``(0, 1)`` outside torchrun."""
+    dist = init()
+    return (0, 1) if dist is None else (dist.get_rank(), dist.get_world_size())
+
+
+def own_rank() -> int:
+    """This process's rank as torchrun set it (0 outside torchrun), without setting up the group."""
+    return int(os.environ.get("RANK", "0"))
+
+
+def local_rank() -> int:
+    """This process's index on its machine (its GPU under torchrun)."""
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def broadcast(obj, src: int = 0):
+    """``obj`` as process ``src`` has it, on every process (``obj`` itself with one process)."""
+    dist = init()
+    if dist is None:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=src, group=cpu_group())
+    return box[0]
+
+
+def gather(obj) -> list | None:
+    """Process 0: every process's ``obj``, by rank; other processes: None. One process: ``[obj]``."""
+    dist = init()
+    if dist is None:
+        return [obj]
+    rank, procs = world()
+    parts = [None] * procs if rank == 0 else None
+    dist.gather_object(obj, parts, dst=0, group=cpu_group())
+    return parts
+
+
+def barrier() -> None:
+    dist = init()
+    if dist is not None:
+        dist.barrier(group=cpu_group())
+
+
+def on_main(fn):
+    """``fn()`` run by process 0 only, its result (or its exception) handed to every process: work that
+    touches shared files (a model directory) happens once. One process: ``fn()``."""
+    if not launched():
+        return fn()
+    out = None
+    if world()[0] == 0:
+        try:
+            out = ("ok", fn())
+        except Exception as e:  # every process must leave the broadcast, then fail the same way
+            out = ("error", e)
+    kind, value = broadcast(out)
+    if kind == "error":
+        raise value
+    return value
