@@ -54,13 +54,15 @@ def worker(args) -> None:
                               src_lengths=[len(s) for s, _ in dev_pairs],
                               tgt_lengths=[len(t) for _, t in dev_pairs])
     t = time.perf_counter()
+    budget = dict(epochs=1, max_length=10**6) if args.epoch else dict(max_steps=args.steps, epochs=1000)
     res = train(pairs, tmp / f"model_{args.worker}",
-                TrainOptions(model_type=args.worker, max_steps=args.steps, epochs=1000,
-                             batch_tokens=args.batch_tokens, threads=args.threads, device="cpu"),
+                TrainOptions(model_type=args.worker, batch_tokens=args.batch_tokens, threads=args.threads,
+                             device="cpu", **budget),
                 dev=DevSet(dev_pairs, gold), overwrite=True)["directions"]["forward"]
     emit({"system": f"attnalign {args.worker}", "tokens_per_s": res["tokens_per_s"],
           "pairs_per_s": res["pairs_per_s"], "peak_mb": round(peak_rss_mb()), "dev_aer": res["dev_aer"],
-          "seconds": round(time.perf_counter() - t, 1)})
+          "seconds": round(time.perf_counter() - t, 1), "tokens": res["train_tokens"],
+          "update_s": res["train_s"], "updates": res["steps"]})
 
 
 JOEY_CONFIG = """\
@@ -131,7 +133,11 @@ finally:
 
 def run_joey(python: str, tmp: Path, args) -> dict | None:
     cfg = tmp / "joey.yaml"
-    cfg.write_text(JOEY_CONFIG.format(tmp=tmp, steps=args.steps, batch_tokens=args.batch_tokens))
+    steps = 10**9 if args.epoch else args.steps
+    text = JOEY_CONFIG.format(tmp=tmp, steps=steps, batch_tokens=args.batch_tokens)
+    if args.epoch:
+        text = text.replace("epochs: 1000", "epochs: 1")
+    cfg.write_text(text)
     code = JOEY_RUNNER.format(threads=args.threads, cfg=cfg)
     p = subprocess.run([python, "-c", code], capture_output=True, text=True)
     log = p.stdout + p.stderr
@@ -141,9 +147,16 @@ def run_joey(python: str, tmp: Path, args) -> dict | None:
         print(f"JoeyNMT run failed (exit {p.returncode}); last output:\n{log[-3000:]}", file=sys.stderr)
         return None
     steady = rates[1:] or rates  # the first logging window includes start-up
-    return {"system": "JoeyNMT 2.3.0 rnn", "tokens_per_s": round(sum(steady) / len(steady)),
-            "pairs_per_s": None, "peak_mb": round(float(done.group(2))), "dev_aer": None,
-            "seconds": round(float(done.group(1)), 1)}
+    row = {"system": "JoeyNMT 2.3.0 rnn", "tokens_per_s": round(sum(steady) / len(steady)),
+           "pairs_per_s": None, "peak_mb": round(float(done.group(2))), "dev_aer": None,
+           "seconds": round(float(done.group(1)), 1)}
+    # its own account of an epoch: target tokens consumed (EOS included) and training seconds
+    epoch = re.search(r"num\. of seqs: (\d+), num\. of tokens: (\d+), ([\d.]+)\[sec\]", log)
+    steps = re.findall(r"Step:\s*(\d+)", log)
+    if epoch:
+        row.update(tokens=int(epoch.group(2)), update_s=float(epoch.group(3)),
+                   updates=int(steps[-1]) if steps else None)
+    return row
 
 
 def main() -> None:
@@ -152,6 +165,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch-tokens", type=int, default=1000)
     ap.add_argument("--joeynmt-python", help="a Python interpreter that has joeynmt 2.3.0")
+    ap.add_argument("--epoch", action="store_true",
+                    help="equal work: one epoch over the same pairs for every system; tokens/s = the target "
+                         "tokens each system reports it consumed / its training seconds (start-up excluded)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -165,7 +181,9 @@ def main() -> None:
         for kind in ("rnn", "transformer"):
             p = subprocess.run([sys.executable, __file__, "--worker", kind, "--data", str(tmp),
                                 "--steps", str(args.steps), "--threads", str(args.threads),
-                                "--batch-tokens", str(args.batch_tokens)], capture_output=True, text=True)
+                                "--batch-tokens", str(args.batch_tokens),
+                                *(["--epoch"] if args.epoch else [])],
+                               capture_output=True, text=True)
             if p.returncode:
                 sys.exit(f"attnalign {kind} failed:\n{p.stderr[-3000:]}")
             rows.append(parse_result(p.stdout))
@@ -175,6 +193,9 @@ def main() -> None:
                 rows.append(joey)
         else:
             print("JoeyNMT skipped: pass --joeynmt-python (a Python with joeynmt 2.3.0)", file=sys.stderr)
+    if args.epoch:
+        epoch_table(rows, args)
+        return
     print(f"\nEnglish-French Hansards train10k (lower-cased), {args.steps} updates, "
           f"{args.batch_tokens}-token batches, {args.threads} CPU threads")
     print(f"{'system':<22}{'tgt tok/s':>10}{'pairs/s':>9}{'peak MiB':>10}{'trial AER':>11}{'time s':>8}")
@@ -189,6 +210,30 @@ def main() -> None:
     print(textwrap.dedent("""
         tokens/s counts target tokens incl. EOS over the update steps (JoeyNMT: mean of its logged
         'Tokens per Sec' after the first window); trial AER: argmax attention on the 37 trial pairs."""))
+
+
+def epoch_table(rows: list[dict], args) -> None:
+    """Equal work: one epoch each; the ratio only where both consumed the same target tokens."""
+    print(f"\nEnglish-French Hansards train10k (lower-cased), one epoch, {args.batch_tokens}-token "
+          f"batches, {args.threads} CPU threads; tokens = target tokens incl. EOS each system reports")
+    print(f"{'system':<22}{'tokens':>9}{'updates':>9}{'train s':>9}{'tgt tok/s':>10}{'peak MiB':>10}"
+          f"{'trial AER':>11}")
+    for r in rows:
+        if "tokens" not in r:
+            print(f"{r['system']:<22} (no epoch summary in its log)")
+            continue
+        r["epoch_rate"] = r["tokens"] / r["update_s"]
+        aer = "-" if r["dev_aer"] is None else f"{100 * r['dev_aer']:.1f}"
+        print(f"{r['system']:<22}{r['tokens']:>9}{r['updates'] or '-':>9}{r['update_s']:>9.1f}"
+              f"{r['epoch_rate']:>10.0f}{r['peak_mb']:>10}{aer:>11}")
+    joey = next((r for r in rows if r["system"].startswith("JoeyNMT") and "epoch_rate" in r), None)
+    if joey and "epoch_rate" in rows[0]:
+        same = abs(rows[0]["tokens"] - joey["tokens"]) <= 0.001 * joey["tokens"]
+        if same:
+            ratio = rows[0]["epoch_rate"] / joey["epoch_rate"]
+            print(f"\nattnalign rnn / JoeyNMT rnn, same tokens: {ratio:.2f}x")
+        else:
+            print(f"\nno ratio: the systems consumed {rows[0]['tokens']} and {joey['tokens']} target tokens")
 
 
 if __name__ == "__main__":

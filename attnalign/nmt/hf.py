@@ -91,10 +91,10 @@ class HFModel:
         ``--layer align`` and by default."""
         tf = _transformers()
         self.align = align
-        name, local = (ref[len(HF_PREFIX):], True) if ref.startswith(HF_PREFIX) else (ref, True)
+        name = ref[len(HF_PREFIX):] if ref.startswith(HF_PREFIX) else ref
         self.ref = ref
         self.direction = direction
-        kw = {"local_files_only": local, "trust_remote_code": False}
+        kw = {"local_files_only": True, "trust_remote_code": False}  # never download, never run its code
         try:
             config = tf.AutoConfig.from_pretrained(name, **kw)
         except (OSError, ValueError) as e:

@@ -383,6 +383,7 @@ class _DirectionRun:
         summary = {"best_step": best_ck["step"], **best_ck["dev"], "steps": p.step,
                    "tokens_per_s": round(self.run_tokens / self.run_seconds) if self.run_seconds else None,
                    "pairs_per_s": round(self.run_pairs / self.run_seconds, 1) if self.run_seconds else None,
+                   "train_tokens": self.run_tokens, "train_s": round(self.run_seconds, 2),
                    "elapsed_s": round(time.perf_counter() - self.t0, 1)}
         self.snapshot(finished=True, summary=summary)
         return summary
