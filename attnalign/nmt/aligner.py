@@ -89,6 +89,12 @@ def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_hea
     return replace(options, sym=sym, decoder=decoder, threshold=threshold)
 
 
+def _reads_align(lm, spec: AttentionSpec) -> bool:
+    """Whether ``spec`` reads ``lm``'s alignment head (an attnalign model) or its fine-tuned head (a
+    pretrained one); --layer align without such a head raises."""
+    return uses_align_head(lm.model, spec) if isinstance(lm, LoadedModel) else lm.reads_align(spec)
+
+
 def _zeros(config: dict):
     """A [1, layers, heads, 1, 1] attention of a model's shape (to check --layer and --head against)."""
     import torch
@@ -170,10 +176,7 @@ class Aligner:
         self._check_layer_head(self.forward)
 
     def _check_layer_head(self, lm: LoadedModel) -> None:
-        if hasattr(lm, "resolve_spec"):  # a pretrained model: its fine-tuned head, or any layer and head
-            reduce_attention(_zeros(lm.config), lm.resolve_spec(self.spec))
-            return
-        if uses_align_head(lm.model, self.spec):  # raises for --layer align without a head
+        if _reads_align(lm, self.spec):  # raises for --layer align without a head
             if self.options.head != "mean":
                 warn("--head applies to Transformer layers; the alignment head is a single attention")
             return
@@ -188,9 +191,7 @@ class Aligner:
         """The settings, for titles, signatures and saved-attention metadata."""
         o = self.options
         tf = self.forward.has_layers
-        fwd = self.forward
-        head_read = (getattr(fwd, "align", None) is not None and o.layer in (None, "align")
-                     if hasattr(fwd, "resolve_spec") else uses_align_head(fwd.model, self.spec))
+        head_read = _reads_align(self.forward, self.spec)
         layer = "align" if head_read else o.layer
         if layer is None:
             layer = -2 if self.forward.config.get("dec_layers", 1) > 1 else -1

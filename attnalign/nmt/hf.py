@@ -83,7 +83,6 @@ class HFModel:
 
     has_layers = True  # --layer / --head choose among its decoder layers and heads
     lowercase = False
-    src_seg = tgt_seg = None
 
     def __init__(self, ref: str, src_lang: str | None = None, tgt_lang: str | None = None,
                  device: str = "cpu", direction: str = "forward", align: tuple[int, int] | None = None):
@@ -159,6 +158,11 @@ class HFModel:
             raise OptionError(f"the model does not know the language code {_first_line(e)}",
                               hint="use the codes of its tokenizer (e.g. en, fr; NLLB: eng_Latn)") from None
 
+    def reads_align(self, spec) -> bool:
+        """Whether ``spec`` reads the fine-tuned head (--layer align, or no --layer on a tuned model)."""
+        self.resolve_spec(spec)  # --layer align without a tuned head raises
+        return self.align is not None and spec.layer in (None, "align")
+
     def resolve_spec(self, spec):
         """``spec`` with ``--layer align`` (or, on a fine-tuned model, no --layer) turned into the
         fine-tuned layer and head."""
@@ -175,6 +179,28 @@ class HFModel:
         """Model tokens of a sentence on ``side`` ("src"/"tgt"), specials included."""
         s = self.src_side if side == "src" else self.tgt_side
         return len(s.encode(self.tok, words)[0])
+
+    def encode(self, pairs) -> list:
+        """Per pair ``((source ids, word of each), (label ids, word of each))``; word -1: no word."""
+        return [(self.src_side.encode(self.tok, s), self.tgt_side.encode(self.tok, t)) for s, t in pairs]
+
+    def pad(self, encoded: list) -> tuple:
+        """Encoded pairs as padded tensors: source ids ``[B, S]``, their mask, the decoder input ``[B, T]``
+        (the labels shifted right behind ``decoder_start_token_id``) and the labels (-100 where padded)."""
+        import torch
+
+        S = max(len(s[0]) for s, _ in encoded)
+        T = max(len(t[0]) for _, t in encoded)
+        src = torch.full((len(encoded), S), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(encoded), S), dtype=torch.long)
+        dec = torch.full((len(encoded), T), self.pad_id, dtype=torch.long)
+        labels = torch.full((len(encoded), T), -100, dtype=torch.long)
+        for k, ((s_ids, _), (t_ids, _)) in enumerate(encoded):
+            src[k, : len(s_ids)] = torch.tensor(s_ids)
+            mask[k, : len(s_ids)] = 1
+            dec[k, : len(t_ids)] = torch.tensor([self.start_id, *t_ids[:-1]])
+            labels[k, : len(t_ids)] = torch.tensor(t_ids)
+        return src, mask, dec, labels
 
     def cross_attention(self, src, src_mask, dec_in):
         """``[B, layers, heads, T_dec, S]`` cross-attention of every decoder layer and head."""
@@ -197,7 +223,7 @@ class HFModel:
         from .words import tokens_to_words
 
         spec = self.resolve_spec(spec)
-        enc = [(self.src_side.encode(self.tok, s), self.tgt_side.encode(self.tok, t)) for s, t in pairs]
+        enc = self.encode(pairs)
         todo = [i for i, (s, t) in enumerate(pairs) if s and t]
         for i, (s, t) in enumerate(pairs):
             if not (s and t):
@@ -206,16 +232,7 @@ class HFModel:
         with torch.inference_mode():
             for group in bucket_batches(lengths, batch_tokens):
                 idx = [todo[k] for k in group]
-                S = max(len(enc[i][0][0]) for i in idx)
-                T = max(len(enc[i][1][0]) for i in idx)
-                src = torch.full((len(idx), S), self.pad_id, dtype=torch.long)
-                mask = torch.zeros((len(idx), S), dtype=torch.long)
-                dec = torch.full((len(idx), T), self.pad_id, dtype=torch.long)
-                for k, i in enumerate(idx):
-                    (s_ids, _), (t_ids, _) = enc[i]
-                    src[k, : len(s_ids)] = torch.tensor(s_ids)
-                    mask[k, : len(s_ids)] = 1
-                    dec[k, : len(t_ids)] = torch.tensor([self.start_id, *t_ids[:-1]])
+                src, mask, dec, _ = self.pad([enc[i] for i in idx])
                 att = reduce_attention(self.cross_attention(src.to(device), mask.to(device),
                                                             dec.to(device)), spec)
                 att = att.float().cpu().numpy()

@@ -29,7 +29,7 @@ from ..data.corpus import Pairs
 from ..errors import AttnAlignError, OptionError, warn
 from ..nmt.batching import bucket_batches
 from ..nmt.device import resolve_device, set_threads
-from .guide import guide_loss, teacher_links
+from .guide import guide_loss, pieces_links, teacher_links
 from .model_dir import append_log, finish_dir, prepare_dir, write_config
 from .options import TrainOptions
 
@@ -111,34 +111,20 @@ class _HeadRun:
         self.pairs, self.links = pairs, links
         n = m.config["dec_layers"]
         self.layer = n - 2 if n > 1 else 0
-        self.enc = [(m.src_side.encode(m.tok, s), m.tgt_side.encode(m.tok, t)) for s, t in pairs]
+        self.enc = m.encode(pairs)
+        self.tok_links = [pieces_links(s_idx, t_idx, lk) for ((_, s_idx), (_, t_idx)), lk
+                          in zip(self.enc, links, strict=True)]
         self.head = self._pick_head()
 
     def _batch(self, idx: Sequence[int]):
-        """Padded tensors of pairs ``idx``: source, its mask, decoder input, labels, guide rows."""
-        m = self.m
-        S = max(len(self.enc[i][0][0]) for i in idx)
-        T = max(len(self.enc[i][1][0]) for i in idx)
-        src = torch.full((len(idx), S), m.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(idx), S), dtype=torch.long)
-        dec = torch.full((len(idx), T), m.pad_id, dtype=torch.long)
-        labels = torch.full((len(idx), T), -100, dtype=torch.long)
-        target = torch.zeros(len(idx), T, S)
+        """Padded tensors of pairs ``idx``: source, its mask, decoder input, labels, and the guide rows
+        ``[B, T, S]`` (row p, predicting label p: uniform over the source pieces linked to it)."""
+        src, mask, dec, labels = self.m.pad([self.enc[i] for i in idx])
+        target = torch.zeros(len(idx), dec.size(1), src.size(1))
         for k, i in enumerate(idx):
-            (s_ids, s_idx), (t_ids, t_idx) = self.enc[i]
-            src[k, : len(s_ids)] = torch.tensor(s_ids)
-            mask[k, : len(s_ids)] = 1
-            dec[k, : len(t_ids)] = torch.tensor([m.start_id, *t_ids[:-1]])
-            labels[k, : len(t_ids)] = torch.tensor(t_ids)
-            s_of: dict[int, list[int]] = {}
-            for q, w in enumerate(s_idx):
-                s_of.setdefault(w, []).append(q)
-            t_of: dict[int, list[int]] = {}
-            for p, w in enumerate(t_idx):
-                t_of.setdefault(w, []).append(p)
-            for a, b in self.links[i]:  # row p (predicting label p) -> the source word's pieces
-                for p in t_of.get(b, ()):
-                    target[k, p, s_of.get(a, [])] = 1.0
+            if self.tok_links[i]:
+                q, p = zip(*self.tok_links[i], strict=True)
+                target[k, list(p), list(q)] = 1.0
         target = target / target.sum(-1, keepdim=True).clamp(min=1.0)
         d = self.device
         return src.to(d), mask.to(d), dec.to(d), labels.to(d), target.to(d)

@@ -64,13 +64,18 @@ def token_links(src_seg: Segmenter | None, tgt_seg: Segmenter | None, pairs: Pai
                 links: Sequence[Sequence[Link]]) -> list[list[tuple[int, int]]]:
     """Word links -> model-token links (every piece of the source word x every piece of the target)."""
     ss, ts = src_seg or Segmenter(), tgt_seg or Segmenter()
-    out = []
-    for (s, t), lk in zip(pairs, links, strict=True):
-        s_of: dict[int, list[int]] = {}
-        t_of: dict[int, list[int]] = {}
-        for k, w in enumerate(ss.segment(s)[1]):
-            s_of.setdefault(w, []).append(k)
-        for k, w in enumerate(ts.segment(t)[1]):
-            t_of.setdefault(w, []).append(k)
-        out.append([(a, b) for i, j in lk for a in s_of.get(i, ()) for b in t_of.get(j, ())])
-    return out
+    return [pieces_links(ss.segment(s)[1], ts.segment(t)[1], lk)
+            for (s, t), lk in zip(pairs, links, strict=True)]
+
+
+def pieces_links(s_index: Sequence[int], t_index: Sequence[int], links: Sequence[Link]
+                 ) -> list[tuple[int, int]]:
+    """One pair's word links -> token links (source token, target token): every piece of the source word
+    x every piece of the target word. ``s_index[k]`` / ``t_index[k]``: the word of token k."""
+    s_of: dict[int, list[int]] = {}
+    for k, w in enumerate(s_index):
+        s_of.setdefault(w, []).append(k)
+    t_of: dict[int, list[int]] = {}
+    for k, w in enumerate(t_index):
+        t_of.setdefault(w, []).append(k)
+    return [(a, b) for i, j in links for a in s_of.get(i, ()) for b in t_of.get(j, ())]
