@@ -169,7 +169,7 @@ def build(pair: str) -> dict:
             "gold_one_based": True if pair == "roen" else None}
 
 
-def run(pair: str, config: str, retrain: bool, threads: int) -> list[dict]:
+def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "standard") -> list[dict]:
     import torch
 
     torch.set_num_threads(threads)
@@ -191,10 +191,14 @@ def run(pair: str, config: str, retrain: bool, threads: int) -> list[dict]:
         return run_eflomal(pair, config, info["dir"], pairs, gold, dev, info["dev"])
     if CONFIGS[config] is None:
         return run_statistical(pair, config, pairs, gold, dev, info["dev"])
-    model_dir = info["dir"] / config
+    model_dir = info["dir"] / (config if protocol == "standard" else f"{config}-{protocol}")
     opts = replace(CONFIGS[config], threads=threads, device="cpu")
+    train_pairs = pairs
+    if protocol == "inductive":  # the gold sentences (test and trial) left out of training
+        held = set(range(n_test)) | (set(range(start, start + n)) if dev is not None else set())
+        train_pairs = [x for k, x in enumerate(pairs) if k not in held]
     if retrain or not (model_dir / "forward.pt").exists() or not (model_dir / "reverse.pt").exists():
-        train(pairs, model_dir, opts, dev=dev, overwrite=True)
+        train(train_pairs, model_dir, opts, dev=dev, overwrite=True)
     train_s = training_seconds(model_dir)
     rows = []
     shifts = (0,) if opts.model_config.get("align_head") else (0, 1)  # the head has no Shift-Att
@@ -209,13 +213,13 @@ def run(pair: str, config: str, retrain: bool, threads: int) -> list[dict]:
             if dev is not None:
                 dh = [Alignment.from_links(p.links) for p in aligner.align_pairs(list(dev.pairs))]
                 dev_aer = sum(corpus_counts(dh, dev.gold), Counts()).aer
-            rows.append({"pair": pair, "config": config, "shift": shift, "sym": sym,
+            rows.append({"pair": pair, "config": config, "protocol": protocol, "shift": shift, "sym": sym,
                          "decoder": aligner.options.decoder,
                          "threshold": aligner.options.threshold if decoder == "threshold" else None,
                          "aer": c.aer,
                          "precision": c.precision, "recall": c.recall, "f1": c.f1, "dev_aer": dev_aer,
                          "train_s": round(train_s), "extract_s": round(time.perf_counter() - t1, 1),
-                         "train_pairs": len(pairs)})
+                         "train_pairs": len(train_pairs)})
     return rows
 
 
@@ -331,18 +335,25 @@ def main() -> None:
     ap.add_argument("--config", default="default", choices=sorted(CONFIGS))
     ap.add_argument("--retrain", action="store_true", help="train even if a model is in bench/work")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--protocol", default="standard", choices=("standard", "inductive"),
+                    help="standard: train on the corpus that holds the test sentences and align them; "
+                         "inductive: train without the gold sentences (test and trial), then align them "
+                         "as new data (NMT configurations only)")
     args = ap.parse_args()
+    if args.protocol == "inductive" and CONFIGS.get(args.config) is None:
+        raise SystemExit("the inductive protocol applies to NMT configurations: the statistical aligners "
+                         "and eflomal must see the sentences they align")
     pairs = ["enfr", "roen", "esen"] if args.pair == "all" else [args.pair]
     RESULTS.mkdir(parents=True, exist_ok=True)
     rows = []
     trial_rows = None
     for p in pairs:
-        pair_rows = run(p, args.config, args.retrain, args.threads)
+        pair_rows = run(p, args.config, args.retrain, args.threads, args.protocol)
         mark_selected(pair_rows, trial_rows)
         if p == "enfr":
             trial_rows = pair_rows
         rows += pair_rows
-    name = f"quality_{args.pair}_{args.config}"
+    name = f"quality_{args.pair}_{args.config}" + ("" if args.protocol == "standard" else f"_{args.protocol}")
     (RESULTS / f"{name}.json").write_text(json.dumps(rows, indent=1))
     import pandas as pd
 

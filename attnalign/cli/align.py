@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from ..decoding import TEACHER_CHOICES, TEACHER_DECODING, TEACHER_MIN_PAIRS
 from .common import (
     TEACHER,
     TEACHER_MODEL,
@@ -47,6 +48,7 @@ from .common import (
     ThreadsOpt,
     ThresholdOpt,
     align_options,
+    choices,
     err,
     gold_options,
     handle_errors,
@@ -63,19 +65,31 @@ SaveAttentionOpt = Annotated[
 BatchTokensOpt = Annotated[int, typer.Option("--batch-tokens", help="Padded tokens per batch.")]
 MaxLengthOpt = Annotated[
     int, typer.Option("--max-length", help="Longer pairs (model tokens) are skipped with a warning.")]
+Teacher = choices("Teacher", TEACHER_CHOICES)
+TeacherOpt = Annotated[Teacher, typer.Option(
+    "--teacher", help="Combine the attention with the statistical teacher's soft matrices, the teacher "
+    f"trained on this corpus first [auto: on for a model trained with --guide auto, on at least "
+    f"{TEACHER_MIN_PAIRS} pairs; decoding then --sym {TEACHER_DECODING['sym']} --decoder "
+    f"{TEACHER_DECODING['decoder']} --threshold {TEACHER_DECODING['threshold']}].")]
+TeacherWeightOpt = Annotated[float | None, typer.Option(
+    "--teacher-weight", help=f"The teacher's share of each combined matrix, 0-1 "
+    f"[default: {TEACHER_DECODING['weight']}].")]
 
 
 def _progress_bar(quiet: bool):
     """A rich progress bar on stderr and the callback that ``align_corpus_files`` calls."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    bar = Progress(TextColumn("aligning"), BarColumn(), MofNCompleteColumn(),
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[rate]} pairs/s"), TimeRemainingColumn(),
                    console=err(), disable=quiet)
-    task = bar.add_task("align", total=None, rate="-")
+    task = None
     start = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
+        nonlocal task, start
+        if task is None:  # added at the first pair: the teacher's passes may come first
+            task, start = bar.add_task("aligning", total=total, rate="-"), time.perf_counter()
         if done % 100 == 0 or done == total:
             rate = done / max(1e-9, time.perf_counter() - start)
             bar.update(task, completed=done, total=total, rate=f"{rate:,.0f}")
@@ -83,15 +97,17 @@ def _progress_bar(quiet: bool):
     return bar, progress
 
 
-def _stage_bar(quiet: bool):
+def _stage_bar(quiet: bool, bar=None):
     """A rich progress display on stderr for the statistical aligner's passes: one line per stage
     (model and direction), its bar restarting with every pass (iteration, sweep), pairs/s and ETA of
-    the pass; and the callback that ``align_statistical_files`` calls."""
+    the pass; and the callback that ``align_statistical_files`` calls. ``bar``: add the lines to this
+    display (:func:`_progress_bar`'s) instead of a new one."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[rate]} pairs/s"), TimeRemainingColumn(),
-                   console=err(), disable=quiet)
+    if bar is None:
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("{task.fields[rate]} pairs/s"), TimeRemainingColumn(),
+                       console=err(), disable=quiet)
     state = {"stage": None, "step": None, "task": None, "start": 0.0, "shown": 0.0,
              "last": time.perf_counter()}
 
@@ -136,17 +152,21 @@ def align_corpus(
     batch_tokens: BatchTokensOpt = 4000, max_length: MaxLengthOpt = 250, device: DeviceOpt = "auto",
     threads: ThreadsOpt = None, quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8",
     reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
+    teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = None,
 ) -> None:
     """Align a parallel corpus: one Pharaoh line (0-based, source first) per input pair.
 
     Example: attnalign align corpus --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
     """
+    from dataclasses import replace
+
     from ..dist import world
     from ..workflows.align_files import align_corpus_files
     from .render import align_summary_text
 
     options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length,
                             reverse_model=reverse_model, src_lang=src_lang, tgt_lang=tgt_lang)
+    options = replace(options, teacher=teacher.value, teacher_weight=teacher_weight)
     rank = world()[0]  # under torchrun rank 0 writes and reports
     bar, progress = _progress_bar(quiet or rank != 0)
     with bar:
@@ -154,7 +174,8 @@ def align_corpus(
             model, src=src, tgt=tgt, corpus=corpus, output=output, options=options, scores=scores,
             json_lines=json_lines, save_attention=save_attention, gold=gold,
             gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
-            lowercase=lowercase, encoding=encoding, progress=progress, threads=threads)
+            lowercase=lowercase, encoding=encoding, progress=progress, threads=threads,
+            teacher_progress=_stage_bar(quiet or rank != 0, bar)[1])
     if rank:
         return
     e = err()

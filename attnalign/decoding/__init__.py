@@ -13,9 +13,19 @@ from .decoders import (
            register_decoder,
            threshold_links,
 )
-from .pair import HEAD_DECODING, SYMMETRIZATIONS, decode_pair, register_symmetrization
+from .pair import (
+    HEAD_DECODING,
+    SYMMETRIZATIONS,
+    TEACHER_CHOICES,
+    TEACHER_DECODING,
+    TEACHER_MIN_PAIRS,
+    blend,
+    decode_pair,
+    register_symmetrization,
+)
 from .symmetrize import LINK_METHODS, METHODS, symmetrize
 
-__all__ = ["DECODERS", "HEAD_DECODING", "LINK_METHODS", "METHODS", "SYMMETRIZATIONS", "argmax_links",
-           "argmax_src_links", "decode_matrix", "decode_pair", "inter_links", "register_decoder",
-           "register_symmetrization", "symmetrize", "threshold_links"]
+__all__ = ["DECODERS", "HEAD_DECODING", "LINK_METHODS", "METHODS", "SYMMETRIZATIONS", "TEACHER_CHOICES",
+           "TEACHER_DECODING", "TEACHER_MIN_PAIRS", "argmax_links", "argmax_src_links", "blend",
+           "decode_matrix", "decode_pair", "inter_links", "register_decoder", "register_symmetrization",
+           "symmetrize", "threshold_links"]

@@ -102,3 +102,20 @@ def decode_pair(fwd: np.ndarray, fwd_eos: np.ndarray | None, rev: np.ndarray | N
 # bench/quality.py (README, "Alignment quality"). The threshold only serves --decoder threshold. Kept
 # here, torch-free, so that the CLI's help can quote it.
 HEAD_DECODING = {"sym": "soft", "decoder": "argmax", "threshold": 0.5}
+
+# What combining with the teacher means (``align corpus --teacher``; see nmt.aligner): each
+# direction's matrix becomes (1 - weight) * student + weight * teacher (the statistical teacher's soft
+# matrix of the pair), the two directions are averaged and every cell above the threshold is a link.
+# Selected on the English-French trial set by bench/combine.py (README, "Alignment quality").
+TEACHER_DECODING = {"weight": 0.75, "sym": "soft", "decoder": "threshold", "threshold": 0.45}
+# --teacher auto combines only for corpora at least this large: the teacher is trained on the corpus
+# being aligned, and EM on a few hundred pairs learns little.
+TEACHER_MIN_PAIRS = 1000
+TEACHER_CHOICES = ("auto", "on", "off")  # --teacher
+
+
+def blend(student: np.ndarray, teacher: np.ndarray, weight: float) -> np.ndarray:
+    """``(1 - weight) * student + weight * teacher``, both ``[T, S]``."""
+    if student.shape != teacher.shape:
+        raise ValueError(f"the student's matrix is {student.shape} but the teacher's {teacher.shape}")
+    return (1 - weight) * student + weight * teacher

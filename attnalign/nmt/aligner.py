@@ -18,12 +18,21 @@ import numpy as np
 from .. import dist
 from ..data.alignments import Link
 from ..data.corpus import Pairs
-from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, decode_pair
+from ..decoding import (
+    DECODERS,
+    HEAD_DECODING,
+    SYMMETRIZATIONS,
+    TEACHER_CHOICES,
+    TEACHER_DECODING,
+    TEACHER_MIN_PAIRS,
+    blend,
+    decode_pair,
+)
 from ..errors import AttnAlignError, OptionError, require, warn
 from .checkpoint import LoadedModel, is_hf_model, load_model, read_model_config
 from .extract import AttentionSpec, iter_attention, reduce_attention, uses_align_head
 
-AUTO = "auto"  # --decoder / --sym: chosen per model by resolve_decoding
+AUTO = "auto"  # --decoder / --sym / --teacher: chosen per model by resolve_decoding and Aligner.wants_teacher
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,10 @@ class AlignOptions:
     reverse_model: str | None = None
     src_lang: str | None = None
     tgt_lang: str | None = None
+    # combine the attention with the statistical teacher's soft matrices (align corpus): auto = for a
+    # model guided by the built-in teacher, on a corpus of at least TEACHER_MIN_PAIRS pairs
+    teacher: str = AUTO
+    teacher_weight: float | None = None  # None: TEACHER_DECODING's
 
     def check(self) -> AlignOptions:
         """Raise an OptionError naming the option that is out of range or unknown."""
@@ -50,6 +63,8 @@ class AlignOptions:
         require("--sym", self.sym, choices=(AUTO, *SYMMETRIZATIONS))
         require("--threshold", self.threshold, low=0, high=1, optional=True)
         require("--shift", self.shift, choices=(0, 1))
+        require("--teacher", self.teacher, choices=TEACHER_CHOICES)
+        require("--teacher-weight", self.teacher_weight, low=0, high=1, optional=True)
         for flag, value in (("--batch-tokens", self.batch_tokens), ("--max-length", self.max_length),
                             ("chunk_size", self.chunk_size)):
             require(flag, value, low=1)
@@ -72,11 +87,20 @@ class AlignedPair:
     forward: np.ndarray | None = None  # [T, S] the forward attention (= matrix unless soft-combined)
 
 
-def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_head: bool) -> AlignOptions:
-    """Fill in the "auto" choices for a model: a bidirectional model with an alignment head (read by
+def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_head: bool,
+                     teacher: bool = False) -> AlignOptions:
+    """Fill in the "auto" choices for a model: combined with the teacher (``teacher``),
+    :data:`TEACHER_DECODING`; else a bidirectional model with an alignment head (read by
     ``options.layer``) gets :data:`HEAD_DECODING`; any other bidirectional model grow-diag-final-and
     with argmax; a one-direction model no symmetrization with argmax; the threshold is 0.5."""
     both = "forward" in directions and "reverse" in directions
+    if teacher:
+        t = TEACHER_DECODING
+        sym = (t["sym"] if both else "none") if options.sym == AUTO else options.sym
+        decoder = t["decoder"] if options.decoder == AUTO else options.decoder
+        threshold = t["threshold"] if options.threshold is None else options.threshold
+        weight = t["weight"] if options.teacher_weight is None else options.teacher_weight
+        return replace(options, sym=sym, decoder=decoder, threshold=threshold, teacher_weight=weight)
     head = align_head and options.layer in (None, "align") and both
     sym, decoder, threshold = options.sym, options.decoder, options.threshold
     if sym == AUTO:
@@ -149,8 +173,10 @@ class Aligner:
 
     def __init__(self, model_dir: str | os.PathLike, options: AlignOptions = AlignOptions()):
         options.check()
+        self._given = options  # before "auto" is resolved: fit_teacher resolves again
         meta = model_meta(model_dir, options)
         head = bool(meta.get("model_config", {}).get("align_head"))
+        self.teacher = None  # a fitted statistical.SoftTeacher, once fit_teacher has run
         options = resolve_decoding(options, meta["directions"], head)
         sym = options.sym
         self.sym = sym
@@ -175,6 +201,46 @@ class Aligner:
         self.lowercase = self.forward.lowercase
         self._check_layer_head(self.forward)
 
+    @property
+    def teacher_options(self):
+        """The statistical teacher to combine with: the one that guided the model (``train --guide
+        auto``'s ``--guide-*`` options), else the built-in default."""
+        from ..statistical.options import DEFAULT, TeacherOptions
+
+        t = self.meta.get("train_options") or {}
+        if t.get("guide") != "auto":
+            return DEFAULT
+        d = DEFAULT
+        return TeacherOptions(t.get("guide_model", d.model), t.get("guide_sym", d.sym),
+                              t.get("guide_prefix", d.prefix), t.get("guide_identical", d.identical))
+
+    def wants_teacher(self, n_pairs: int) -> bool:
+        """Whether aligning a corpus of ``n_pairs`` combines with the teacher: ``--teacher on``;
+        ``auto``: for a model guided by the built-in teacher, on at least :data:`TEACHER_MIN_PAIRS`
+        pairs, in one process."""
+        if self._given.teacher != AUTO:
+            return self._given.teacher == "on"
+        guided = (self.meta.get("train_options") or {}).get("guide") == "auto"
+        return guided and n_pairs >= TEACHER_MIN_PAIRS and not dist.launched()
+
+    def fit_teacher(self, pairs) -> None:
+        """Train the statistical teacher on ``pairs`` (the corpus about to be aligned, read once) and
+        decode every later :meth:`align` with it (``TEACHER_DECODING`` where options say "auto")."""
+        from ..statistical import SoftTeacher
+
+        if dist.launched():
+            raise OptionError("combining with the teacher runs in one process, not under torchrun",
+                              hint="give --teacher off, or align without torchrun")
+        o = self.teacher_options
+        self.teacher = SoftTeacher(pairs, o.model, prefix=o.prefix, identical=o.identical)
+        head = bool(self.meta.get("model_config", {}).get("align_head"))
+        self.options = resolve_decoding(replace(self._given, device=self.options.device),
+                                        self.meta["directions"], head, teacher=True)
+        self.sym = self.options.sym
+        if SYMMETRIZATIONS[self.sym].both and self.reverse is None:
+            raise OptionError(f"--sym {self.sym} needs the reverse direction, which this run did not load",
+                              hint="give --sym explicitly")
+
     def _check_layer_head(self, lm: LoadedModel) -> None:
         if _reads_align(lm, self.spec):  # raises for --layer align without a head
             if self.options.head != "mean":
@@ -198,13 +264,16 @@ class Aligner:
         return {"model_type": self.forward.model_type, "directions": self.meta["directions"],
                 "sym": self.sym, "decoder": o.decoder, "layer": layer if tf or head_read else None,
                 "head": o.head if tf and not head_read else None, "shift": o.shift,
-                "threshold": o.threshold if o.decoder == "threshold" else None}
+                "threshold": o.threshold if o.decoder == "threshold" else None,
+                "teacher": o.teacher_weight if self.teacher is not None else None}
 
     def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:
         return lm.token_count(words, side) > self.options.max_length
 
-    def align_pairs(self, pairs: Pairs, start: int = 0) -> list[AlignedPair]:
-        """Align a list of pairs (one chunk) and return them in order; ``start`` numbers them."""
+    def align_pairs(self, pairs: Pairs, start: int = 0, teacher: Sequence[np.ndarray] | None = None
+                    ) -> list[AlignedPair]:
+        """Align a list of pairs (one chunk) and return them in order; ``start`` numbers them.
+        ``teacher``: each pair's teacher matrix ``[T, S]`` to blend into both directions."""
         o = self.options
         ok = [k for k, (s, t) in enumerate(pairs)
               if not (self._too_long(self.forward, s, "src") or self._too_long(self.forward, t, "tgt"))]
@@ -224,10 +293,13 @@ class Aligner:
         for n, k in enumerate(ok):
             m, eos = fwd[n]
             r, r_eos = rev[n] if rev[n] is not None else (None, None)
-            links, scores, mat = decode_pair(m, eos, r, r_eos, o.decoder, self.sym, o.threshold)
             p = out[k]
-            p.links, p.scores, p.matrix, p.eos, p.reverse, p.skipped = links, scores, mat, eos, r, False
             p.forward = m
+            if teacher is not None:
+                m = blend(m, teacher[k], o.teacher_weight)
+                r = None if r is None else blend(r, teacher[k], o.teacher_weight)
+            links, scores, mat = decode_pair(m, eos, r, r_eos, o.decoder, self.sym, o.threshold)
+            p.links, p.scores, p.matrix, p.eos, p.reverse, p.skipped = links, scores, mat, eos, r, False
         return out
 
     def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]]) -> Iterator[AlignedPair]:
@@ -242,7 +314,7 @@ class Aligner:
                 self._check_coverage(chunk)
                 checked = True
             if procs == 1:
-                yield from self.align_pairs(chunk, start)
+                yield from self.align_pairs(chunk, start, self._teacher_matrices(start, len(chunk)))
             else:
                 size = -(-len(chunk) // procs)
                 lo = min(len(chunk), rank * size)
@@ -250,6 +322,14 @@ class Aligner:
                 for part in parts or ():
                     yield from part
             start += len(chunk)
+
+    def _teacher_matrices(self, start: int, n: int) -> list[np.ndarray] | None:
+        if self.teacher is None:
+            return None
+        if start + n > self.teacher.pairs:
+            raise AttnAlignError(f"the teacher was trained on {self.teacher.pairs} pairs but the corpus "
+                                 f"being aligned has more", hint="align the corpus the teacher was fitted on")
+        return self.teacher.matrices(start, start + n)
 
     def _check_coverage(self, pairs: Pairs) -> None:
         """Warn when the corpus looks like the wrong language order for the model."""

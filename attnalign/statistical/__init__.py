@@ -11,7 +11,14 @@ aligners by name), :mod:`.options` (:class:`TeacherOptions`, the defaults), :mod
 points). Importing this package does not import torch.
 """
 
-from .align import align_statistical, combined_links, directional_links, directional_posteriors, iter_links
+from .align import (
+    SoftTeacher,
+    align_statistical,
+    combined_links,
+    directional_links,
+    directional_posteriors,
+    iter_links,
+)
 from .links import posterior_links, viterbi_links, word_prefixes
 from .options import (
     COMBINED,
@@ -28,6 +35,6 @@ from .options import (
 from .registry import MODELS
 
 __all__ = ["COMBINED", "DEFAULT", "FERTILITY_PREFIX", "FERTILITY_THRESHOLD", "IDENTICAL", "MODELS",
-           "POSTERIOR_THRESHOLD", "PREFIX", "SYMS", "TeacherOptions", "align_statistical", "check_choices",
-           "combined_links", "directional_links", "directional_posteriors", "iter_links", "posterior_links",
-           "viterbi_links", "word_prefixes"]
+           "POSTERIOR_THRESHOLD", "PREFIX", "SYMS", "SoftTeacher", "TeacherOptions", "align_statistical",
+           "check_choices", "combined_links", "directional_links", "directional_posteriors", "iter_links",
+           "posterior_links", "viterbi_links", "word_prefixes"]

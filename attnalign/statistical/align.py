@@ -19,7 +19,7 @@ from .ids import CHUNK_PAIRS, IdCorpus, chunks
 from .links import posterior_links, viterbi_links
 from .options import DEFAULT, FERTILITY_PREFIX, FERTILITY_THRESHOLD, SYMS
 from .progress import report
-from .registry import COMBINED, DIRECTIONAL
+from .registry import COMBINED, DIRECTIONAL, MODELS
 
 
 def fit(pairs: Pairs | IdCorpus, model: str, iterations: int = 5, prefix: int = DEFAULT.prefix,
@@ -78,12 +78,8 @@ def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int 
     Arguments as :func:`align_statistical`. Under torchrun every process trains on its share; rank 0
     yields all the links, the others none. Progress goes to :func:`.progress.reporting`'s listener."""
     _check(sym, model)
-    combined = model == COMBINED
     words = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
-    first = fit(words.cut(prefix), "hmm-agree" if combined else model, iterations, prefix, identical, **kw)
-    second = None
-    if combined:
-        second = fit(words.cut(FERTILITY_PREFIX), "fertility", prefix=FERTILITY_PREFIX, chunk=chunk)
+    first, second = _fit_models(words, model, iterations, prefix, identical, chunk, **kw)
     n = len(words)
 
     def links(lo: int, hi: int) -> list[list[Link]]:
@@ -104,6 +100,45 @@ def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int 
     gathered = gather_chunks([(lo, links(lo, hi)) for lo, hi in my_chunks(n, chunk)])
     for part in gathered or ():
         yield from part
+
+
+def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, identical: float, chunk: int,
+                **kw) -> tuple:
+    """``model``'s trained models on the whole-word corpus ``words``: (the model, None), or for
+    :data:`COMBINED` (the agreement HMMs on ``prefix``-cut words, the fertility HMMs on whole words)."""
+    combined = model == COMBINED
+    first = fit(words.cut(prefix), "hmm-agree" if combined else model, iterations, prefix, identical, **kw)
+    if not combined:
+        return first, None
+    return first, fit(words.cut(FERTILITY_PREFIX), "fertility", prefix=FERTILITY_PREFIX, chunk=chunk)
+
+
+class SoftTeacher:
+    """The teacher's soft alignment of a corpus, for combining with a student's attention.
+
+    Trained once on ``pairs`` (read once, as :func:`iter_links` does); :meth:`matrices` then gives
+    pairs ``lo..hi``'s ``[T, S]`` matrices: the mean of both directions' posteriors (the reverse one
+    turned around; NULL dropped), and for :data:`COMBINED` the mean over its two models' four. A cell
+    is thus the teacher's averaged belief in the link; rows sum to at most 1. One process only: the
+    fertility model's samples stay with the process that drew them."""
+
+    def __init__(self, pairs: Pairs | IdCorpus, model: str = DEFAULT.model, iterations: int = 5,
+                 prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical,
+                 chunk: int = CHUNK_PAIRS, **kw):
+        if model not in MODELS:
+            raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(MODELS)}")
+        words = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
+        self.models = [m for m in _fit_models(words, model, iterations, prefix, identical, chunk, **kw) if m]
+        self.pairs = len(words)
+
+    def matrices(self, lo: int, hi: int) -> list[np.ndarray]:
+        """The teacher's ``[T, S]`` matrices of pairs ``lo..hi``."""
+        total: list[np.ndarray] | None = None
+        for m in self.models:
+            fwd, rev = m.posteriors(lo, hi)
+            mats = [(f[:, :-1] + r[:, :-1].T) / 2 for f, r in zip(fwd, rev, strict=True)]
+            total = mats if total is None else [a + b for a, b in zip(total, mats, strict=True)]
+        return [t / len(self.models) for t in total or []]
 
 
 def _check(sym: str, model: str) -> None:

@@ -81,9 +81,12 @@ def align_corpus_files(
     encoding: str = "utf-8",
     progress: Callable[[int, int], None] | None = None,
     threads: int | None = None,
+    teacher_progress: Callable[[str, str, int, int], None] | None = None,
 ) -> AlignSummary:
     """Align a corpus file to ``output`` (stdout when None) with ``threads`` CPU threads (None: torch's
-    default); see the module doc."""
+    default); see the module doc. When the options combine with the teacher
+    (:meth:`~attnalign.nmt.aligner.Aligner.wants_teacher`), it is first trained on the corpus,
+    ``teacher_progress(stage, step, done, total)`` hearing its passes."""
     from ..data.attnfile import AttentionWriter
     from ..nmt.aligner import Aligner, AlignOptions
     from ..nmt.device import set_threads
@@ -102,6 +105,8 @@ def align_corpus_files(
     pairs = open_corpus(src, tgt, corpus, encoding=encoding,
                         lowercase=aligner.lowercase if lowercase is None else lowercase)
     golds, gold_info = read_gold(gold, gold_options, corpus_size=len(pairs)) if gold else ([], None)
+    if aligner.wants_teacher(len(pairs)):
+        _fit_teacher(aligner, pairs, teacher_progress)
     summary = AlignSummary(settings=aligner.description)
     if world()[0] != 0:  # under torchrun: align this process's share; rank 0 writes
         for _ in aligner.align(pairs):
@@ -145,6 +150,19 @@ def align_corpus_files(
     if gold is not None:
         summary.report = _report(gold_info, output, per_sentence)
     return summary
+
+
+def _fit_teacher(aligner, pairs, progress) -> None:
+    """Train the aligner's statistical teacher on the corpus (a warning where it is small)."""
+    from ..decoding import TEACHER_MIN_PAIRS
+    from ..errors import warn
+    from ..statistical.progress import reporting
+
+    if len(pairs) < TEACHER_MIN_PAIRS:
+        warn(f"the teacher is trained on the {len(pairs)} pairs being aligned; under {TEACHER_MIN_PAIRS} "
+             "pairs its matrices are weak: align them inside a larger corpus, or give --teacher off")
+    with reporting(progress):
+        aligner.fit_teacher(pairs)
 
 
 def align_statistical_files(

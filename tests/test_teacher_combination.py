@@ -1,0 +1,118 @@
+"""Student + teacher at decoding time (``align corpus --teacher``): the teacher's soft matrices, their
+blend with the attention, when ``auto`` combines, and the CLI option's effect."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import SAMPLE
+from typer.testing import CliRunner
+
+from attnalign.cli import app
+from attnalign.data.corpus import read_corpus
+from attnalign.decoding import TEACHER_DECODING, TEACHER_MIN_PAIRS, blend, threshold_links
+from attnalign.nmt.aligner import Aligner, AlignOptions
+from attnalign.statistical import COMBINED, SoftTeacher, directional_posteriors
+from attnalign.training import TrainOptions, train
+
+
+def test_blend_by_hand():
+    s = np.array([[1.0, 0.0], [0.0, 1.0]])
+    t = np.array([[0.0, 1.0], [1.0, 0.0]])
+    assert np.allclose(blend(s, t, 0.75), [[0.25, 0.75], [0.75, 0.25]])
+    assert np.allclose(blend(s, t, 0.0), s) and np.allclose(blend(s, t, 1.0), t)
+    with pytest.raises(ValueError, match="teacher"):
+        blend(s, t[:1], 0.5)
+
+
+PAIRS = [(["a", "b"], ["x", "y"]), (["a", "c"], ["x", "z"]), (["b", "c"], ["y", "z"]),
+         (["a", "b", "c"], ["x", "y", "z"])] * 5
+
+
+def test_soft_teacher_is_the_mean_of_both_directions_posteriors():
+    teacher = SoftTeacher(PAIRS, "hmm-agree", prefix=0, identical=0.0)
+    fwd, rev = directional_posteriors(PAIRS, "hmm-agree", prefix=0, identical=0.0)
+    mats = teacher.matrices(2, 4)
+    for k, m in zip((2, 3), mats, strict=True):
+        T, S = len(PAIRS[k][1]), len(PAIRS[k][0])
+        assert m.shape == (T, S)
+        assert np.allclose(m, (fwd[k][:, :-1] + rev[k][:, :-1].T) / 2)
+        assert (m.sum(axis=1) <= 1 + 1e-9).all()
+    # the co-occurrence pattern is learnt: a<->x, b<->y, c<->z
+    assert (mats[1].argmax(axis=1) == [0, 1, 2]).all()
+
+
+def test_the_combined_teacher_averages_its_two_models():
+    teacher = SoftTeacher(PAIRS)  # the default: hmm-agree (5-letter prefixes) + fertility (words)
+    assert len(teacher.models) == 2 and teacher.pairs == len(PAIRS)
+    agree = SoftTeacher(PAIRS, "hmm-agree")
+    fert = SoftTeacher(PAIRS, "fertility", prefix=0)
+    for m, a, f in zip(teacher.matrices(0, 4), agree.matrices(0, 4), fert.matrices(0, 4), strict=True):
+        assert np.allclose(m, (a + f) / 2)
+    with pytest.raises(ValueError, match="unknown statistical model"):
+        SoftTeacher(PAIRS, "ibm9")
+    assert COMBINED == "hmm-agree+fertility"
+
+
+@pytest.fixture(scope="module")
+def guided(tmp_path_factory):
+    """A tiny bidirectional Transformer with an alignment head guided by the built-in teacher."""
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:200]
+    d = tmp_path_factory.mktemp("guided") / "m"
+    train(pairs, d, TrainOptions(model_type="transformer", direction="both", epochs=1, batch_tokens=500,
+                                 guide="auto", model_config={"d_model": 16, "heads": 2, "ff_dim": 32,
+                                                             "enc_layers": 1, "dec_layers": 2,
+                                                             "align_head": True}))
+    return d, pairs
+
+
+def test_auto_combines_for_a_guided_model_on_a_large_enough_corpus(guided, models):
+    d, _ = guided
+    auto = Aligner(d)
+    assert not auto.wants_teacher(TEACHER_MIN_PAIRS - 1) and auto.wants_teacher(TEACHER_MIN_PAIRS)
+    assert not Aligner(d, AlignOptions(teacher="off")).wants_teacher(10 ** 6)
+    assert Aligner(d, AlignOptions(teacher="on")).wants_teacher(1)
+    assert not Aligner(models / "rnn").wants_teacher(10 ** 6)  # not guided: nothing to combine with
+    assert auto.teacher_options.model == COMBINED  # the guide's settings, from the model's config
+
+
+def test_the_combination_is_the_blend_of_student_and_teacher_thresholded(guided):
+    d, pairs = guided
+    plain = Aligner(d, AlignOptions(teacher="off")).align_pairs(pairs[:3])
+    combined = Aligner(d, AlignOptions(teacher="on"))
+    combined.fit_teacher(pairs)
+    o = combined.options
+    assert (o.sym, o.decoder, o.threshold, o.teacher_weight) == (
+        TEACHER_DECODING["sym"], TEACHER_DECODING["decoder"], TEACHER_DECODING["threshold"],
+        TEACHER_DECODING["weight"])
+    assert combined.description["teacher"] == TEACHER_DECODING["weight"]
+    out = list(combined.align(pairs))[:3]
+    w, t = o.teacher_weight, o.threshold
+    for k, (p, q) in enumerate(zip(plain, out, strict=True)):
+        (teacher,) = combined.teacher.matrices(k, k + 1)
+        expect = (1 - w) * (p.forward + p.reverse) / 2 + w * teacher
+        assert np.allclose(q.matrix, expect)
+        assert q.links == threshold_links(expect, t)
+        assert np.allclose(q.forward, p.forward)  # the raw attention is kept beside the blend
+    # weight 1: the teacher's matrix alone decides
+    only = Aligner(d, AlignOptions(teacher="on", teacher_weight=1.0))
+    only.fit_teacher(pairs)
+    first = next(iter(only.align(pairs)))
+    assert first.links == threshold_links(only.teacher.matrices(0, 1)[0], t)
+
+
+def test_cli_teacher_option_changes_the_links(guided, tmp_path):
+    d, _ = guided
+    base = ["align", "corpus", "--model", str(d), "--src", str(SAMPLE / "test.en"), "--tgt",
+            str(SAMPLE / "test.fr"), "--quiet"]
+    runner = CliRunner()
+    off = runner.invoke(app, [*base, "-o", str(tmp_path / "off.align"), "--teacher", "off"])
+    on = runner.invoke(app, [*base, "-o", str(tmp_path / "on.align"), "--teacher", "on"])
+    auto = runner.invoke(app, [*base, "-o", str(tmp_path / "auto.align")])
+    assert off.exit_code == on.exit_code == auto.exit_code == 0, on.output
+    assert "teacher=0.75" in on.stderr and "teacher=" not in off.stderr
+    assert "under 1000 pairs" in on.stderr  # 200 test pairs: the teacher is weak, said so
+    assert (tmp_path / "on.align").read_text() != (tmp_path / "off.align").read_text()
+    assert (tmp_path / "auto.align").read_text() == (tmp_path / "off.align").read_text()  # < 1000 pairs
+    bad = runner.invoke(app, [*base, "--teacher-weight", "1.5"])
+    assert bad.exit_code == 2 and "error: --teacher-weight" in bad.stderr
