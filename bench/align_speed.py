@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Extraction throughput and memory of ``attnalign align corpus`` on the raw ISI Hansards corpus.
 
-For each default model (RNN, Transformer), trains a model briefly on the first 20,000 raw pairs (the
-weights do not change the cost of extraction; in a process of its own), then, in a fresh process,
-aligns a prefix of the 310k-pair corpus with ``align_corpus_files`` (the library behind the CLI:
-streaming, output written as it goes), on CPU
-with the given threads, and prints pairs/s and the peak resident memory after 10%, 50% and 100% of
+For each default model (RNN, Transformer) and the ``--preset align`` model, trains a model briefly on
+the first 20,000 raw pairs (the weights do not change the cost of extraction; in a process of its
+own), then, in a fresh process, aligns a prefix of the 310k-pair corpus with ``align_corpus_files``
+(the library behind the CLI: streaming, output written as it goes), on CPU with the given threads,
+and prints pairs/s and the peak resident memory after 10%, 50% and 100% of
 the pairs (flat memory: the three stay close).
 
     python bench/align_speed.py --pairs 310661 --threads 2
@@ -32,7 +32,7 @@ def worker(args) -> None:
 
     from attnalign.data.corpus import open_corpus
     from attnalign.nmt.aligner import AlignOptions
-    from attnalign.training import TrainOptions, train
+    from attnalign.training import TrainOptions, preset_options, train
     from attnalign.workflows.align_files import align_corpus_files
 
     torch.set_num_threads(args.threads)
@@ -40,10 +40,16 @@ def worker(args) -> None:
     d = shared("enfr-hansards")
     src, tgt = d / "isi310k.raw.en", d / "isi310k.raw.fr"
     model = tmp / f"model_{args.worker}"
+    preset = args.worker == "preset"
     if args.train_only:  # in its own process, so the alignment's peak memory is its own
         pairs = list(islice(open_corpus(src, tgt, lowercase=True), 20000))
-        train(pairs, model, TrainOptions(model_type=args.worker, max_steps=args.train_steps, epochs=100,
-                                         lowercase=True, device="cpu", max_vocab=30000))
+        if preset:  # train --preset align: both directions, 4,000 pieces, the teacher's guide, the head
+            opts = preset_options("align", max_steps=args.train_steps, epochs=100, lowercase=True,
+                                  device="cpu")
+        else:
+            opts = TrainOptions(model_type=args.worker, max_steps=args.train_steps, epochs=100,
+                                lowercase=True, device="cpu", max_vocab=30000)
+        train(pairs, model, opts)
         return
     if args.pairs < 310661:
         for side, path in (("en", src), ("fr", tgt)):
@@ -59,7 +65,8 @@ def worker(args) -> None:
 
     t = time.perf_counter()
     s = align_corpus_files(model, src=src, tgt=tgt, output=tmp / f"out_{args.worker}.align",
-                           options=AlignOptions(sym="none", batch_tokens=args.batch_tokens, device="cpu"),
+                           options=AlignOptions(sym="auto" if preset else "none", teacher="off",
+                                                batch_tokens=args.batch_tokens, device="cpu"),
                            progress=progress)
     emit({"system": f"attnalign {args.worker}", "pairs": s.pairs, "skipped": s.skipped,
           "pairs_per_s": round(s.pairs_per_s), "seconds": round(time.perf_counter() - t, 1),
@@ -72,7 +79,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch-tokens", type=int, default=4000)
     ap.add_argument("--train-steps", type=int, default=100)
-    ap.add_argument("--models", default="rnn,transformer")
+    ap.add_argument("--models", default="rnn,transformer,preset",
+                    help="rnn, transformer (one direction, forward argmax) and preset (train --preset align: "
+                         "both directions through the alignment head, soft, argmax; without the teacher)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--tmp", help=argparse.SUPPRESS)
     ap.add_argument("--train-only", action="store_true", help=argparse.SUPPRESS)
@@ -93,7 +102,8 @@ def main() -> None:
                     sys.exit(f"{kind} failed:\n{p.stderr[-3000:]}")
             rows.append(parse_result(p.stdout))
     print(f"\nalign corpus on the raw ISI Hansards ({args.pairs} pairs, lower-cased, whitespace tokens), "
-          f"{args.threads} CPU threads, {args.batch_tokens}-token batches, forward argmax")
+          f"{args.threads} CPU threads, {args.batch_tokens}-token batches; rnn and transformer: forward "
+          "argmax; preset: both directions, soft, argmax, --teacher off")
     print(f"{'system':<24}{'pairs/s':>9}{'time s':>9}{'skipped':>9}   peak MiB at 10% / 50% / 100%")
     for r in rows:
         peaks = " / ".join(str(x) for x in r["peak_mb"])
