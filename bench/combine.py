@@ -59,12 +59,12 @@ def teacher_links(models, lo: int, hi: int) -> list[list[tuple[int, int]]]:
             for w, x, y, z in zip(a, b, c, d, strict=True)]
 
 
-def run(pair: str) -> list[dict] | None:
+def run(pair: str, config: str = CONFIG) -> list[dict] | None:
     info = build(pair)
-    model = info["dir"] / CONFIG
+    model = info["dir"] / config
     if not (model / "forward.pt").exists():
         print(f"SKIPPED {pair}: no model in {model}; train it with: python bench/quality.py --pair {pair} "
-              f"--config {CONFIG}", file=sys.stderr)
+              f"--config {config}", file=sys.stderr)
         return None
     pairs = read_corpus(info["dir"] / "corpus.src", info["dir"] / "corpus.tgt")
     spans = {"test": range(info["n_test"])}
@@ -134,11 +134,12 @@ def show(rows: list[dict], chosen: tuple[float, float] | None) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pair", default="all", help="enfr, roen, esen or all")
+    ap.add_argument("--config", default=CONFIG, help="the bench/quality.py configuration whose model to read")
     args = ap.parse_args()
     chosen = None
     RESULTS.mkdir(parents=True, exist_ok=True)
     for pair in ["enfr", "roen", "esen"] if args.pair == "all" else [args.pair]:
-        rows = run(pair)
+        rows = run(pair, args.config)
         if rows is None:
             continue
         if "trial_aer" in rows[0]:
@@ -149,7 +150,8 @@ def main() -> None:
             print(f"chosen on the trial set: w {chosen[0]} threshold {chosen[1]}; align corpus's default "
                   f"(TEACHER_DECODING): w {t['weight']} threshold {t['threshold']}")
         show(rows, chosen or (TEACHER_DECODING["weight"], TEACHER_DECODING["threshold"]))
-        with open(RESULTS / f"combine_{pair}.csv", "w", newline="") as f:
+        name = f"combine_{pair}" + ("" if args.config == CONFIG else f"_{args.config}")
+        with open(RESULTS / f"{name}.csv", "w", newline="") as f:
             wr = csv.DictWriter(f, fieldnames=list(rows[0]))
             wr.writeheader()
             wr.writerows(rows)

@@ -78,6 +78,9 @@ CONFIGS = {
     # agreement HMMs' links and the fertility HMMs' links (statistical.COMBINED)
     "agree-fert-head-sp": _agree_head(guide_model="hmm-agree+fertility", guide_prefix=5, guide_identical=1.0,
                                       subword=4000),
+    # the same trained 3 epochs instead of 8 (a cheaper student for align corpus --teacher)
+    "agree-fert-head-sp-e3": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
+                                                 guide_identical=1.0, subword=4000), epochs=3),
     # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words); the same
     # with 2,000 pieces; and the 4,000-piece student with the earlier teacher
     "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),

@@ -93,7 +93,7 @@ def test_the_combination_is_the_blend_of_student_and_teacher_thresholded(guided)
         expect = (1 - w) * (p.forward + p.reverse) / 2 + w * teacher
         assert np.allclose(q.matrix, expect)
         assert q.links == threshold_links(expect, t)
-        assert np.allclose(q.forward, p.forward)  # the raw attention is kept beside the blend
+        assert np.allclose(q.forward, p.forward) and np.allclose(q.reverse, p.reverse)  # as read
     # weight 1: the teacher's matrix alone decides
     only = Aligner(d, AlignOptions(teacher="on", teacher_weight=1.0))
     only.fit_teacher(pairs)

@@ -80,11 +80,11 @@ class AlignedPair:
     tgt: list[str]
     links: list[Link]
     scores: dict[Link, float] = field(default_factory=dict)
-    matrix: np.ndarray | None = None  # [T, S] the matrix the links were decoded from
+    matrix: np.ndarray | None = None  # [T, S] the matrix the links were decoded from (the teacher blend)
     eos: np.ndarray | None = None  # [T] forward attention mass on the source EOS
     reverse: np.ndarray | None = None  # [T, S] reverse attention turned around, if used
     skipped: bool = False
-    forward: np.ndarray | None = None  # [T, S] the forward attention (= matrix unless soft-combined)
+    forward: np.ndarray | None = None  # [T, S] the forward attention (= matrix unless combined)
 
 
 def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_head: bool,
@@ -294,12 +294,11 @@ class Aligner:
             m, eos = fwd[n]
             r, r_eos = rev[n] if rev[n] is not None else (None, None)
             p = out[k]
-            p.forward = m
+            p.forward, p.reverse, p.eos, p.skipped = m, r, eos, False  # the attention as read
             if teacher is not None:
                 m = blend(m, teacher[k], o.teacher_weight)
                 r = None if r is None else blend(r, teacher[k], o.teacher_weight)
-            links, scores, mat = decode_pair(m, eos, r, r_eos, o.decoder, self.sym, o.threshold)
-            p.links, p.scores, p.matrix, p.eos, p.reverse, p.skipped = links, scores, mat, eos, r, False
+            p.links, p.scores, p.matrix = decode_pair(m, eos, r, r_eos, o.decoder, self.sym, o.threshold)
         return out
 
     def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]]) -> Iterator[AlignedPair]:
