@@ -110,7 +110,7 @@ def test_cli_teacher_option_changes_the_links(guided, tmp_path):
     on = runner.invoke(app, [*base, "-o", str(tmp_path / "on.align"), "--teacher", "on"])
     auto = runner.invoke(app, [*base, "-o", str(tmp_path / "auto.align")])
     assert off.exit_code == on.exit_code == auto.exit_code == 0, on.output
-    assert "teacher=0.75" in on.stderr and "teacher=" not in off.stderr
+    assert f"teacher={TEACHER_DECODING['weight']}" in on.stderr and "teacher=" not in off.stderr
     assert "under 1000 pairs" in on.stderr  # 200 test pairs: the teacher is weak, said so
     assert (tmp_path / "on.align").read_text() != (tmp_path / "off.align").read_text()
     assert (tmp_path / "auto.align").read_text() == (tmp_path / "off.align").read_text()  # < 1000 pairs

@@ -107,7 +107,7 @@ HEAD_DECODING = {"sym": "soft", "decoder": "argmax", "threshold": 0.5}
 # direction's matrix becomes (1 - weight) * student + weight * teacher (the statistical teacher's soft
 # matrix of the pair), the two directions are averaged and every cell above the threshold is a link.
 # Selected on the English-French trial set by bench/combine.py (README, "Alignment quality").
-TEACHER_DECODING = {"weight": 0.75, "sym": "soft", "decoder": "threshold", "threshold": 0.45}
+TEACHER_DECODING = {"weight": 0.9, "sym": "soft", "decoder": "threshold", "threshold": 0.45}
 # --teacher auto combines only for corpora at least this large: the teacher is trained on the corpus
 # being aligned, and EM on a few hundred pairs learns little.
 TEACHER_MIN_PAIRS = 1000
