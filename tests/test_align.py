@@ -156,11 +156,11 @@ def test_failed_run_leaves_the_old_output_intact(models, corpus, tmp_path, monke
     calls = {"n": 0}
     real = Aligner.align_pairs
 
-    def boom(self, pairs, start=0):
+    def boom(self, pairs, start=0, teacher=None):
         calls["n"] += 1
         if calls["n"] > 1:
             raise KeyboardInterrupt
-        return real(self, pairs, start)
+        return real(self, pairs, start, teacher)
 
     monkeypatch.setattr(Aligner, "align_pairs", boom)
     monkeypatch.setattr(AlignOptions, "__init__", _small_chunks(AlignOptions.__init__))
