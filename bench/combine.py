@@ -39,7 +39,7 @@ from attnalign.data.corpus import read_corpus  # noqa: E402
 from attnalign.decoding import TEACHER_DECODING, threshold_links  # noqa: E402
 from attnalign.eval.metrics import Counts, corpus_counts  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
-from attnalign.statistical import FERTILITY_THRESHOLD, posterior_links  # noqa: E402
+from attnalign.statistical.align import union_links  # noqa: E402
 
 CONFIG = "agree-fert-head-sp"
 WEIGHTS = [0.0, 0.25, 0.5, 0.6, 0.75, 0.9, 1.0]  # the teacher's share
@@ -54,9 +54,7 @@ def teacher_links(models, lo: int, hi: int) -> list[list[tuple[int, int]]]:
     """The teacher's own links (hmm-agree+fertility: agreement posterior links united with the
     fertility model's frequent links), from the models the aligner trained."""
     agree, fert = models
-    (a, b), (c, d) = agree.posteriors(lo, hi), fert.posteriors(lo, hi)
-    return [sorted(set(posterior_links(w, x)) | set(posterior_links(y, z, FERTILITY_THRESHOLD)))
-            for w, x, y, z in zip(a, b, c, d, strict=True)]
+    return union_links(agree.posteriors(lo, hi), fert.posteriors(lo, hi))
 
 
 def run(pair: str, config: str = CONFIG) -> list[dict] | None:

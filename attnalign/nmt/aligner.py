@@ -175,9 +175,9 @@ class Aligner:
         options.check()
         self._given = options  # before "auto" is resolved: fit_teacher resolves again
         meta = model_meta(model_dir, options)
-        head = bool(meta.get("model_config", {}).get("align_head"))
+        self._head = bool(meta.get("model_config", {}).get("align_head"))
         self.teacher = None  # a fitted statistical.SoftTeacher, once fit_teacher has run
-        options = resolve_decoding(options, meta["directions"], head)
+        options = resolve_decoding(options, meta["directions"], self._head)
         sym = options.sym
         self.sym = sym
         self.options = options
@@ -202,17 +202,21 @@ class Aligner:
         self._check_layer_head(self.forward)
 
     @property
+    def _guided(self) -> bool:
+        """Whether the model was trained with ``--guide auto`` (the built-in teacher)."""
+        return (self.meta.get("train_options") or {}).get("guide") == "auto"
+
+    @property
     def teacher_options(self):
         """The statistical teacher to combine with: the one that guided the model (``train --guide
         auto``'s ``--guide-*`` options), else the built-in default."""
         from ..statistical.options import DEFAULT, TeacherOptions
 
-        t = self.meta.get("train_options") or {}
-        if t.get("guide") != "auto":
+        if not self._guided:
             return DEFAULT
-        d = DEFAULT
-        return TeacherOptions(t.get("guide_model", d.model), t.get("guide_sym", d.sym),
-                              t.get("guide_prefix", d.prefix), t.get("guide_identical", d.identical))
+        t = self.meta["train_options"]
+        return TeacherOptions(*(t.get(f"guide_{f}", getattr(DEFAULT, f))
+                                for f in ("model", "sym", "prefix", "identical")))
 
     def wants_teacher(self, n_pairs: int) -> bool:
         """Whether aligning a corpus of ``n_pairs`` combines with the teacher: ``--teacher on``;
@@ -220,8 +224,7 @@ class Aligner:
         pairs, in one process."""
         if self._given.teacher != AUTO:
             return self._given.teacher == "on"
-        guided = (self.meta.get("train_options") or {}).get("guide") == "auto"
-        return guided and n_pairs >= TEACHER_MIN_PAIRS and not dist.launched()
+        return self._guided and n_pairs >= TEACHER_MIN_PAIRS and not dist.launched()
 
     def fit_teacher(self, pairs) -> None:
         """Train the statistical teacher on ``pairs`` (the corpus about to be aligned, read once) and
@@ -233,9 +236,8 @@ class Aligner:
                               hint="give --teacher off, or align without torchrun")
         o = self.teacher_options
         self.teacher = SoftTeacher(pairs, o.model, prefix=o.prefix, identical=o.identical)
-        head = bool(self.meta.get("model_config", {}).get("align_head"))
         self.options = resolve_decoding(replace(self._given, device=self.options.device),
-                                        self.meta["directions"], head, teacher=True)
+                                        self.meta["directions"], self._head, teacher=True)
         self.sym = self.options.sym
         if SYMMETRIZATIONS[self.sym].both and self.reverse is None:
             raise OptionError(f"--sym {self.sym} needs the reverse direction, which this run did not load",

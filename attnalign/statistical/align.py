@@ -87,9 +87,7 @@ def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int 
         if second is None:
             out = [_decode(f, r, sym) for f, r in zip(a, b, strict=True)]
         else:
-            c, d = second.posteriors(lo, hi)
-            out = [sorted(set(posterior_links(w, x)) | set(posterior_links(y, z, FERTILITY_THRESHOLD)))
-                   for w, x, y, z in zip(a, b, c, d, strict=True)]
+            out = union_links((a, b), second.posteriors(lo, hi))
         report("links", "decoding", hi, n)
         return out
 
@@ -100,6 +98,14 @@ def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int 
     gathered = gather_chunks([(lo, links(lo, hi)) for lo, hi in my_chunks(n, chunk)])
     for part in gathered or ():
         yield from part
+
+
+def union_links(agree, fertility) -> list[list[Link]]:
+    """:data:`COMBINED`'s links of some pairs: the agreement HMMs' posterior links united with the
+    fertility model's links sampled in at least :data:`FERTILITY_THRESHOLD` of the sweeps; each
+    argument is a model's (forward, reverse) posteriors of the same pairs."""
+    return [sorted(set(posterior_links(w, x)) | set(posterior_links(y, z, FERTILITY_THRESHOLD)))
+            for w, x, y, z in zip(*agree, *fertility, strict=True)]
 
 
 def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, identical: float, chunk: int,
