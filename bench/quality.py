@@ -200,8 +200,12 @@ def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "st
     if protocol == "inductive":  # the gold sentences (test and trial) left out of training
         held = set(range(n_test)) | (set(range(start, start + n)) if dev is not None else set())
         train_pairs = [x for k, x in enumerate(pairs) if k not in held]
+    wall_s = None  # the whole train() call, teacher included, when this run trains
     if retrain or not (model_dir / "forward.pt").exists() or not (model_dir / "reverse.pt").exists():
+        t0 = time.perf_counter()
         train(train_pairs, model_dir, opts, dev=dev, overwrite=True)
+        wall_s = round(time.perf_counter() - t0)
+        print(f"{pair} {config}: trained in {wall_s} s (wall, teacher included)", file=sys.stderr)
     train_s = training_seconds(model_dir)
     rows = []
     shifts = (0,) if opts.model_config.get("align_head") else (0, 1)  # the head has no Shift-Att
@@ -222,7 +226,7 @@ def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "st
                          "aer": c.aer,
                          "precision": c.precision, "recall": c.recall, "f1": c.f1, "dev_aer": dev_aer,
                          "train_s": round(train_s), "extract_s": round(time.perf_counter() - t1, 1),
-                         "train_pairs": len(train_pairs)})
+                         "train_pairs": len(train_pairs), "wall_s": wall_s})
     if protocol == "inductive" and opts.guide == "auto":
         rows.append(_teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s,
                                           len(train_pairs)))
@@ -245,11 +249,15 @@ def _teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s, n)
 
 def training_seconds(model_dir: Path) -> float:
     """Training time of both directions, from the model's log (also when the model was trained by an
-    earlier run of this script)."""
+    earlier run of this script): their sum, or the longer one where they were trained at the same
+    time (``--parallel-directions``, on here for every run that recorded the option)."""
     import pandas as pd
 
     log = pd.read_csv(model_dir / "log.csv")
-    return float(log.groupby("direction").elapsed_s.max().sum())
+    per_direction = log.groupby("direction").elapsed_s.max()
+    saved = json.loads((model_dir / "config.json").read_text())["train_options"]
+    concurrent = saved.get("parallel_directions", "off") != "off"
+    return float(per_direction.max() if concurrent else per_direction.sum())
 
 
 def mark_selected(rows: list[dict], trial_rows: list[dict] | None = None) -> None:

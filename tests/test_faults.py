@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -90,3 +91,52 @@ def test_killed_align_keeps_the_old_output_and_a_rerun_completes(data):
         assert out.read_text() in ("OLD\n", want)  # whole or not at all
         assert run(*args).returncode == 0 and out.read_text() == want
         assert strays(out) == []
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children found through /proc")
+def test_killed_parallel_training_leaves_no_process_and_resumes_to_the_same_weights(data):
+    args = [*train_args(data, data / "pfull"), "--direction", "both", "--parallel-directions", "on",
+            "--threads", "2", "--epochs", "2"]
+    t0 = time.perf_counter()
+    full = run(*args)
+    wall = time.perf_counter() - t0
+    assert full.returncode == 0, full.stderr
+    model = data / "pkilled"
+    args = [a if a != data / "pfull" else model for a in args]
+    p = subprocess.Popen(cli(*args), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.7 * wall)
+    kids = children(p.pid)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    deadline = time.time() + 10
+    while any(running(k) for k in kids) and time.time() < deadline:
+        time.sleep(0.1)
+    assert kids and not any(running(k) for k in kids)  # the directions' processes died with it
+    again = run(*args, *(["--resume"] if (model / "config.json").exists() else []))
+    assert again.returncode == 0, again.stderr
+    for d in ("forward", "reverse"):
+        want = load_checkpoint(data / "pfull" / f"{d}.pt")["state_dict"]
+        got = load_checkpoint(model / f"{d}.pt")["state_dict"]
+        assert all(torch.equal(want[k], got[k]) for k in want), d
+    assert strays(model) == []

@@ -34,6 +34,7 @@ from ..nmt.extract import AttentionSpec, corpus_attention, reduce_attention
 from ..nmt.models import build_model
 from ..nmt.subword import Segmenter, train_segmenter
 from ..nmt.vocab import PAD_ID, Vocab
+from . import parallel
 from .guide import guide_loss, guide_targets, teacher_links, token_links
 from .model_dir import (
     append_log,
@@ -193,9 +194,11 @@ def train(
         write_config(work, options, options.directions, model_config, data, finished)
         return work
 
+    in_processes = parallel.wanted(options.parallel_directions, options.directions, device, options.threads,
+                                  len(train_pairs))
     work_dir = dist.on_main(begin)  # rank 0 prepares the directory; every rank writes there
     reporter = reporter or _Silent()
-    summary: dict = {"model_dir": str(model_dir), "directions": {}}
+    jobs = []
     for direction in options.directions:
         forward = direction == "forward"
         links = None
@@ -203,11 +206,27 @@ def train(
             links = guide if forward else [[(j, i) for i, j in g] for g in guide]
         run = _DirectionRun(train_pairs if forward else _swap(train_pairs), work_dir, direction, options,
                             model_config, device, links)
-        d = dev if dev is None or forward else dev.reversed()
-        summary["directions"][direction] = run.train(d, resume, reporter)
-        dist.on_main(lambda d=direction: mark_finished(work_dir, d))
+        jobs.append((run, dev if dev is None or forward else dev.reversed()))
+    if in_processes:
+        done = parallel.train_in_processes(jobs, resume, parallel.threads_each(options.threads), reporter,
+                                           lambda d: mark_finished(work_dir, d))
+    else:
+        done = {}
+        for run, d in jobs:
+            done[run.direction] = run.train(d, resume, reporter)
+            dist.on_main(lambda d=run.direction: mark_finished(work_dir, d))
     dist.on_main(lambda: finish_dir(work_dir, model_dir))
-    return summary
+    return {"model_dir": str(model_dir), "directions": {d: done[d] for d in options.directions}}
+
+
+def _adam(params, lr: float) -> torch.optim.Adam:
+    """Adam with its fused kernel where torch has one for the device (one pass over each parameter
+    instead of a dozen small operations); the same updates up to rounding."""
+    params = list(params)
+    try:
+        return torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), fused=True)
+    except (RuntimeError, TypeError):  # torch < 2.4 on a CPU
+        return torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98))
 
 
 def _device(name: str) -> torch.device:
@@ -299,7 +318,7 @@ class _DirectionRun:
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.lm = LoadedModel(self.model, o.model_type, self.model_config, src_vocab, tgt_vocab,
                               self.direction, o.lowercase, None, src_seg, tgt_seg)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=o.base_lr, betas=(0.9, 0.98))
+        self.opt = _adam(self.model.parameters(), o.base_lr)
         self.src_ids, self.tgt_ids = _encode(self.lm, pairs)
         self.tok_links = (token_links(src_seg, tgt_seg, pairs, self.links) if self.links is not None
                           else None)

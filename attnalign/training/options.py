@@ -18,6 +18,7 @@ from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import TeacherOptions
 
 DIRECTIONS = ("forward", "reverse")
+PARALLEL_CHOICES = ("auto", "on", "off")  # --parallel-directions
 
 
 @dataclass
@@ -50,6 +51,7 @@ class TrainOptions:
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
     max_length: int = 250  # model tokens per side (EOS included); longer pairs are left out, with a warning
+    parallel_directions: str = "auto"  # both directions at once, a process each (training/parallel.py)
     # guided fine-tuning of a pretrained Hugging Face model instead of a new network (training/finetune.py)
     init_from: str | None = None  # the source-to-target model: a save_pretrained directory or hf:NAME
     reverse_init_from: str | None = None  # the target-to-source model (--direction both)
@@ -99,6 +101,7 @@ class TrainOptions:
         require("--label-smoothing", self.label_smoothing, low=0, high=1, high_open=True)
         require("--guide-weight", self.guide_weight, low=0)
         require("--subword-type", self.subword_type, choices=("unigram", "bpe"))
+        require("--parallel-directions", self.parallel_directions, choices=PARALLEL_CHOICES)
         network = self.network().check()
         if network.align_head and not has_guide_links and self.guide is None:
             raise OptionError("the alignment head learns from a guide alignment only",
@@ -112,7 +115,8 @@ class TrainOptions:
         """The options a model directory recorded (``config.json``'s ``train_options``). A run started
         before the teacher options existed saw whole words and had no identical-word prior; one before
         --max-length had no length filter."""
-        saved = {"guide_prefix": 0, "guide_identical": 0.0, "max_length": 10**9, **saved}
+        saved = {"guide_prefix": 0, "guide_identical": 0.0, "max_length": 10**9, "parallel_directions": "off",
+                 **saved}
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in saved.items() if k in known})
 

@@ -1,0 +1,107 @@
+"""Both directions trained at once (``--parallel-directions``): the same training as one direction
+after the other with the same threads per direction, one progress display, errors and warnings from
+the processes reach the caller."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+import torch
+from helpers import SAMPLE
+from test_align import invoke
+
+from attnalign.data.corpus import read_corpus
+from attnalign.errors import AttnAlignError, OptionError
+from attnalign.nmt.checkpoint import load_checkpoint
+from attnalign.training import TrainOptions, train
+from attnalign.training import parallel as par
+from attnalign.training.parallel import wanted
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:200]
+
+
+def tiny(**kw) -> TrainOptions:
+    base = dict(model_config={"hidden": 16, "emb_dim": 8}, epochs=2, batch_tokens=300, seed=3,
+                direction="both")
+    return TrainOptions(**{**base, **kw})
+
+
+class Recorder:
+    def __init__(self):
+        self.events = []
+
+    def start(self, direction, total, done):
+        self.events.append(("start", direction, total, done))
+
+    def step(self, step, loss, tps):
+        self.events.append(("step", step))
+
+    def validation(self, row):
+        self.events.append(("validation", row["direction"], row["epoch"]))
+
+    def end(self):
+        self.events.append(("end",))
+
+
+def test_parallel_training_is_the_sequential_training_with_one_thread_each(tmp_path, pairs):
+    rec = Recorder()
+    both = train(pairs, tmp_path / "par", tiny(parallel_directions="on", threads=2), reporter=rec)
+    one = train(pairs, tmp_path / "seq", tiny(parallel_directions="off", threads=1))
+    for d in ("forward", "reverse"):
+        a = load_checkpoint(tmp_path / "par" / f"{d}.pt")
+        b = load_checkpoint(tmp_path / "seq" / f"{d}.pt")
+        assert a["step"] == b["step"] and a["src_vocab"] == b["src_vocab"]
+        assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"]), d
+        assert both["directions"][d]["steps"] == one["directions"][d]["steps"]
+    assert list(both["directions"]) == ["forward", "reverse"]
+    # one display for the two: a bar over both directions' steps, every epoch's line, one end
+    total = sum(s["steps"] for s in both["directions"].values())
+    assert rec.events[0] == ("start", "forward+reverse", total, 0)
+    steps = [e[1] for e in rec.events if e[0] == "step"]
+    assert steps == sorted(steps) and steps[-1] == total
+    assert sorted(e[1:] for e in rec.events if e[0] == "validation") == [
+        ("forward", 1), ("forward", 2), ("reverse", 1), ("reverse", 2)]
+    assert rec.events[-1] == ("end",)
+    log = (tmp_path / "par" / "log.csv").read_text().splitlines()
+    assert len(log) == 5
+
+
+def test_a_failing_direction_stops_the_run_with_its_error(tmp_path, pairs):
+    with pytest.raises(AttnAlignError, match="training loss became") as e:
+        train(pairs, tmp_path / "m", tiny(parallel_directions="on", threads=2, lr=1e30, epochs=1,
+                                          label_smoothing=0.0))
+    assert "--lr" in e.value.hint
+    assert multiprocessing.active_children() == []  # the other direction's process was stopped
+
+
+def test_warnings_from_the_processes_reach_the_caller(tmp_path, pairs):
+    long_pairs = [*pairs, (["w"] * 400, ["v"] * 3)]
+    with pytest.warns(UserWarning, match=r"1 of 201 training pairs are longer than --max-length 250"):
+        train(long_pairs, tmp_path / "m", tiny(parallel_directions="on", threads=2, epochs=1))
+
+
+def test_when_auto_starts_processes(monkeypatch):
+    cpu, gpu, both = torch.device("cpu"), torch.device("cuda"), ["forward", "reverse"]
+    assert wanted("auto", both, cpu, 2, par.MIN_PAIRS)
+    assert not wanted("auto", both, cpu, 1, par.MIN_PAIRS)  # one thread: nothing to share
+    assert not wanted("auto", both, cpu, 2, par.MIN_PAIRS - 1)  # start-up would cost more
+    assert not wanted("auto", both, gpu, 2, par.MIN_PAIRS)
+    assert not wanted("auto", ["forward"], cpu, 2, par.MIN_PAIRS)
+    assert not wanted("on", ["reverse"], cpu, 2, 10)
+    assert wanted("on", both, cpu, 1, 10) and not wanted("off", both, cpu, 2, par.MIN_PAIRS)
+    assert par.threads_each(2) == 1 and par.threads_each(5) == 2 and par.threads_each(1) == 1
+    monkeypatch.setenv("WORLD_SIZE", "2")  # under torchrun DDP trains the directions
+    assert not wanted("auto", both, cpu, 2, par.MIN_PAIRS)
+    with pytest.raises(OptionError, match="torchrun"):
+        wanted("on", both, cpu, 2, par.MIN_PAIRS)
+
+
+def test_cli_parallel_directions_option(tmp_path):
+    r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+               "--direction", "both", "--parallel-directions", "sometimes")
+    assert r.exit_code == 2 and "--parallel-directions must be one of auto, on, off" in r.stderr
+    assert not (tmp_path / "m").exists()
