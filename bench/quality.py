@@ -81,6 +81,10 @@ CONFIGS = {
     # the same trained 3 epochs instead of 8 (a cheaper student for align corpus --teacher)
     "agree-fert-head-sp-e3": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
                                                  guide_identical=1.0, subword=4000), epochs=3),
+    # the same with the two directions one after the other (train --parallel-directions off)
+    "agree-fert-head-sp-e3-seq": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
+                                                     guide_identical=1.0, subword=4000), epochs=3,
+                                         parallel_directions="off"),
     # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words); the same
     # with 2,000 pieces; and the 4,000-piece student with the earlier teacher
     "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),

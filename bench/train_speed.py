@@ -7,6 +7,7 @@ same thread count, each in its own process, and prints target tokens/s, sentence
 and the dev (trial) AER of argmax attention after N steps (attnalign only: JoeyNMT has no aligner).
 
     python bench/train_speed.py --steps 300 --threads 2 [--joeynmt-python /path/to/venv/bin/python]
+    python bench/train_speed.py --both-directions --threads 2   # --parallel-directions off vs on
 
 JoeyNMT 2.3.0 runs when ``--joeynmt-python`` names a Python with it installed (e.g. a venv made with
 ``pip install torch==2.13.0 joeynmt==2.3.0``); otherwise its row is skipped with a message.
@@ -47,6 +48,9 @@ def worker(args) -> None:
     from attnalign.training import DevSet, TrainOptions, train
 
     torch.set_num_threads(args.threads)
+    if args.worker.startswith("both-"):
+        both_directions(args)
+        return
     tmp = Path(args.data)
     pairs = read_corpus(tmp / "train.en", tmp / "train.fr")
     dev_pairs = read_corpus(tmp / "dev.en", tmp / "dev.fr")
@@ -63,6 +67,44 @@ def worker(args) -> None:
           "pairs_per_s": res["pairs_per_s"], "peak_mb": round(peak_rss_mb()), "dev_aer": res["dev_aer"],
           "seconds": round(time.perf_counter() - t, 1), "tokens": res["train_tokens"],
           "update_s": res["train_s"], "updates": res["steps"]})
+
+
+def both_directions(args) -> None:
+    """One epoch of the RNN in both directions, one after the other or at once (--parallel-directions):
+    the wall time of the whole train() call, process start-up included."""
+    from attnalign.data.corpus import read_corpus
+    from attnalign.training import TrainOptions, train
+
+    tmp = Path(args.data)
+    pairs = read_corpus(tmp / "train.en", tmp / "train.fr")
+    mode = args.worker.removeprefix("both-")
+    t = time.perf_counter()
+    res = train(pairs, tmp / f"model_{args.worker}",
+                TrainOptions(batch_tokens=args.batch_tokens, threads=args.threads, device="cpu", epochs=1,
+                             max_length=10**6, direction="both", parallel_directions=mode),
+                overwrite=True)["directions"]
+    wall = time.perf_counter() - t
+    tokens = sum(r["train_tokens"] for r in res.values())
+    emit({"system": f"attnalign rnn, both, parallel {mode}", "tokens": tokens, "seconds": round(wall, 1),
+          "tokens_per_s": round(tokens / wall), "peak_mb": round(peak_rss_mb())})
+
+
+def both_table(tmp: Path, args) -> None:
+    rows = []
+    for mode in ("off", "on"):
+        p = subprocess.run([sys.executable, __file__, "--worker", f"both-{mode}", "--data", str(tmp),
+                            "--threads", str(args.threads), "--batch-tokens", str(args.batch_tokens)],
+                           capture_output=True, text=True)
+        if p.returncode:
+            sys.exit(f"attnalign both-{mode} failed:\n{p.stderr[-3000:]}")
+        rows.append(parse_result(p.stdout))
+    print(f"\nEnglish-French Hansards train10k (lower-cased), one epoch in each direction, "
+          f"{args.batch_tokens}-token batches, {args.threads} CPU threads; wall time of the train() call")
+    print(f"{'system':<36}{'tokens':>9}{'wall s':>8}{'tgt tok/s':>10}{'peak MiB (parent)':>19}")
+    for r in rows:
+        print(f"{r['system']:<36}{r['tokens']:>9}{r['seconds']:>8}{r['tokens_per_s']:>10}{r['peak_mb']:>19}")
+    if rows[0]["tokens"] == rows[1]["tokens"]:
+        print(f"\nsame tokens; at once / one after the other: {rows[0]['seconds'] / rows[1]['seconds']:.2f}x")
 
 
 JOEY_CONFIG = """\
@@ -168,6 +210,9 @@ def main() -> None:
     ap.add_argument("--epoch", action="store_true",
                     help="equal work: one epoch over the same pairs for every system; tokens/s = the target "
                          "tokens each system reports it consumed / its training seconds (start-up excluded)")
+    ap.add_argument("--both-directions", action="store_true",
+                    help="the RNN trained one epoch in both directions, one after the other and at once "
+                         "(train --parallel-directions off / on); JoeyNMT does not run")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -177,6 +222,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         prepare(tmp)
+        if args.both_directions:
+            both_table(tmp, args)
+            return
         rows = []
         for kind in ("rnn", "transformer"):
             p = subprocess.run([sys.executable, __file__, "--worker", kind, "--data", str(tmp),
