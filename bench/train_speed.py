@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Training throughput of attnalign's default RNN and Transformer vs JoeyNMT's comparable RNN.
+"""Training throughput of attnalign's default RNN and Transformer vs JoeyNMT's and OpenNMT-py's RNNs.
 
 Trains each configuration for a fixed number of updates on the English-French Hansards training
 pairs (lower-cased, ../shared/data/enfr-hansards/train10k) with the same 1,000-token batches and the
 same thread count, each in its own process, and prints target tokens/s, sentence pairs/s, peak memory
 and the dev (trial) AER of argmax attention after N steps (attnalign only: JoeyNMT has no aligner).
 
-    python bench/train_speed.py --steps 300 --threads 2 [--joeynmt-python /path/to/venv/bin/python]
+    python bench/train_speed.py --steps 300 --threads 2 [--joeynmt-python PY] [--onmt-python PY]
+    python bench/train_speed.py --epoch --threads 2 [--joeynmt-python PY] [--onmt-python PY]
     python bench/train_speed.py --both-directions --threads 2   # --parallel-directions off vs on
 
 JoeyNMT 2.3.0 runs when ``--joeynmt-python`` names a Python with it installed (e.g. a venv made with
-``pip install torch==2.13.0 joeynmt==2.3.0``); otherwise its row is skipped with a message.
+``pip install torch==2.13.0 joeynmt==2.3.0``), OpenNMT-py when ``--onmt-python`` names one with it
+(``pip install OpenNMT-py==3.5.1`` in a venv of its own: it pins torch < 2.3, which PyPI serves as a
+CUDA build that also runs on CPUs); a row whose Python is not given is skipped with a message.
 This is a benchmark, not a test: it prints numbers and asserts nothing.
 """
 
@@ -201,6 +204,93 @@ def run_joey(python: str, tmp: Path, args) -> dict | None:
     return row
 
 
+ONMT_CONFIG = """\
+save_data: {tmp}/onmt
+src_vocab: {tmp}/onmt.vocab.src
+tgt_vocab: {tmp}/onmt.vocab.tgt
+src_vocab_size: 1000000
+tgt_vocab_size: 1000000
+overwrite: true
+data:
+    corpus_1:
+        path_src: {tmp}/train.en
+        path_tgt: {tmp}/train.fr
+encoder_type: brnn
+decoder_type: rnn
+rnn_type: GRU
+layers: 1
+hidden_size: 256
+word_vec_size: 256
+global_attention: general
+input_feed: 1
+bridge: true
+dropout: [0.2]
+optim: adam
+learning_rate: 0.001
+adam_beta2: 0.98
+max_grad_norm: 1.0
+label_smoothing: 0.1
+batch_type: tokens
+batch_size: {batch_tokens}
+normalization: tokens
+num_workers: 0
+seed: 1
+report_every: 10
+train_steps: {steps}
+valid_steps: 100000000
+save_checkpoint_steps: 100000000
+save_model: {tmp}/onmt_model
+"""
+
+ONMT_RUNNER = """\
+import resource, sys, time, torch
+torch.set_num_threads({threads})
+from onmt.bin.train import main
+sys.argv = ["onmt_train", "-config", "{cfg}"]
+t = time.perf_counter()
+try:
+    main()
+finally:
+    print("ONMT_DONE", time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def run_onmt(python: str, tmp: Path, args, tokens: int) -> dict | None:
+    """OpenNMT-py's comparable RNN on the same files, cut where it has consumed ``tokens`` target
+    tokens (its own count: each report's mean target tokens per batch times the batches since the last
+    report), so that both rows are the same work up to one report of 10 updates."""
+    cfg = tmp / "onmt.yaml"
+    cfg.write_text(ONMT_CONFIG.format(tmp=tmp, batch_tokens=args.batch_tokens, steps=tokens // 600))
+    vocab = subprocess.run([python, "-m", "onmt.bin.build_vocab", "-config", str(cfg), "-n_sample", "-1"],
+                           capture_output=True, text=True)
+    if vocab.returncode:
+        print(f"OpenNMT-py build_vocab failed:\n{vocab.stderr[-2000:]}", file=sys.stderr)
+        return None
+    p = subprocess.run([python, "-c", ONMT_RUNNER.format(threads=args.threads, cfg=cfg)], capture_output=True,
+                       text=True)
+    log = p.stdout + p.stderr
+    reports = re.findall(r"Step (\d+)/\s*\d+; .*?bsz:\s*[\d.]+/\s*([\d.]+)/.*?([\d.]+)/\s*([\d.]+) tok/s;"
+                         r"\s*([\d.]+) sec", log)
+    done = re.search(r"ONMT_DONE ([\d.]+) ([\d.]+)", log)
+    if not reports or not done:
+        print(f"OpenNMT-py run failed (exit {p.returncode}); last output:\n{log[-3000:]}", file=sys.stderr)
+        return None
+    consumed, last, seconds = 0.0, 0, 0.0
+    for step, per_batch, _src_rate, _tgt_rate, sec in reports:
+        consumed += float(per_batch) * (int(step) - last)
+        last, seconds = int(step), float(sec)
+        if consumed >= tokens:
+            break
+    else:
+        print(f"OpenNMT-py consumed {consumed:.0f} of the {tokens} target tokens asked for", file=sys.stderr)
+    version = re.search(r"^Version: (\S+)", subprocess.run([python, "-m", "pip", "show", "OpenNMT-py"],
+                                                        capture_output=True, text=True).stdout, re.M)
+    return {"system": f"OpenNMT-py {version.group(1) if version else '?'} rnn",
+            "tokens_per_s": round(consumed / seconds), "pairs_per_s": None,
+            "peak_mb": round(float(done.group(2))), "dev_aer": None, "seconds": round(seconds, 1),
+            "tokens": round(consumed), "update_s": seconds, "updates": last}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=300)
@@ -210,6 +300,8 @@ def main() -> None:
     ap.add_argument("--epoch", action="store_true",
                     help="equal work: one epoch over the same pairs for every system; tokens/s = the target "
                          "tokens each system reports it consumed / its training seconds (start-up excluded)")
+    ap.add_argument("--onmt-python", help="a Python interpreter that has OpenNMT-py 3.5 (its own venv: it "
+                                          "pins torch < 2.3)")
     ap.add_argument("--both-directions", action="store_true",
                     help="the RNN trained one epoch in both directions, one after the other and at once "
                          "(train --parallel-directions off / on); JoeyNMT does not run")
@@ -235,6 +327,12 @@ def main() -> None:
             if p.returncode:
                 sys.exit(f"attnalign {kind} failed:\n{p.stderr[-3000:]}")
             rows.append(parse_result(p.stdout))
+        if args.onmt_python:
+            onmt = run_onmt(args.onmt_python, tmp, args, rows[0]["tokens"])
+            if onmt:
+                rows.append(onmt)
+        else:
+            print("OpenNMT-py skipped: pass --onmt-python (a Python with OpenNMT-py 3.5)", file=sys.stderr)
         if args.joeynmt_python:
             joey = run_joey(args.joeynmt_python, tmp, args)
             if joey:
@@ -274,14 +372,18 @@ def epoch_table(rows: list[dict], args) -> None:
         aer = "-" if r["dev_aer"] is None else f"{100 * r['dev_aer']:.1f}"
         print(f"{r['system']:<22}{r['tokens']:>9}{r['updates'] or '-':>9}{r['update_s']:>9.1f}"
               f"{r['epoch_rate']:>10.0f}{r['peak_mb']:>10}{aer:>11}")
-    joey = next((r for r in rows if r["system"].startswith("JoeyNMT") and "epoch_rate" in r), None)
-    if joey and "epoch_rate" in rows[0]:
-        same = abs(rows[0]["tokens"] - joey["tokens"]) <= 0.001 * joey["tokens"]
-        if same:
-            ratio = rows[0]["epoch_rate"] / joey["epoch_rate"]
-            print(f"\nattnalign rnn / JoeyNMT rnn, same tokens: {ratio:.2f}x")
+    for peer in rows[1:]:
+        if peer["system"].startswith("attnalign") or "epoch_rate" not in peer or "epoch_rate" not in rows[0]:
+            continue
+        name = peer["system"].rsplit(" ", 2)[0]
+        # OpenNMT-py is cut at its first report past the same tokens: equal work to within 5%
+        if abs(rows[0]["tokens"] - peer["tokens"]) <= 0.05 * peer["tokens"]:
+            ratio = rows[0]["epoch_rate"] / peer["epoch_rate"]
+            print(f"attnalign rnn / {name} rnn, {rows[0]['tokens']} vs {peer['tokens']} target tokens: "
+                  f"{ratio:.2f}x")
         else:
-            print(f"\nno ratio: the systems consumed {rows[0]['tokens']} and {joey['tokens']} target tokens")
+            print(f"no ratio with {name}: the systems consumed {rows[0]['tokens']} and {peer['tokens']} "
+                  f"target tokens")
 
 
 if __name__ == "__main__":
