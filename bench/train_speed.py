@@ -355,7 +355,9 @@ def main() -> None:
         print(f"\nattnalign rnn / JoeyNMT rnn training throughput: {ratio:.2f}x")
     print(textwrap.dedent("""
         tokens/s counts target tokens incl. EOS over the update steps (JoeyNMT: mean of its logged
-        'Tokens per Sec' after the first window); trial AER: argmax attention on the 37 trial pairs."""))
+        'Tokens per Sec' after the first window; OpenNMT-py: the target tokens it reports, counted up to
+        its first report past attnalign rnn's, over its seconds to there); trial AER: argmax attention
+        on the 37 trial pairs."""))
 
 
 def epoch_table(rows: list[dict], args) -> None:
