@@ -102,9 +102,10 @@ PresetOpt = _opt(str | None, "--preset", "Named options; others given beside it 
 SubwordOpt = _opt(int | None, "--subword", "Sentencepiece vocabulary size per side; 0: whole words "
                   "[default: whole words; 4000 with --preset align].")
 SubwordTypeOpt = _opt(str, "--subword-type", "unigram or bpe.")
-ParallelOpt = _opt(str, "--parallel-directions", "auto, on or off: with --direction both, train the two "
-                   "directions at once, each in a process of its own with half of --threads (auto: on a "
-                   "CPU with 2 threads or more for 1,000 pairs or more, not under torchrun).")
+ParallelOpt = _opt(str | None, "--parallel-directions", "auto, on or off: with --direction both, train "
+                   "the two directions at once, each in a process of its own with half of --threads (auto: "
+                   "on a CPU with 2 threads or more for 1,000 pairs or more, not under torchrun) "
+                   "[default: auto].")
 SaveEveryOpt = _opt(int | None, "--save-every", "Resumable checkpoint every N steps.")
 ResumeOpt = _opt(bool, "--resume", "Continue an interrupted run in --model.")
 OverwriteOpt = _opt(bool, "--overwrite", "Replace the model in --model.")
@@ -154,7 +155,7 @@ def train(
     preset: PresetOpt = None, subword: SubwordOpt = None, subword_type: SubwordTypeOpt = "unigram",
     save_every: SaveEveryOpt = None, resume: ResumeOpt = False, overwrite: OverwriteOpt = False,
     quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8", max_length: TrainMaxLengthOpt = None,
-    init_from: InitFromOpt = None, parallel_directions: ParallelOpt = "auto",
+    init_from: InitFromOpt = None, parallel_directions: ParallelOpt = None,
     reverse_init_from: ReverseInitFromOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
 ) -> None:
     """Train an attention NMT model (one or both directions) into a model directory, or fine-tune a

@@ -181,6 +181,9 @@ def train(
             raise AttnAlignError(f"the guide alignment has {len(guide)} lines for {len(pairs)} pairs",
                                  hint="give one alignment line per training pair")
         guide = [guide[k] for k in keep]
+    # decided (and a torchrun conflict refused) before the teacher's minutes are spent
+    in_processes = parallel.wanted(options.parallel_directions, options.directions, device, options.threads,
+                                   len(train_pairs))
     if guide is None and options.guide == "auto":
         guide = teacher_links(train_pairs, options, getattr(reporter, "note", None))
         guide = dist.broadcast(guide)  # under torchrun rank 0 gathered the teacher's links
@@ -194,8 +197,6 @@ def train(
         write_config(work, options, options.directions, model_config, data, finished)
         return work
 
-    in_processes = parallel.wanted(options.parallel_directions, options.directions, device, options.threads,
-                                  len(train_pairs))
     work_dir = dist.on_main(begin)  # rank 0 prepares the directory; every rank writes there
     reporter = reporter or _Silent()
     jobs = []
