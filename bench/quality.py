@@ -85,13 +85,6 @@ CONFIGS = {
     "agree-fert-head-sp-e3-seq": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
                                                      guide_identical=1.0, subword=4000), epochs=3,
                                          parallel_directions="off"),
-    # the 3-epoch preset with guide targets that are half or all the teacher's soft beliefs (--guide-soft)
-    "agree-fert-head-sp-e3-soft": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
-                                                      guide_identical=1.0, subword=4000), epochs=3,
-                                          guide_soft=1.0),
-    "agree-fert-head-sp-e3-soft5": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
-                                                       guide_identical=1.0, subword=4000), epochs=3,
-                                           guide_soft=0.5),
     # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words); the same
     # with 2,000 pieces; and the 4,000-piece student with the earlier teacher
     "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),

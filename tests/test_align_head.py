@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import random
 
-import numpy as np
 import pytest
 import torch
 from helpers import SAMPLE
@@ -14,7 +13,7 @@ from typer.testing import CliRunner
 
 from attnalign.cli import app
 from attnalign.data.alignments import Alignment
-from attnalign.errors import AttnAlignError, OptionError
+from attnalign.errors import AttnAlignError
 from attnalign.eval.metrics import Counts, corpus_counts
 from attnalign.nmt.aligner import Aligner, AlignOptions, resolve_decoding
 from attnalign.nmt.batching import make_batch
@@ -41,53 +40,6 @@ def test_guide_targets_put_unlinked_words_on_eos():
     assert null[1, 1].tolist() == [0.0, 0.0, 1.0, 0.0]
     assert null[1, 2].tolist() == [0.0, 1.0, 0.0, 0.0]
     assert null[0, 2].sum() == 0 and null[0, 3].sum() == 0 and null[1, 3].sum() == 0  # EOS rows, padding
-
-
-def test_soft_guide_targets_by_hand():
-    # 2 source tokens + EOS, 3 target tokens (+ EOS row)
-    b = make_batch([0], [[5, 6]], [[7, 8, 9]])
-    links = [[(0, 0)]]  # token 0 linked to source 0; tokens 1 and 2 unlinked
-    soft = [[(0, 0, 0.6), (1, 0, 0.2), (1, 1, 0.5), (0, 1, 0.7)]]  # row 1 sums to 1.2: rescaled
-    g = guide_targets(b, links, null_to_eos=True, soft=soft, soft_weight=0.5)
-    # row 0: hard [1, 0, 0], soft [0.6, 0.2, 0.2 on EOS]
-    assert g[0, 0].tolist() == pytest.approx([0.8, 0.1, 0.1])
-    # row 1: hard on EOS, soft [0.7, 0.5] / 1.2 with nothing left for EOS
-    assert g[0, 1].tolist() == pytest.approx([0.35 / 1.2, 0.25 / 1.2, 0.5])
-    assert g[0, 2].tolist() == pytest.approx([0.0, 0.0, 1.0])  # no belief anywhere: NULL
-    assert g[0, 3].sum() == 0  # the EOS row is never supervised
-    assert guide_targets(b, links, null_to_eos=True, soft=soft, soft_weight=0.0).equal(
-        guide_targets(b, links, null_to_eos=True))
-    only = guide_targets(b, links, soft=soft, soft_weight=1.0)  # attention guidance: no NULL column
-    assert only[0, 0].tolist() == pytest.approx([0.75, 0.25, 0.0])
-    assert only[0, 2].sum() == 0  # no belief, no link: not supervised
-
-
-def test_token_soft_shares_a_word_belief_among_its_pieces():
-    from attnalign.training.guide import soft_cells, token_soft
-
-    cells = soft_cells(np.array([[0.9, 0.005], [0.3, 0.6]]))  # [T, S]; 0.005 is under the floor
-    assert cells == [(0, 0, 0.9), (0, 1, 0.3), (1, 1, 0.6)]
-
-    class Halves:  # "ab" -> pieces "a", "b": every word is two tokens
-        def segment(self, words):
-            toks = [c for w in words for c in w]
-            return toks, [k for k, w in enumerate(words) for _ in w]
-
-    pairs = [(["ab", "c"], ["de", "f"])]
-    got = token_soft(Halves(), Halves(), pairs, [cells])
-    # source word 0 has 2 pieces: a belief of 0.9 gives 0.45 to each, for each piece of target word 0
-    assert sorted(got[0]) == sorted([(0, 0, 0.45), (1, 0, 0.45), (0, 1, 0.45), (1, 1, 0.45),
-                                     (0, 2, 0.15), (1, 2, 0.15), (2, 2, 0.6)])
-    assert sorted(token_soft(Halves(), None, pairs, [cells])[0]) == sorted(  # target: whole words
-        [(0, 0, 0.45), (1, 0, 0.45), (0, 1, 0.15), (1, 1, 0.15), (2, 1, 0.6)])
-
-
-def test_guide_soft_needs_the_built_in_teacher():
-    with pytest.raises(OptionError, match="--guide-soft"):
-        TrainOptions(guide="links.txt", guide_soft=0.5, model_config={"align_head": True}).check()
-    with pytest.raises(OptionError, match="--guide-soft"):
-        TrainOptions(guide="auto", guide_soft=1.5, model_config={"align_head": True}).check()
-    TrainOptions(guide="auto", guide_soft=0.5, model_config={"align_head": True}).check()
 
 
 def test_align_head_rows_sum_to_one_and_padding_is_zero():

@@ -95,9 +95,6 @@ DevGoldOpt = _opt(Path | None, "--dev-gold", "Dev gold alignment: select by dev 
 GuideOpt = _opt(str | None, "--guide", "Guided alignment: 'auto' (the built-in statistical aligner, see "
                 "--guide-model and --guide-sym) or a Pharaoh file of links for the training corpus.")
 GuideWeightOpt = _opt(float, "--guide-weight", "Weight of the guide loss.")
-GuideSoftOpt = _opt(float | None, "--guide-soft", "With --guide auto, 0 to 1: how much of each guide "
-                    "target is the teacher's soft belief (the mean of its posteriors) instead of its links "
-                    "[default: 0, links only].")
 AlignHeadOpt = _opt(bool | None, "--align-head/--no-align-head", "Add an alignment head (sees the whole "
                     "target sentence; trained by --guide only) and align with it.")
 PresetOpt = _opt(str | None, "--preset", "Named options; others given beside it override it. align: "
@@ -152,10 +149,9 @@ def train(
     lowercase: LowercaseOpt = False, direction: DirectionOpt = None, dev_src: DevSrcOpt = None,
     dev_tgt: DevTgtOpt = None, dev_gold: DevGoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False, guide: GuideOpt = None,
-    guide_weight: GuideWeightOpt = 1.0, guide_soft: GuideSoftOpt = None,
-    guide_model: GuideModelOpt = TEACHER_MODEL, guide_sym: GuideSymOpt = TEACHER_SYM,
-    guide_prefix: GuidePrefixOpt = TEACHER.prefix, guide_identical: GuideIdenticalOpt = TEACHER.identical,
-    align_head: AlignHeadOpt = None,
+    guide_weight: GuideWeightOpt = 1.0, guide_model: GuideModelOpt = TEACHER_MODEL,
+    guide_sym: GuideSymOpt = TEACHER_SYM, guide_prefix: GuidePrefixOpt = TEACHER.prefix,
+    guide_identical: GuideIdenticalOpt = TEACHER.identical, align_head: AlignHeadOpt = None,
     preset: PresetOpt = None, subword: SubwordOpt = None, subword_type: SubwordTypeOpt = "unigram",
     save_every: SaveEveryOpt = None, resume: ResumeOpt = False, overwrite: OverwriteOpt = False,
     quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8", max_length: TrainMaxLengthOpt = None,
@@ -183,8 +179,7 @@ def train(
         device=device, threads=threads, min_freq=min_freq, max_vocab=max_vocab, lowercase=lowercase,
         direction=direction.value if direction else ("both" if reverse_init_from else None),
         save_every=save_every, subword=subword, max_length=max_length,
-        subword_type=subword_type, guide=guide, guide_weight=guide_weight, guide_soft=guide_soft,
-        guide_model=guide_model.value,
+        subword_type=subword_type, guide=guide, guide_weight=guide_weight, guide_model=guide_model.value,
         guide_sym=guide_sym.value, guide_prefix=guide_prefix, guide_identical=guide_identical,
         init_from=None if init_from is None else str(init_from),
         reverse_init_from=None if reverse_init_from is None else str(reverse_init_from),

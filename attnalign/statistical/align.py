@@ -79,11 +79,15 @@ def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int 
     yields all the links, the others none. Progress goes to :func:`.progress.reporting`'s listener."""
     _check(sym, model)
     words = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
-    models = _fit_models(words, model, iterations, prefix, identical, chunk, **kw)
+    first, second = _fit_models(words, model, iterations, prefix, identical, chunk, **kw)
     n = len(words)
 
     def links(lo: int, hi: int) -> list[list[Link]]:
-        out = _links(models, lo, hi, sym)
+        a, b = first.posteriors(lo, hi)
+        if second is None:
+            out = [_decode(f, r, sym) for f, r in zip(a, b, strict=True)]
+        else:
+            out = union_links((a, b), second.posteriors(lo, hi))
         report("links", "decoding", hi, n)
         return out
 
@@ -102,15 +106,6 @@ def union_links(agree, fertility) -> list[list[Link]]:
     argument is a model's (forward, reverse) posteriors of the same pairs."""
     return [sorted(set(posterior_links(w, x)) | set(posterior_links(y, z, FERTILITY_THRESHOLD)))
             for w, x, y, z in zip(*agree, *fertility, strict=True)]
-
-
-def _links(models: tuple, lo: int, hi: int, sym: str) -> list[list[Link]]:
-    """Pairs ``lo..hi``'s links from :func:`_fit_models`' models."""
-    first, second = models
-    a, b = first.posteriors(lo, hi)
-    if second is None:
-        return [_decode(f, r, sym) for f, r in zip(a, b, strict=True)]
-    return union_links((a, b), second.posteriors(lo, hi))
 
 
 def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, identical: float, chunk: int,
@@ -139,15 +134,8 @@ class SoftTeacher:
         if model not in MODELS:
             raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(MODELS)}")
         words = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
-        self._fitted = _fit_models(words, model, iterations, prefix, identical, chunk, **kw)
-        self.models = [m for m in self._fitted if m]
-        self.model, self.pairs = model, len(words)
-
-    def links(self, lo: int, hi: int, sym: str = DEFAULT.sym) -> list[list[Link]]:
-        """Pairs ``lo..hi``'s links, as :func:`iter_links` decodes them (``sym`` as there), from the
-        models already trained: the links and the soft matrices of one teacher."""
-        _check(sym, self.model)
-        return _links(self._fitted, lo, hi, sym)
+        self.models = [m for m in _fit_models(words, model, iterations, prefix, identical, chunk, **kw) if m]
+        self.pairs = len(words)
 
     def matrices(self, lo: int, hi: int) -> list[np.ndarray]:
         """The teacher's ``[T, S]`` matrices of pairs ``lo..hi``."""

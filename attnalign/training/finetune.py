@@ -29,7 +29,7 @@ from ..data.corpus import Pairs
 from ..errors import AttnAlignError, OptionError, warn
 from ..nmt.batching import bucket_batches
 from ..nmt.device import resolve_device, set_threads
-from .guide import guide_loss, pieces_links, teacher_guide
+from .guide import guide_loss, pieces_links, teacher_links
 from .model_dir import append_log, finish_dir, prepare_dir, write_config
 from .options import TrainOptions
 
@@ -64,7 +64,7 @@ def finetune(pairs: Pairs, model_dir: str | Path, options: TrainOptions, *, dev=
     for m in models.values():
         _trainable(m, 0)  # an unsupported architecture fails before the guide is computed
     if guide is None:
-        guide = teacher_guide(train_pairs, options, getattr(reporter, "note", None)).links
+        guide = teacher_links(train_pairs, options, getattr(reporter, "note", None))
     work = prepare_dir(model_dir, overwrite, False)
     summary: dict = {"model_dir": str(model_dir), "directions": {}}
     heads = {}

@@ -25,7 +25,7 @@ from .. import dist
 from ..data.alignments import Alignment, Link
 from ..data.corpus import Pairs
 from ..decoding import argmax_links
-from ..errors import AttnAlignError, OptionError, warn
+from ..errors import AttnAlignError, warn
 from ..eval.metrics import Counts, corpus_counts
 from ..nmt.batching import bucket_batches, make_batch
 from ..nmt.checkpoint import LoadedModel, load_checkpoint, read_model_config, save_checkpoint
@@ -35,7 +35,7 @@ from ..nmt.models import build_model
 from ..nmt.subword import Segmenter, train_segmenter
 from ..nmt.vocab import PAD_ID, Vocab
 from . import parallel
-from .guide import guide_loss, guide_targets, teacher_guide, token_links, token_soft
+from .guide import guide_loss, guide_targets, teacher_links, token_links
 from .model_dir import (
     append_log,
     finish_dir,
@@ -184,12 +184,8 @@ def train(
     # decided (and a torchrun conflict refused) before the teacher's minutes are spent
     in_processes = parallel.wanted(options.parallel_directions, options.directions, device, options.threads,
                                    len(train_pairs))
-    if options.guide_soft and dist.launched():
-        raise OptionError("--guide-soft runs the teacher in one process, not under torchrun",
-                          hint="leave out --guide-soft, or train without torchrun")
-    soft = None
     if guide is None and options.guide == "auto":
-        guide, soft = teacher_guide(train_pairs, options, getattr(reporter, "note", None))
+        guide = teacher_links(train_pairs, options, getattr(reporter, "note", None))
         guide = dist.broadcast(guide)  # under torchrun rank 0 gathered the teacher's links
 
     def begin() -> Path:
@@ -206,13 +202,11 @@ def train(
     jobs = []
     for direction in options.directions:
         forward = direction == "forward"
-        links = d_soft = None
+        links = None
         if guide is not None:
             links = guide if forward else [[(j, i) for i, j in g] for g in guide]
-        if soft is not None:  # the teacher's matrix is the mean of both directions': turned, it serves both
-            d_soft = soft if forward else [[(j, i, p) for i, j, p in c] for c in soft]
         run = _DirectionRun(train_pairs if forward else _swap(train_pairs), work_dir, direction, options,
-                            model_config, device, links, d_soft)
+                            model_config, device, links)
         jobs.append((run, dev if dev is None or forward else dev.reversed()))
     if in_processes:
         done = parallel.train_in_processes(jobs, resume, parallel.threads_each(options.threads), reporter,
@@ -292,14 +286,13 @@ class _DirectionRun:
     """One direction's training: vocabularies, model, optimizer, data and progress, resumable."""
 
     def __init__(self, pairs: Pairs, model_dir: Path, direction: str, o: TrainOptions, model_config: dict,
-                 device: torch.device, links: Sequence[Sequence[Link]] | None,
-                 soft: Sequence[Sequence[tuple[int, int, float]]] | None = None):
+                 device: torch.device, links: Sequence[Sequence[Link]] | None):
         self.pairs, self.direction, self.o, self.device = pairs, direction, o, device
         self.model_config = model_config
         self.model_dir = model_dir
         self.last_path = model_dir / f"{direction}.last.pt"
         self.best_path = model_dir / f"{direction}.pt"
-        self.links, self.soft = links, soft
+        self.links = links
 
     def _build(self, state: dict | None) -> None:
         o, pairs = self.o, self.pairs
@@ -330,7 +323,6 @@ class _DirectionRun:
         self.src_ids, self.tgt_ids = _encode(self.lm, pairs)
         self.tok_links = (token_links(src_seg, tgt_seg, pairs, self.links) if self.links is not None
                           else None)
-        self.tok_soft = token_soft(src_seg, tgt_seg, pairs, self.soft) if self.soft is not None else None
         self._drop_long()
         self.lengths = [(len(s), len(t)) for s, t in zip(self.src_ids, self.tgt_ids, strict=True)]
         per_epoch = len(self._mine(bucket_batches(self.lengths, o.batch_tokens)))
@@ -371,8 +363,6 @@ class _DirectionRun:
         self.tgt_ids = [self.tgt_ids[k] for k in keep]
         if self.tok_links is not None:
             self.tok_links = [self.tok_links[k] for k in keep]
-        if self.tok_soft is not None:
-            self.tok_soft = [self.tok_soft[k] for k in keep]
 
     def snapshot(self, finished: bool = False, summary: dict | None = None) -> None:
         p = self.p
@@ -425,9 +415,8 @@ class _DirectionRun:
         loss, n = _loss(out.logits, b.tgt_out, o.label_smoothing)
         objective = loss / n
         if self.tok_links is not None:  # supervise the alignment head, else the attention read
-            target = guide_targets(b, [self.tok_links[k] for k in group], null_to_eos=out.align is not None,
-                                   soft=None if self.tok_soft is None else [self.tok_soft[k] for k in group],
-                                   soft_weight=o.guide_soft).to(self.device)
+            target = guide_targets(b, [self.tok_links[k] for k in group],
+                                   null_to_eos=out.align is not None).to(self.device)
             read = out.align if out.align is not None else reduce_attention(out.attention, AttentionSpec())
             objective = objective + o.guide_weight * guide_loss(read, target)
         return objective, loss, n

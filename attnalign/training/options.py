@@ -44,7 +44,6 @@ class TrainOptions:
     subword: int | None = None  # sentencepiece vocabulary size per side; None or 0: words
     guide: str | None = None  # guided alignment: "auto" (built-in statistical aligner) or a file
     guide_weight: float = 1.0  # weight of the guided-alignment loss
-    guide_soft: float = 0.0  # weight of the teacher's soft matrices in the guide targets (0: its links only)
     guide_model: str = TEACHER.model  # the teacher of guide="auto": TeacherOptions, field by field
     guide_sym: str = TEACHER.sym
     guide_prefix: int = TEACHER.prefix
@@ -101,10 +100,6 @@ class TrainOptions:
         require("--clip", self.clip, low=0, low_open=True)
         require("--label-smoothing", self.label_smoothing, low=0, high=1, high_open=True)
         require("--guide-weight", self.guide_weight, low=0)
-        require("--guide-soft", self.guide_soft, low=0, high=1)
-        if self.guide_soft and (self.guide != "auto" or has_guide_links or self.init_from is not None):
-            raise OptionError("--guide-soft mixes in the built-in teacher's beliefs: it needs --guide auto "
-                              "and a new network (not --init-from)", hint="leave out --guide-soft")
         require("--subword-type", self.subword_type, choices=("unigram", "bpe"))
         require("--parallel-directions", self.parallel_directions, choices=PARALLEL_CHOICES)
         network = self.network().check()
