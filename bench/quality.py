@@ -232,20 +232,24 @@ def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "st
                          "train_s": round(train_s), "extract_s": round(time.perf_counter() - t1, 1),
                          "train_pairs": len(train_pairs), "wall_s": wall_s})
     if protocol == "inductive" and opts.guide == "auto":
-        rows.append(_teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s,
-                                          len(train_pairs)))
+        for extra in (None, train_pairs):
+            rows.append(_teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s,
+                                              len(train_pairs), extra))
     return rows
 
 
-def _teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s, n) -> dict:
-    """``align corpus --teacher on`` over the new sentences alone: the teacher sees only them."""
+def _teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s, n, extra=None) -> dict:
+    """``align corpus --teacher on`` over the new sentences: the teacher fit on them alone
+    (``--teacher-corpus aligned``), or on them and the model's training pairs ``extra``
+    (``--teacher-corpus training``, what ``auto`` does for a model trained by ``attnalign train``)."""
     t1 = time.perf_counter()
     aligner = Aligner(model_dir, AlignOptions(teacher="on", device="cpu"))
-    aligner.fit_teacher(test_pairs)
+    aligner.fit_teacher(test_pairs, extra)
     c = sum(corpus_counts([Alignment.from_links(p.links) for p in aligner.align(test_pairs)], gold), Counts())
     o = aligner.options
+    fit = "the test pairs" if extra is None else "the test and training pairs"
     return {"pair": pair, "config": config, "protocol": "inductive", "shift": 0,
-            "sym": f"{o.sym} + teacher {o.teacher_weight} (fit on the test pairs)", "decoder": o.decoder,
+            "sym": f"{o.sym} + teacher {o.teacher_weight} (fit on {fit})", "decoder": o.decoder,
             "threshold": o.threshold, "aer": c.aer, "precision": c.precision, "recall": c.recall, "f1": c.f1,
             "dev_aer": None, "train_s": round(train_s), "extract_s": round(time.perf_counter() - t1, 1),
             "train_pairs": n}

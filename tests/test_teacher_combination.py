@@ -116,3 +116,55 @@ def test_cli_teacher_option_changes_the_links(guided, tmp_path):
     assert (tmp_path / "auto.align").read_text() == (tmp_path / "off.align").read_text()  # < 1000 pairs
     bad = runner.invoke(app, [*base, "--teacher-weight", "1.5"])
     assert bad.exit_code == 2 and "error: --teacher-weight" in bad.stderr
+
+
+@pytest.fixture()
+def recorded(guided, tmp_path):
+    """The guided model as ``attnalign train`` leaves it: its training files recorded in config.json."""
+    import json
+    import shutil
+
+    from attnalign.training.model_dir import pairs_fingerprint
+
+    d, pairs = guided
+    m = tmp_path / "m"
+    shutil.copytree(d, m)
+    for side, name in ((0, "train.en"), (1, "train.fr")):
+        (tmp_path / name).write_text("".join(" ".join(p[side]) + "\n" for p in pairs), encoding="utf-8")
+    config = json.loads((m / "config.json").read_text())
+    assert config["data"]["fingerprint"] == pairs_fingerprint(pairs)
+    config["data"]["files"] = {"src": str(tmp_path / "train.en"), "tgt": str(tmp_path / "train.fr")}
+    (m / "config.json").write_text(json.dumps(config))
+    return m, pairs
+
+
+def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
+    from attnalign.data.corpus import open_corpus
+    from attnalign.errors import AttnAlignError
+    from attnalign.workflows.align_files import training_corpus
+
+    m, pairs = recorded
+    test = open_corpus(SAMPLE / "test.en", SAMPLE / "test.fr")
+    assert len(training_corpus(m, test, "auto")) == len(pairs)
+    assert training_corpus(m, test, "aligned") is None
+    itself = open_corpus(tmp_path / "train.en", tmp_path / "train.fr")
+    assert training_corpus(m, itself, "auto") is None  # aligning the training corpus: no second copy
+    base = ["align", "corpus", "--model", str(m), "--src", str(SAMPLE / "test.en"), "--tgt",
+            str(SAMPLE / "test.fr"), "--quiet", "--teacher", "on"]
+    runner = CliRunner()
+    both = runner.invoke(app, [*base, "-o", str(tmp_path / "both.align")])
+    alone = runner.invoke(app, [*base, "-o", str(tmp_path / "alone.align"), "--teacher-corpus", "aligned"])
+    assert both.exit_code == alone.exit_code == 0, both.output
+    assert f"teacher_pairs={len(test) + len(pairs)}" in both.stderr
+    assert f"teacher_pairs={len(test)}" in alone.stderr
+    assert (tmp_path / "both.align").read_text() != (tmp_path / "alone.align").read_text()
+    # a changed training file: auto falls back with a warning, training is an error
+    (tmp_path / "train.fr").write_text("changed\n" * len(pairs), encoding="utf-8")
+    with pytest.warns(UserWarning, match="has changed since training"):
+        assert training_corpus(m, test, "auto") is None
+    with pytest.raises(AttnAlignError, match="has changed"):
+        training_corpus(m, test, "training")
+    gone = runner.invoke(app, [*base, "--teacher-corpus", "training"])
+    assert gone.exit_code == 1 and "error:" in gone.stderr and "has changed" in gone.stderr
+    bad = runner.invoke(app, [*base, "--teacher-corpus", "everything"])
+    assert bad.exit_code == 2

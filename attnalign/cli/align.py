@@ -11,7 +11,13 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from ..decoding import TEACHER_CHOICES, TEACHER_DECODING, TEACHER_MIN_PAIRS
+from ..decoding import (
+    TEACHER_CHOICES,
+    TEACHER_CORPUS_CHOICES,
+    TEACHER_CORPUS_MAX_PAIRS,
+    TEACHER_DECODING,
+    TEACHER_MIN_PAIRS,
+)
 from .common import (
     TEACHER,
     TEACHER_MODEL,
@@ -68,9 +74,14 @@ MaxLengthOpt = Annotated[
 Teacher = choices("Teacher", TEACHER_CHOICES)
 TeacherOpt = Annotated[Teacher, typer.Option(
     "--teacher", help="Combine the attention with the statistical teacher's soft matrices, the teacher "
-    f"trained on this corpus first [auto: on for a model trained with --guide auto, on at least "
-    f"{TEACHER_MIN_PAIRS} pairs; decoding then --sym {TEACHER_DECODING['sym']} --decoder "
-    f"{TEACHER_DECODING['decoder']} --threshold {TEACHER_DECODING['threshold']}].")]
+    f"trained first (see --teacher-corpus) [auto: on for a model trained with --guide auto, where the "
+    f"teacher has at least {TEACHER_MIN_PAIRS} pairs; decoding then --sym {TEACHER_DECODING['sym']} "
+    f"--decoder {TEACHER_DECODING['decoder']} --threshold {TEACHER_DECODING['threshold']}].")]
+TeacherCorpus = choices("TeacherCorpus", TEACHER_CORPUS_CHOICES)
+TeacherCorpusOpt = Annotated[TeacherCorpus, typer.Option(
+    "--teacher-corpus", help="What the teacher trains on: aligned (the pairs being aligned), training "
+    "(those and the model's training corpus, read again from the files train recorded) [auto: training "
+    f"where those files are unchanged and hold at most {TEACHER_CORPUS_MAX_PAIRS:,} pairs, else aligned].")]
 TeacherWeightOpt = Annotated[float | None, typer.Option(
     "--teacher-weight", help=f"The teacher's share of each combined matrix, 0-1 "
     f"[default: {TEACHER_DECODING['weight']}].")]
@@ -153,6 +164,7 @@ def align_corpus(
     threads: ThreadsOpt = None, quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8",
     reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
     teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = None,
+    teacher_corpus: TeacherCorpusOpt = TeacherCorpus.auto,
 ) -> None:
     """Align a parallel corpus: one Pharaoh line (0-based, source first) per input pair.
 
@@ -166,7 +178,8 @@ def align_corpus(
 
     options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length,
                             reverse_model=reverse_model, src_lang=src_lang, tgt_lang=tgt_lang)
-    options = replace(options, teacher=teacher.value, teacher_weight=teacher_weight)
+    options = replace(options, teacher=teacher.value, teacher_weight=teacher_weight,
+                      teacher_corpus=teacher_corpus.value)
     rank = world()[0]  # under torchrun rank 0 writes and reports
     bar, progress = _progress_bar(quiet or rank != 0)
     with bar:

@@ -17,6 +17,8 @@ from .pair import (
     HEAD_DECODING,
     SYMMETRIZATIONS,
     TEACHER_CHOICES,
+    TEACHER_CORPUS_CHOICES,
+    TEACHER_CORPUS_MAX_PAIRS,
     TEACHER_DECODING,
     TEACHER_MIN_PAIRS,
     blend,
@@ -26,6 +28,7 @@ from .pair import (
 from .symmetrize import LINK_METHODS, METHODS, symmetrize
 
 __all__ = ["DECODERS", "HEAD_DECODING", "LINK_METHODS", "METHODS", "SYMMETRIZATIONS", "TEACHER_CHOICES",
+           "TEACHER_CORPUS_CHOICES", "TEACHER_CORPUS_MAX_PAIRS",
            "TEACHER_DECODING", "TEACHER_MIN_PAIRS", "argmax_links", "argmax_src_links", "blend",
            "decode_matrix", "decode_pair", "inter_links", "register_decoder", "register_symmetrization",
            "symmetrize", "threshold_links"]

@@ -108,10 +108,17 @@ HEAD_DECODING = {"sym": "soft", "decoder": "argmax", "threshold": 0.5}
 # matrix of the pair), the two directions are averaged and every cell above the threshold is a link.
 # Selected on the English-French trial set by bench/combine.py (README, "Alignment quality").
 TEACHER_DECODING = {"weight": 0.9, "sym": "soft", "decoder": "threshold", "threshold": 0.45}
-# --teacher auto combines only for corpora at least this large: the teacher is trained on the corpus
-# being aligned, and EM on a few hundred pairs learns little.
+# --teacher auto combines only where the teacher's corpus is at least this large: EM on a few hundred
+# pairs learns little.
 TEACHER_MIN_PAIRS = 1000
 TEACHER_CHOICES = ("auto", "on", "off")  # --teacher
+# --teacher-corpus: what the teacher is trained on. aligned: the pairs being aligned; training: those
+# followed by the model's own training corpus (the files train recorded), so that a few new sentences
+# get a teacher that has seen as much data as the student; auto: training where those files are
+# unchanged and hold at most TEACHER_CORPUS_MAX_PAIRS pairs (the teacher's time grows with them), else
+# aligned.
+TEACHER_CORPUS_CHOICES = ("auto", "aligned", "training")
+TEACHER_CORPUS_MAX_PAIRS = 100_000
 
 
 def blend(student: np.ndarray, teacher: np.ndarray, weight: float) -> np.ndarray:

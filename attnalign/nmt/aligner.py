@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,7 @@ from ..decoding import (
     HEAD_DECODING,
     SYMMETRIZATIONS,
     TEACHER_CHOICES,
+    TEACHER_CORPUS_CHOICES,
     TEACHER_DECODING,
     TEACHER_MIN_PAIRS,
     blend,
@@ -53,9 +54,10 @@ class AlignOptions:
     src_lang: str | None = None
     tgt_lang: str | None = None
     # combine the attention with the statistical teacher's soft matrices (align corpus): auto = for a
-    # model guided by the built-in teacher, on a corpus of at least TEACHER_MIN_PAIRS pairs
+    # model guided by the built-in teacher, where the teacher's corpus has at least TEACHER_MIN_PAIRS pairs
     teacher: str = AUTO
     teacher_weight: float | None = None  # None: TEACHER_DECODING's
+    teacher_corpus: str = AUTO  # what the teacher trains on: decoding.TEACHER_CORPUS_CHOICES
 
     def check(self) -> AlignOptions:
         """Raise an OptionError naming the option that is out of range or unknown."""
@@ -65,6 +67,7 @@ class AlignOptions:
         require("--shift", self.shift, choices=(0, 1))
         require("--teacher", self.teacher, choices=TEACHER_CHOICES)
         require("--teacher-weight", self.teacher_weight, low=0, high=1, optional=True)
+        require("--teacher-corpus", self.teacher_corpus, choices=TEACHER_CORPUS_CHOICES)
         for flag, value in (("--batch-tokens", self.batch_tokens), ("--max-length", self.max_length),
                             ("chunk_size", self.chunk_size)):
             require(flag, value, low=1)
@@ -218,24 +221,33 @@ class Aligner:
         return TeacherOptions(*(t.get(f"guide_{f}", getattr(DEFAULT, f))
                                 for f in ("model", "sym", "prefix", "identical")))
 
-    def wants_teacher(self, n_pairs: int) -> bool:
-        """Whether aligning a corpus of ``n_pairs`` combines with the teacher: ``--teacher on``;
-        ``auto``: for a model guided by the built-in teacher, on at least :data:`TEACHER_MIN_PAIRS`
-        pairs, in one process."""
+    @property
+    def may_want_teacher(self) -> bool:
+        """Whether :meth:`wants_teacher` can be true for some corpus (before any data is read)."""
         if self._given.teacher != AUTO:
             return self._given.teacher == "on"
-        return self._guided and n_pairs >= TEACHER_MIN_PAIRS and not dist.launched()
+        return self._guided and not dist.launched()
 
-    def fit_teacher(self, pairs) -> None:
-        """Train the statistical teacher on ``pairs`` (the corpus about to be aligned, read once) and
-        decode every later :meth:`align` with it (``TEACHER_DECODING`` where options say "auto")."""
+    def wants_teacher(self, n_pairs: int) -> bool:
+        """Whether to combine with a teacher trained on ``n_pairs`` pairs (the corpus being aligned, and
+        the training corpus where it joins them): ``--teacher on``; ``auto``: for a model guided by the
+        built-in teacher, on at least :data:`TEACHER_MIN_PAIRS` pairs, in one process."""
+        if self._given.teacher != AUTO:
+            return self._given.teacher == "on"
+        return self.may_want_teacher and n_pairs >= TEACHER_MIN_PAIRS
+
+    def fit_teacher(self, pairs, extra=None) -> None:
+        """Train the statistical teacher on ``pairs`` (the corpus about to be aligned) followed by
+        ``extra`` pairs if given (the model's training corpus), each read once, and decode every later
+        :meth:`align` of ``pairs`` with it (``TEACHER_DECODING`` where options say "auto")."""
         from ..statistical import SoftTeacher
 
         if dist.launched():
             raise OptionError("combining with the teacher runs in one process, not under torchrun",
                               hint="give --teacher off, or align without torchrun")
         o = self.teacher_options
-        self.teacher = SoftTeacher(pairs, o.model, prefix=o.prefix, identical=o.identical)
+        corpus = pairs if extra is None else chain(pairs, extra)
+        self.teacher = SoftTeacher(corpus, o.model, prefix=o.prefix, identical=o.identical)
         self.options = resolve_decoding(replace(self._given, device=self.options.device),
                                         self.meta["directions"], self._head, teacher=True)
         self.sym = self.options.sym
@@ -267,7 +279,8 @@ class Aligner:
                 "sym": self.sym, "decoder": o.decoder, "layer": layer if tf or head_read else None,
                 "head": o.head if tf and not head_read else None, "shift": o.shift,
                 "threshold": o.threshold if o.decoder == "threshold" else None,
-                "teacher": o.teacher_weight if self.teacher is not None else None}
+                "teacher": o.teacher_weight if self.teacher is not None else None,
+                "teacher_pairs": self.teacher.pairs if self.teacher is not None else None}
 
     def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:
         return lm.token_count(words, side) > self.options.max_length

@@ -105,8 +105,11 @@ def align_corpus_files(
     pairs = open_corpus(src, tgt, corpus, encoding=encoding,
                         lowercase=aligner.lowercase if lowercase is None else lowercase)
     golds, gold_info = read_gold(gold, gold_options, corpus_size=len(pairs)) if gold else ([], None)
-    if aligner.wants_teacher(len(pairs)):
-        _fit_teacher(aligner, pairs, teacher_progress)
+    extra = None
+    if aligner.may_want_teacher:
+        extra = training_corpus(model, pairs, aligner.options.teacher_corpus)
+    if aligner.wants_teacher(len(pairs) + (len(extra) if extra is not None else 0)):
+        _fit_teacher(aligner, pairs, extra, teacher_progress)
     summary = AlignSummary(settings=aligner.description)
     if world()[0] != 0:  # under torchrun: align this process's share; rank 0 writes
         for _ in aligner.align(pairs):
@@ -152,17 +155,67 @@ def align_corpus_files(
     return summary
 
 
-def _fit_teacher(aligner, pairs, progress) -> None:
-    """Train the aligner's statistical teacher on the corpus (a warning where it is small)."""
+def _fit_teacher(aligner, pairs, extra, progress) -> None:
+    """Train the aligner's statistical teacher on the corpus, and the training corpus if given (a
+    warning where they are small)."""
     from ..decoding import TEACHER_MIN_PAIRS
     from ..errors import warn
     from ..statistical.progress import reporting
 
-    if len(pairs) < TEACHER_MIN_PAIRS:
+    if len(pairs) + (len(extra) if extra is not None else 0) < TEACHER_MIN_PAIRS:
         warn(f"the teacher is trained on the {len(pairs)} pairs being aligned; under {TEACHER_MIN_PAIRS} "
              "pairs its matrices are weak: align them inside a larger corpus, or give --teacher off")
     with reporting(progress):
-        aligner.fit_teacher(pairs)
+        aligner.fit_teacher(pairs, extra)
+
+
+def training_corpus(model, pairs, choice: str):
+    """The model's training corpus for the teacher to train on beside ``pairs`` (``--teacher-corpus``;
+    :data:`~attnalign.decoding.TEACHER_CORPUS_CHOICES`), opened lazily, or None: for ``aligned``; where
+    ``pairs`` are the training corpus itself; and for ``auto`` where the files ``train`` recorded are
+    gone or changed (a warning says so), were never recorded (a model trained from the library), or
+    hold more than :data:`~attnalign.decoding.TEACHER_CORPUS_MAX_PAIRS` pairs. ``training`` makes
+    those cases errors."""
+    from ..decoding import TEACHER_CORPUS_MAX_PAIRS
+    from ..errors import AttnAlignError, warn
+    from ..nmt.checkpoint import is_hf_model, read_model_config
+    from ..training.model_dir import pairs_fingerprint
+
+    if choice == "aligned":
+        return None
+    must = choice == "training"
+    config = {} if is_hf_model(model) else read_model_config(model)
+    data = config.get("data") or {}
+    files = {k: v for k, v in (data.get("files") or {}).items() if k in ("src", "tgt", "corpus") and v}
+
+    def give_up(why: str, hint: str):
+        if must:
+            raise AttnAlignError(f"--teacher-corpus training: {why}", path=model, hint=hint)
+        if why.startswith("the model's training"):
+            warn(f"{why}: the teacher can train on the pairs being aligned only (--teacher-corpus aligned)")
+        return None
+
+    if not files or not data.get("fingerprint"):
+        return give_up("the model records no training files (trained by train(), not attnalign train)",
+                       "give --teacher-corpus aligned")
+    if not must and data.get("pairs", 0) > TEACHER_CORPUS_MAX_PAIRS:
+        return None
+    lowercase = bool((config.get("train_options") or {}).get("lowercase"))
+    encoding = ((data.get("files") or {}).get("gold_options") or {}).get("encoding", "utf-8")
+    try:
+        training = open_corpus(files.get("src"), files.get("tgt"), files.get("corpus"), encoding=encoding,
+                               lowercase=lowercase)
+        same = pairs_fingerprint(training) == data["fingerprint"]
+    except AttnAlignError as e:
+        where = f"{e.path}: " if e.path else ""
+        return give_up(f"the model's training corpus cannot be read ({where}{e.message})",
+                       "put the training files back where train read them, or give --teacher-corpus aligned")
+    if not same:
+        return give_up(f"the model's training corpus ({training.name}) has changed since training",
+                       "give --teacher-corpus aligned")
+    if len(pairs) == len(training) and pairs_fingerprint(pairs) == data["fingerprint"]:
+        return None  # aligning the training corpus itself
+    return training
 
 
 def align_statistical_files(
