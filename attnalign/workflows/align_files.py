@@ -85,8 +85,9 @@ def align_corpus_files(
 ) -> AlignSummary:
     """Align a corpus file to ``output`` (stdout when None) with ``threads`` CPU threads (None: torch's
     default); see the module doc. When the options combine with the teacher
-    (:meth:`~attnalign.nmt.aligner.Aligner.wants_teacher`), it is first trained on the corpus,
-    ``teacher_progress(stage, step, done, total)`` hearing its passes."""
+    (:meth:`~attnalign.nmt.aligner.Aligner.wants_teacher`), it is first trained on the corpus (and the
+    model's training corpus: :func:`training_corpus`), ``teacher_progress(stage, step, done, total)``
+    hearing its passes."""
     from ..data.attnfile import AttentionWriter
     from ..nmt.aligner import Aligner, AlignOptions
     from ..nmt.device import set_threads
@@ -188,16 +189,16 @@ def training_corpus(model, pairs, choice: str):
     data = config.get("data") or {}
     files = {k: v for k, v in (data.get("files") or {}).items() if k in ("src", "tgt", "corpus") and v}
 
-    def give_up(why: str, hint: str):
+    def give_up(why: str, hint: str, quiet: bool = False):
         if must:
             raise AttnAlignError(f"--teacher-corpus training: {why}", path=model, hint=hint)
-        if why.startswith("the model's training"):
+        if not quiet:
             warn(f"{why}: the teacher can train on the pairs being aligned only (--teacher-corpus aligned)")
         return None
 
     if not files or not data.get("fingerprint"):
-        return give_up("the model records no training files (trained by train(), not attnalign train)",
-                       "give --teacher-corpus aligned")
+        return give_up("the model records no training files (attnalign train records them)",
+                       "give --teacher-corpus aligned", quiet=True)
     if not must and data.get("pairs", 0) > TEACHER_CORPUS_MAX_PAIRS:
         return None
     lowercase = bool((config.get("train_options") or {}).get("lowercase"))
