@@ -106,10 +106,10 @@ def align_corpus_files(
     pairs = open_corpus(src, tgt, corpus, encoding=encoding,
                         lowercase=aligner.lowercase if lowercase is None else lowercase)
     golds, gold_info = read_gold(gold, gold_options, corpus_size=len(pairs)) if gold else ([], None)
-    extra = None
+    extra = None  # the model's training corpus, where the teacher also learns from it
     if aligner.may_want_teacher:
         extra = training_corpus(model, pairs, aligner.options.teacher_corpus)
-    if aligner.wants_teacher(len(pairs) + (len(extra) if extra is not None else 0)):
+    if aligner.wants_teacher(len(pairs) + len(extra or ())):
         _fit_teacher(aligner, pairs, extra, teacher_progress)
     summary = AlignSummary(settings=aligner.description)
     if world()[0] != 0:  # under torchrun: align this process's share; rank 0 writes
@@ -163,9 +163,10 @@ def _fit_teacher(aligner, pairs, extra, progress) -> None:
     from ..errors import warn
     from ..statistical.progress import reporting
 
-    if len(pairs) + (len(extra) if extra is not None else 0) < TEACHER_MIN_PAIRS:
-        warn(f"the teacher is trained on the {len(pairs)} pairs being aligned; under {TEACHER_MIN_PAIRS} "
-             "pairs its matrices are weak: align them inside a larger corpus, or give --teacher off")
+    n = len(pairs) + len(extra or ())
+    if n < TEACHER_MIN_PAIRS:
+        warn(f"the teacher is trained on {n} pairs; under {TEACHER_MIN_PAIRS} pairs its matrices are weak: "
+             "align them inside a larger corpus, or give --teacher off")
     with reporting(progress):
         aligner.fit_teacher(pairs, extra)
 
@@ -187,7 +188,8 @@ def training_corpus(model, pairs, choice: str):
     must = choice == "training"
     config = {} if is_hf_model(model) else read_model_config(model)
     data = config.get("data") or {}
-    files = {k: v for k, v in (data.get("files") or {}).items() if k in ("src", "tgt", "corpus") and v}
+    recorded = data.get("files") or {}
+    files = {k: v for k, v in recorded.items() if k in ("src", "tgt", "corpus") and v}
 
     def give_up(why: str, hint: str, quiet: bool = False):
         if must:
@@ -202,7 +204,7 @@ def training_corpus(model, pairs, choice: str):
     if not must and data.get("pairs", 0) > TEACHER_CORPUS_MAX_PAIRS:
         return None
     lowercase = bool((config.get("train_options") or {}).get("lowercase"))
-    encoding = ((data.get("files") or {}).get("gold_options") or {}).get("encoding", "utf-8")
+    encoding = (recorded.get("gold_options") or {}).get("encoding", "utf-8")
     try:
         training = open_corpus(files.get("src"), files.get("tgt"), files.get("corpus"), encoding=encoding,
                                lowercase=lowercase)
