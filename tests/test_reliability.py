@@ -119,6 +119,7 @@ def test_output_equal_to_an_input_is_refused(models, tmp_path):
 # --- train: validate first, replace the old model only with a complete new one ---------------------
 
 @pytest.mark.parametrize("bad", [["--device", "cuda:7"], ["--cell", "foo"], ["--epochs", "0"],
+                                 ["--epochs", "many"], ["--epochs", "inf"],
                                  ["--model-type", "transformer", "--d-model", "32", "--heads", "3"]])
 def test_overwrite_with_a_bad_option_keeps_the_old_model(texts, tmp_path, bad):
     src, tgt = texts

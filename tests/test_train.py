@@ -13,11 +13,12 @@ from typer.testing import CliRunner
 import attnalign.training.loop as train_mod
 from attnalign.cli import app
 from attnalign.data.alignments import Alignment
-from attnalign.errors import AttnAlignError
+from attnalign.errors import AttnAlignError, OptionError
 from attnalign.nmt.batching import make_batch
 from attnalign.nmt.checkpoint import load_checkpoint, load_model
 from attnalign.training import DevSet, TrainOptions, train
 from attnalign.training.model_dir import write_config
+from attnalign.training.options import epochs_for, parse_epochs
 
 RNN_TINY = {"hidden": 64, "emb_dim": 32, "dropout": 0.0}
 TF_TINY = {"d_model": 64, "heads": 2, "ff_dim": 128, "enc_layers": 2, "dec_layers": 2, "dropout": 0.0}
@@ -77,6 +78,39 @@ def test_save_load_round_trip_gives_identical_outputs(tmp_path, sample_pairs):
         a2 = fresh(b.src, b.src_mask, b.tgt_in)
         assert torch.equal(a1[0], a2[0]) and torch.equal(a1[1], a2[1])
     assert load_model(tmp_path / "m", "reverse").src_vocab.stoi.get("le") is not None  # French side
+
+
+def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
+    """--epochs auto: 8 passes up to 10,000 pairs, 8 x sqrt(10,000 / pairs) beyond; a fraction of an
+    epoch stops that far into the last one (the learning rate decays over the steps actually run)."""
+    assert epochs_for("auto", 300) == epochs_for("auto", 10_000) == 8
+    assert epochs_for("auto", 40_000) == 4 and epochs_for("auto", 160_000) == 2
+    assert epochs_for(1.5, 10**6) == 1.5 and TrainOptions().epochs == "auto"
+    assert parse_epochs("auto") == "auto" and parse_epochs("0.5") == 0.5
+    assert parse_epochs("3") == 3 and isinstance(parse_epochs("3"), int)
+    with pytest.raises(OptionError, match="--epochs"):
+        parse_epochs("many")
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(OptionError, match="--epochs"):
+            TrainOptions(epochs=bad).check()
+    pairs = sample_pairs[:60]
+    one = train(pairs, tmp_path / "one", tiny_options(epochs=1))["directions"]["forward"]["steps"]
+    part = train(pairs, tmp_path / "part", tiny_options(epochs=2.5))["directions"]["forward"]["steps"]
+    auto = train(pairs, tmp_path / "auto", tiny_options(epochs="auto"))["directions"]["forward"]["steps"]
+    assert one > 1 and part == round(2.5 * one) and auto == 8 * one
+
+    class Notes:  # a reporter that keeps the notes
+        notes: list = []
+        def start(self, *a): pass
+        def step(self, *a): pass
+        def validation(self, row): pass
+        def end(self): pass
+        def note(self, message): self.notes.append(message)
+
+    big = [([f"a{k % 50}"], [f"b{k % 50}"]) for k in range(40_000)]
+    r = Notes()
+    res = train(big, tmp_path / "big", tiny_options(epochs="auto", max_steps=2, batch_tokens=4000), reporter=r)
+    assert r.notes == ["--epochs auto: 4.00 passes over 40,000 pairs"] and res["directions"]["forward"]["steps"] == 2
 
 
 def test_same_seed_same_model(tmp_path, sample_pairs):

@@ -78,7 +78,8 @@ DModelOpt = _opt(int | None, "--d-model", "Transformer width [default: 256].")
 HeadsOpt = _opt(int | None, "--heads", "Transformer heads [default: 4].")
 LayersOpt = _opt(int | None, "--layers", "Encoder and decoder layers [default: rnn 1, transformer 3].")
 DropoutOpt = _opt(float | None, "--dropout", "Dropout [default: rnn 0.2, transformer 0.1].")
-EpochsOpt = _opt(int, "--epochs", "Passes over the training data.")
+EpochsOpt = _opt(str, "--epochs", "Passes over the training data: a number (1.5 ends halfway through the "
+                 "second) or auto: 8 for up to 10,000 pairs, 8 x sqrt(10,000 / pairs) for more.")
 MaxStepsOpt = _opt(int | None, "--max-steps", "Stop after this many updates.")
 BatchTokensOpt = _opt(int, "--batch-tokens", "Padded tokens per batch.")
 LrOpt = _opt(float | None, "--lr", "Peak learning rate [default: rnn 1e-3, transformer 5e-4].")
@@ -141,7 +142,7 @@ def train(
     model: ModelDirOpt, src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None,
     model_type: ModelTypeOpt = ModelType.rnn, attention: AttentionOpt = None, cell: CellOpt = None,
     hidden: HiddenOpt = None, emb_dim: EmbDimOpt = None, d_model: DModelOpt = None, heads: HeadsOpt = None,
-    layers: LayersOpt = None, dropout: DropoutOpt = None, epochs: EpochsOpt = 8,
+    layers: LayersOpt = None, dropout: DropoutOpt = None, epochs: EpochsOpt = "auto",
     max_steps: MaxStepsOpt = None,
     batch_tokens: BatchTokensOpt = 1000, lr: LrOpt = None, warmup: WarmupOpt = 200, clip: ClipOpt = 1.0,
     label_smoothing: SmoothingOpt = 0.1, seed: SeedOpt = 1, device: DeviceOpt = "auto",
@@ -165,6 +166,7 @@ def train(
     """
     from ..dist import own_rank
     from ..training import preset_options
+    from ..training.options import parse_epochs
     from ..workflows.train_files import train_files
     from .progress import RichTrainReporter
     from .render import train_table
@@ -173,7 +175,8 @@ def train(
                               hidden=hidden, emb_dim=emb_dim, d_model=d_model, heads=heads, dropout=dropout,
                               align_head=align_head)
     options = preset_options(
-        preset, model_type=model_type.value, model_config=network, epochs=epochs, max_steps=max_steps,
+        preset, model_type=model_type.value, model_config=network, epochs=parse_epochs(epochs),
+        max_steps=max_steps,
         batch_tokens=batch_tokens, lr=lr, warmup=warmup, clip=clip, label_smoothing=label_smoothing,
         seed=seed,
         device=device, threads=threads, min_freq=min_freq, max_vocab=max_vocab, lowercase=lowercase,

@@ -11,6 +11,7 @@ validates them all.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import OptionError, require
@@ -19,6 +20,28 @@ from ..statistical.options import TeacherOptions
 
 DIRECTIONS = ("forward", "reverse")
 PARALLEL_CHOICES = ("auto", "on", "off")  # --parallel-directions
+EPOCHS = 8  # --epochs auto: the passes over a corpus of up to EPOCHS_FULL_PAIRS pairs
+EPOCHS_FULL_PAIRS = 10_000
+
+
+def epochs_for(epochs: int | float | str, pairs: int) -> float:
+    """The passes over ``pairs`` training pairs that ``--epochs`` asks for: the number given, or for
+    ``auto`` 8 up to 10,000 pairs and 8 x sqrt(10,000 / pairs) beyond (4 at 40,000 pairs, 1.4 at
+    310,000), so that the updates grow as the square root of the corpus, not in proportion to it."""
+    if epochs != "auto":
+        return float(epochs)
+    return EPOCHS * min(1.0, math.sqrt(EPOCHS_FULL_PAIRS / max(pairs, 1)))
+
+
+def parse_epochs(text: str | int | float) -> int | float | str:
+    """``--epochs`` as given on the command line: ``auto``, a whole number or a fraction (``1.5``)."""
+    if isinstance(text, int | float) or text == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise OptionError(f"bad --epochs {text!r}", hint="give a number of passes (8, 1.5) or auto") from None
+    return int(value) if value.is_integer() else value
 
 
 @dataclass
@@ -27,7 +50,7 @@ class TrainOptions:
 
     model_type: str = "rnn"
     model_config: dict = field(default_factory=dict)  # network options given; see network()
-    epochs: int = 8
+    epochs: int | float | str = "auto"  # passes over the data, or "auto" (epochs_for)
     max_steps: int | None = None
     batch_tokens: int = 1000
     lr: float | None = None  # None: the model type's (see base_lr)
@@ -67,6 +90,10 @@ class TrainOptions:
     def directions(self) -> list[str]:
         return list(DIRECTIONS) if self.direction == "both" else [self.direction]
 
+    def passes(self, pairs: int) -> float:
+        """The passes over ``pairs`` training pairs this run makes (see :func:`epochs_for`)."""
+        return epochs_for(self.epochs, pairs)
+
     @property
     def base_lr(self) -> float:
         return self.lr or (1e-3 if self.model_type == "rnn" else 5e-4)
@@ -89,8 +116,10 @@ class TrainOptions:
         if self.subword is not None and self.subword < 0:
             raise OptionError(f"bad --subword {self.subword}",
                               hint="give 0 (whole words) or a vocabulary size per side, e.g. 4000")
-        for flag, value in (("--epochs", self.epochs), ("--batch-tokens", self.batch_tokens),
-                            ("--min-freq", self.min_freq), ("--max-length", self.max_length)):
+        if self.epochs != "auto":
+            require("--epochs", parse_epochs(self.epochs), low=0, low_open=True, high=10**6)
+        for flag, value in (("--batch-tokens", self.batch_tokens), ("--min-freq", self.min_freq),
+                            ("--max-length", self.max_length)):
             require(flag, value, low=1)
         for flag, value in (("--max-steps", self.max_steps), ("--threads", self.threads),
                             ("--max-vocab", self.max_vocab), ("--save-every", self.save_every)):
