@@ -85,6 +85,10 @@ CONFIGS = {
     "agree-fert-head-sp-e3-seq": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
                                                      guide_identical=1.0, subword=4000), epochs=3,
                                          parallel_directions="off"),
+    # self-training: the preset's student guided by the links align corpus writes with the preset model
+    # and its teacher (--teacher on) instead of the teacher's own links (SELF_TRAINED names the model)
+    "agree-fert-head-sp-self": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
+                                                   guide_identical=1.0, subword=4000), guide=None),
     # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words); the same
     # with 2,000 pieces; and the 4,000-piece student with the earlier teacher
     "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),
@@ -106,6 +110,8 @@ CONFIGS = {
     "eflomal": None,  # the peer itself, when installed (pip install eflomal; builds with a C compiler)
     "eflomal-hmm": None,  # eflomal without its fertility model (IBM1 + HMM)
 }
+# self-trained configurations: the configuration whose model, with its teacher, writes their guide links
+SELF_TRAINED = {"agree-fert-head-sp-self": "agree-fert-head-sp"}
 EFLOMAL = {"eflomal": 3, "eflomal-hmm": 2}  # eflomal's --model
 # the statistical configurations: (model, prefix length (0 = whole words), extra counts for identical
 # words); "hmm-agree-fert" is the default teacher (= attnalign align statistical)
@@ -207,7 +213,9 @@ def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "st
     wall_s = None  # the whole train() call, teacher included, when this run trains
     if retrain or not (model_dir / "forward.pt").exists() or not (model_dir / "reverse.pt").exists():
         t0 = time.perf_counter()
-        train(train_pairs, model_dir, opts, dev=dev, overwrite=True)
+        guide = _combined_links(info["dir"], SELF_TRAINED[config], protocol, train_pairs) \
+            if config in SELF_TRAINED else None
+        train(train_pairs, model_dir, opts, dev=dev, guide=guide, overwrite=True)
         wall_s = round(time.perf_counter() - t0)
         print(f"{pair} {config}: trained in {wall_s} s (wall, teacher included)", file=sys.stderr)
     train_s = training_seconds(model_dir)
@@ -236,6 +244,22 @@ def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "st
             rows.append(_teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s,
                                               len(train_pairs), extra))
     return rows
+
+
+def _combined_links(work: Path, base: str, protocol: str, pairs) -> list:
+    """What ``align corpus --teacher on`` writes for ``pairs`` with the model of configuration ``base``
+    (the teacher fit on ``pairs``): the guide links of a self-trained configuration."""
+    model_dir = work / (base if protocol == "standard" else f"{base}-{protocol}")
+    if not (model_dir / "forward.pt").exists():
+        raise SystemExit(f"self-training reads the model of {base}: run python bench/quality.py "
+                         f"--config {base} --protocol {protocol} first")
+    t0 = time.perf_counter()
+    aligner = Aligner(model_dir, AlignOptions(teacher="on", device="cpu"))
+    aligner.fit_teacher(pairs)
+    links = [sorted(p.links) for p in aligner.align(pairs)]
+    print(f"self-training guide: {sum(map(len, links))} links from {base} + its teacher in "
+          f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return links
 
 
 def _teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s, n, extra=None) -> dict:
