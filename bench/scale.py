@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The statistical aligner as the corpus grows: wall time, peak memory, pairs/s and AER on the 447
 English-French Hansards test sentences, for 10k, 40k, 160k and 310k pairs of the raw ISI Hansards,
-with eflomal (pip install eflomal) on the same files in the same run.
+with eflomal (pip install eflomal) on the same files in the same run; ``--systems preset``: the
+``--preset align`` model trained on the same corpora (its own process tree: the teacher, both
+directions, then ``align corpus`` with and without its teacher; hours beyond 40k pairs on 2 cores).
 
     python bench/scale.py                      # every size, attnalign's default and eflomal
     python bench/scale.py --sizes 10000 40000 --systems attnalign
@@ -107,7 +109,8 @@ def worker(args) -> None:
     """One run in a fresh process: align, then report time and this process's (and its children's)
     peak RSS."""
     src, tgt, out = Path(args.src), Path(args.tgt), Path(args.out)
-    t = time.perf_counter()
+    extra = {}  # the preset's training time and its student's AER alone
+    t, seconds = time.perf_counter(), None
     if args.worker == "attnalign":
         from attnalign.workflows.align_files import align_statistical_files
 
@@ -116,6 +119,18 @@ def worker(args) -> None:
         subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m",
                         "attnalign", "align", "statistical", "--src", str(src), "--tgt", str(tgt),
                         "-o", str(out), "--quiet"], check=True, capture_output=True)
+    elif args.worker == "preset":  # attnalign train --preset align, then align corpus, as a user runs them
+        model, run = WORK / f"preset-{src.stem}", [sys.executable, "-m", "attnalign"]
+        data = ["--src", str(src), "--tgt", str(tgt)]
+        align = [*run, "align", "corpus", "--model", str(model), *data, "--quiet"]
+        subprocess.run([*run, "train", *data, "--preset", "align", "--model", str(model), "--overwrite",
+                        "--quiet"], check=True, capture_output=True)
+        extra["train_s"] = time.perf_counter() - t
+        subprocess.run([*align, "--output", str(out)], check=True, capture_output=True)
+        seconds = time.perf_counter() - t  # training and align corpus's default, with its teacher
+        subprocess.run([*align, "--output", f"{out}.student", "--teacher", "off"], check=True,
+                       capture_output=True)
+        extra["student_aer"] = aer(Path(f"{out}.student"))
     else:
         import eflomal
 
@@ -131,9 +146,9 @@ def worker(args) -> None:
         links = [sorted(symmetrize(f, r, "grow-diag-final-and"))
                  for f, r in zip(read(f"{out}.fwd"), read(f"{out}.rev"), strict=True)]
         out.write_text("".join(" ".join(f"{i}-{j}" for i, j in x) + "\n" for x in links))
-    seconds = time.perf_counter() - t
+    seconds = seconds or time.perf_counter() - t
     rss = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    emit({"seconds": seconds, "peak_rss_mb": rss / 1024})
+    emit({"seconds": seconds, "peak_rss_mb": rss / 1024, **extra})
 
 
 def exponent(rows: list[dict], key: str) -> float | None:
@@ -149,8 +164,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="raw pairs added to the test pairs")
     ap.add_argument("--systems", nargs="+", default=["attnalign", "eflomal"],
-                    choices=["attnalign", "attnalign-2procs", "eflomal"],
-                    help="attnalign-2procs: the default under torchrun with 2 processes (peak RSS: one's)")
+                    choices=["attnalign", "attnalign-2procs", "eflomal", "preset"],
+                    help="attnalign-2procs: the default under torchrun with 2 processes (peak RSS: one's); "
+                         "preset: attnalign train --preset align, then align corpus with its default "
+                         "(the student and its teacher) and --teacher off (the student alone)")
     ap.add_argument("--results", default="scale", help="name of the results files in bench/results")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--src", help=argparse.SUPPRESS)
@@ -174,7 +191,9 @@ def main() -> None:
             r = parse_result(p.stdout)
             row = {"system": system, "pairs": pairs, "seconds": round(r["seconds"], 1),
                    "pairs_per_s": round(pairs / r["seconds"]), "peak_rss_mb": round(r["peak_rss_mb"]),
-                   "aer": round(aer(out), 2)}
+                   "aer": round(aer(out), 2),
+                   "train_s": round(r["train_s"], 1) if "train_s" in r else None,
+                   "student_aer": round(r["student_aer"], 2) if "student_aer" in r else None}
             rows.append(row)
             print(json.dumps(row), flush=True)
     for system in args.systems:

@@ -98,6 +98,8 @@ def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
     part = train(pairs, tmp_path / "part", tiny_options(epochs=2.5))["directions"]["forward"]["steps"]
     auto = train(pairs, tmp_path / "auto", tiny_options(epochs="auto"))["directions"]["forward"]["steps"]
     assert one > 1 and part == round(2.5 * one) and auto == 8 * one
+    log = (tmp_path / "part" / "log.csv").read_text().splitlines()[1:]
+    assert [row.split(",")[1:3] for row in log] == [["1", str(one)], ["2", str(2 * one)], ["3", str(part)]]
 
     class Notes:  # a reporter that keeps the notes
         notes: list = []

@@ -474,7 +474,8 @@ class _DirectionRun:
         if self.rank != 0:
             p.ep_loss, p.ep_tok = 0.0, 0
             return
-        row = {"direction": self.direction, "epoch": p.epoch, "step": p.step,
+        # the epoch a fractional --epochs (or --max-steps) stopped inside counts as the last one
+        row = {"direction": self.direction, "epoch": p.epoch + (p.offset > 0), "step": p.step,
                "train_loss": p.ep_loss / max(1, p.ep_tok),
                "tokens_per_s": round(self.tok_rate), "elapsed_s": round(time.perf_counter() - self.t0, 1)}
         if dev is not None:
