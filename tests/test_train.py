@@ -111,8 +111,10 @@ def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
 
     big = [([f"a{k % 50}"], [f"b{k % 50}"]) for k in range(40_000)]
     r = Notes()
-    res = train(big, tmp_path / "big", tiny_options(epochs="auto", max_steps=2, batch_tokens=4000), reporter=r)
-    assert r.notes == ["--epochs auto: 4.00 passes over 40,000 pairs"] and res["directions"]["forward"]["steps"] == 2
+    res = train(big, tmp_path / "big", tiny_options(epochs="auto", max_steps=2, batch_tokens=4000),
+                reporter=r)
+    assert r.notes == ["--epochs auto: 4.00 passes over 40,000 pairs"]
+    assert res["directions"]["forward"]["steps"] == 2
 
 
 def test_same_seed_same_model(tmp_path, sample_pairs):
