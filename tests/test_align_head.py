@@ -178,9 +178,14 @@ def test_the_benchmarked_configuration_is_the_preset():
     spec = importlib.util.spec_from_file_location("quality", ROOT / "bench" / "quality.py")
     quality = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(quality)
-    from attnalign.training import preset_options
+    from dataclasses import replace
 
-    assert quality.CONFIGS["agree-fert-head-sp"] == preset_options("align")
+    from attnalign.training import preset_options
+    from attnalign.training.options import epochs_for
+
+    # the benchmark trains 8 epochs; the preset's --epochs auto gives its three corpora 8 too
+    assert quality.CONFIGS["agree-fert-head-sp"] == replace(preset_options("align"), epochs=8)
+    assert all(epochs_for("auto", n) == 8 for n in (10_484, 14_746, 5_601))
 
 
 def test_cli_preset_reaches_the_model(tmp_path):

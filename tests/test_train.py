@@ -81,10 +81,10 @@ def test_save_load_round_trip_gives_identical_outputs(tmp_path, sample_pairs):
 
 
 def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
-    """--epochs auto: 8 passes up to 10,000 pairs, 8 x sqrt(10,000 / pairs) beyond; a fraction of an
+    """--epochs auto: 8 passes up to 20,000 pairs, 8 x sqrt(20,000 / pairs) beyond; a fraction of an
     epoch stops that far into the last one (the learning rate decays over the steps actually run)."""
-    assert epochs_for("auto", 300) == epochs_for("auto", 10_000) == 8
-    assert epochs_for("auto", 40_000) == 4 and epochs_for("auto", 160_000) == 2
+    assert epochs_for("auto", 300) == epochs_for("auto", 20_000) == 8
+    assert epochs_for("auto", 80_000) == 4 and epochs_for("auto", 320_000) == 2
     assert epochs_for(1.5, 10**6) == 1.5 and TrainOptions().epochs == "auto"
     assert parse_epochs("auto") == "auto" and parse_epochs("0.5") == 0.5
     assert parse_epochs("3") == 3 and isinstance(parse_epochs("3"), int)
@@ -113,7 +113,7 @@ def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
     r = Notes()
     res = train(big, tmp_path / "big", tiny_options(epochs="auto", max_steps=2, batch_tokens=4000),
                 reporter=r)
-    assert r.notes == ["--epochs auto: 4.00 passes over 40,000 pairs"]
+    assert r.notes == ["--epochs auto: 5.66 passes over 40,000 pairs"]
     assert res["directions"]["forward"]["steps"] == 2
 
 

@@ -79,7 +79,7 @@ HeadsOpt = _opt(int | None, "--heads", "Transformer heads [default: 4].")
 LayersOpt = _opt(int | None, "--layers", "Encoder and decoder layers [default: rnn 1, transformer 3].")
 DropoutOpt = _opt(float | None, "--dropout", "Dropout [default: rnn 0.2, transformer 0.1].")
 EpochsOpt = _opt(str, "--epochs", "Passes over the training data: a number (1.5 ends halfway through the "
-                 "second) or auto: 8 for up to 10,000 pairs, 8 x sqrt(10,000 / pairs) for more.")
+                 "second) or auto: 8 for up to 20,000 pairs, 8 x sqrt(20,000 / pairs) for more.")
 MaxStepsOpt = _opt(int | None, "--max-steps", "Stop after this many updates.")
 BatchTokensOpt = _opt(int, "--batch-tokens", "Padded tokens per batch.")
 LrOpt = _opt(float | None, "--lr", "Peak learning rate [default: rnn 1e-3, transformer 5e-4].")
