@@ -102,7 +102,7 @@ def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
     assert [row.split(",")[1:3] for row in log] == [["1", str(one)], ["2", str(2 * one)], ["3", str(part)]]
 
     class Notes:  # a reporter that keeps the notes
-        notes: list = []
+        def __init__(self): self.notes = []
         def start(self, *a): pass
         def step(self, *a): pass
         def validation(self, row): pass

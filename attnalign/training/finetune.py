@@ -178,7 +178,7 @@ class _HeadRun:
         opt = self._optimizer()
         m.model.eval()  # no dropout: the attention trained is the attention read
         batches = bucket_batches([(len(s[0]), len(t[0])) for s, t in self.enc], o.batch_tokens)
-        total = min(o.max_steps or 10**12, max(1, round(o.passes(len(self.enc)) * len(batches))))
+        total = o.total_steps(len(batches), len(self.enc))
         rng = random.Random(o.seed)
         torch.manual_seed(o.seed)
         if reporter:

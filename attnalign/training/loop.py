@@ -46,7 +46,7 @@ from .model_dir import (
     saved_options,
     write_config,
 )
-from .options import EPOCHS_FULL_PAIRS, TrainOptions
+from .options import EPOCHS, TrainOptions
 
 
 class Reporter(Protocol):
@@ -185,7 +185,7 @@ def train(
     in_processes = parallel.wanted(options.parallel_directions, options.directions, device, options.threads,
                                    len(train_pairs))
     note = getattr(reporter, "note", None)
-    if note and options.epochs == "auto" and len(train_pairs) > EPOCHS_FULL_PAIRS:
+    if note and options.epochs == "auto" and options.passes(len(train_pairs)) < EPOCHS:
         note(f"--epochs auto: {options.passes(len(train_pairs)):.2f} passes over {len(train_pairs):,} pairs")
     if guide is None and options.guide == "auto":
         guide = teacher_links(train_pairs, options, note)
@@ -329,9 +329,7 @@ class _DirectionRun:
         self._drop_long()
         self.lengths = [(len(s), len(t)) for s, t in zip(self.src_ids, self.tgt_ids, strict=True)]
         per_epoch = len(self._mine(bucket_batches(self.lengths, o.batch_tokens)))
-        self.total = max(1, round(per_epoch * o.passes(len(pairs))))
-        if o.max_steps is not None:
-            self.total = min(o.max_steps, self.total)
+        self.total = o.total_steps(per_epoch, len(pairs))
         self.p = _Progress()
         if state is not None:
             self.model.load_state_dict(state["state_dict"])

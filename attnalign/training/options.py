@@ -21,13 +21,13 @@ from ..statistical.options import TeacherOptions
 DIRECTIONS = ("forward", "reverse")
 PARALLEL_CHOICES = ("auto", "on", "off")  # --parallel-directions
 EPOCHS = 8  # --epochs auto: the passes over a corpus of up to EPOCHS_FULL_PAIRS pairs
-EPOCHS_FULL_PAIRS = 20_000  # the benchmark corpora (5,601 to 14,746 pairs) get the full 8
+EPOCHS_FULL_PAIRS = 20_000  # the corpora the preset was benchmarked on (README) get the full EPOCHS
 
 
 def epochs_for(epochs: int | float | str, pairs: int) -> float:
     """The passes over ``pairs`` training pairs that ``--epochs`` asks for: the number given, or for
-    ``auto`` 8 up to 20,000 pairs and 8 x sqrt(20,000 / pairs) beyond (4 at 80,000 pairs, 2.03 at
-    310,661), so that the updates grow as the square root of the corpus, not in proportion to it."""
+    ``auto`` EPOCHS up to EPOCHS_FULL_PAIRS pairs and EPOCHS x sqrt(EPOCHS_FULL_PAIRS / pairs) beyond, so
+    that the updates grow as the square root of the corpus, not in proportion to it."""
     if epochs != "auto":
         return float(epochs)
     return EPOCHS * min(1.0, math.sqrt(EPOCHS_FULL_PAIRS / max(pairs, 1)))
@@ -93,6 +93,12 @@ class TrainOptions:
     def passes(self, pairs: int) -> float:
         """The passes over ``pairs`` training pairs this run makes (see :func:`epochs_for`)."""
         return epochs_for(self.epochs, pairs)
+
+    def total_steps(self, per_epoch: int, pairs: int) -> int:
+        """The updates of a run over ``pairs`` pairs in ``per_epoch`` batches an epoch: its passes'
+        worth (at least one), at most ``max_steps``."""
+        total = max(1, round(per_epoch * self.passes(pairs)))
+        return total if self.max_steps is None else min(self.max_steps, total)
 
     @property
     def base_lr(self) -> float:
