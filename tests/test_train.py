@@ -86,6 +86,11 @@ def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
     assert epochs_for("auto", 300) == epochs_for("auto", 20_000) == 8
     assert epochs_for("auto", 80_000) == 4 and epochs_for("auto", 320_000) == 2
     assert epochs_for(1.5, 10**6) == 1.5 and TrainOptions().epochs == "auto"
+    assert epochs_for("auto", 5_000, 3) == 3 and epochs_for("auto", 80_000, 3) == 1.5  # align-fast's rule
+    assert TrainOptions(auto_epochs=3).passes(320_000) == 0.75
+    assert TrainOptions(epochs=2, auto_epochs=3).passes(9) == 2
+    with pytest.raises(OptionError, match="auto_epochs"):
+        TrainOptions(auto_epochs=0).check()
     assert parse_epochs("auto") == "auto" and parse_epochs("0.5") == 0.5
     assert parse_epochs("3") == 3 and isinstance(parse_epochs("3"), int)
     with pytest.raises(OptionError, match="--epochs"):

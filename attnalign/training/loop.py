@@ -46,7 +46,7 @@ from .model_dir import (
     saved_options,
     write_config,
 )
-from .options import EPOCHS, TrainOptions
+from .options import TrainOptions
 
 
 class Reporter(Protocol):
@@ -185,7 +185,7 @@ def train(
     in_processes = parallel.wanted(options.parallel_directions, options.directions, device, options.threads,
                                    len(train_pairs))
     note = getattr(reporter, "note", None)
-    if note and options.epochs == "auto" and options.passes(len(train_pairs)) < EPOCHS:
+    if note and options.epochs == "auto" and options.passes(len(train_pairs)) < options.auto_epochs:
         note(f"--epochs auto: {options.passes(len(train_pairs)):.2f} passes over {len(train_pairs):,} pairs")
     if guide is None and options.guide == "auto":
         guide = teacher_links(train_pairs, options, note)
