@@ -2,8 +2,9 @@
 """The statistical aligner as the corpus grows: wall time, peak memory, pairs/s and AER on the 447
 English-French Hansards test sentences, for 10k, 40k, 160k and 310k pairs of the raw ISI Hansards,
 with eflomal (pip install eflomal) on the same files in the same run; ``--systems preset``: the
-``--preset align`` model trained on the same corpora (its own process tree: the teacher, both
-directions, then ``align corpus`` with and without its teacher; hours beyond 40k pairs on 2 cores).
+``--preset align`` model (``preset-fast``: ``--preset align-fast``) trained on the same corpora (its
+own process tree: the teacher, both directions, then ``align corpus`` with and without its teacher;
+hours beyond 40k pairs on 2 cores).
 
     python bench/scale.py                      # every size, attnalign's default and eflomal
     python bench/scale.py --sizes 10000 40000 --systems attnalign
@@ -105,6 +106,9 @@ def aer(pred: Path) -> float:
     return 100 * sum(corpus_counts([Alignment.from_links(x) for x in links], gold), Counts()).aer
 
 
+PRESETS = {"preset": "align", "preset-fast": "align-fast"}  # --systems: attnalign train --preset VALUE
+
+
 def worker(args) -> None:
     """One run in a fresh process: align, then report time and this process's (and its children's)
     peak RSS."""
@@ -119,12 +123,12 @@ def worker(args) -> None:
         subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m",
                         "attnalign", "align", "statistical", "--src", str(src), "--tgt", str(tgt),
                         "-o", str(out), "--quiet"], check=True, capture_output=True)
-    elif args.worker == "preset":  # attnalign train --preset align, then align corpus, as a user runs them
-        model, run = WORK / f"preset-{src.stem}", [sys.executable, "-m", "attnalign"]
+    elif args.worker in PRESETS:  # attnalign train --preset NAME, then align corpus, as a user runs them
+        model, run = WORK / f"{args.worker}-{src.stem}", [sys.executable, "-m", "attnalign"]
         data = ["--src", str(src), "--tgt", str(tgt)]
         align = [*run, "align", "corpus", "--model", str(model), *data, "--quiet"]
-        subprocess.run([*run, "train", *data, "--preset", "align", "--model", str(model), "--overwrite",
-                        "--quiet"], check=True, capture_output=True)
+        subprocess.run([*run, "train", *data, "--preset", PRESETS[args.worker], "--model", str(model),
+                        "--overwrite", "--quiet"], check=True, capture_output=True)
         extra["train_s"] = time.perf_counter() - t
         subprocess.run([*align, "--output", str(out)], check=True, capture_output=True)
         seconds = time.perf_counter() - t  # training and align corpus's default, with its teacher
@@ -164,10 +168,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="raw pairs added to the test pairs")
     ap.add_argument("--systems", nargs="+", default=["attnalign", "eflomal"],
-                    choices=["attnalign", "attnalign-2procs", "eflomal", "preset"],
+                    choices=["attnalign", "attnalign-2procs", "eflomal", *PRESETS],
                     help="attnalign-2procs: the default under torchrun with 2 processes (peak RSS: one's); "
                          "preset: attnalign train --preset align, then align corpus with its default "
-                         "(the student and its teacher) and --teacher off (the student alone)")
+                         "(the student and its teacher) and --teacher off (the student alone); preset-fast: "
+                         "the same with --preset align-fast")
     ap.add_argument("--results", default="scale", help="name of the results files in bench/results")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--src", help=argparse.SUPPRESS)
