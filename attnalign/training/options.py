@@ -168,10 +168,10 @@ class TrainOptions:
 # trained for the corpus it aligns with its teacher (``align corpus --teacher``): 3 passes instead of 8
 # (scaled the same way beyond EPOCHS_FULL_PAIRS), in batches twice as large at twice the learning rate,
 # which keep a CPU's matrix products busier; alone its student is far weaker than "align"'s (README).
+_ALIGN = {"direction": "both", "guide": "auto", "subword": 4000, "model_config": {"align_head": True}}
 PRESETS: dict[str, dict] = {
-    "align": {"direction": "both", "guide": "auto", "subword": 4000, "model_config": {"align_head": True}},
-    "align-fast": {"direction": "both", "guide": "auto", "subword": 4000,
-                   "model_config": {"align_head": True}, "auto_epochs": 3, "batch_tokens": 2000, "lr": 2e-3},
+    "align": _ALIGN,
+    "align-fast": {**_ALIGN, "auto_epochs": 3, "batch_tokens": 2000, "lr": 2e-3},
 }
 
 
