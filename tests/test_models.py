@@ -40,6 +40,45 @@ def test_rnn_shapes_and_masking(attention, cell):
     assert torch.equal(m.attention(*args), m(*args)[1])
 
 
+def _decode(m, src, src_mask, tgt_in):
+    memory, h0 = m.encode(src, src_mask)
+    return m._decode(memory, src_mask, h0, tgt_in)
+
+
+def _reference_decode(m, src, src_mask, tgt_in):
+    """The input-feeding decoder written with nn.GRU one step at a time (dropout off)."""
+    memory, state = m.encode(src, src_mask)
+    emb, proj = m.tgt_emb(tgt_in), m.attn.precompute(memory)
+    feed = emb.new_zeros(emb.size(0), m.cfg.hidden)
+    outs, attns = [], []
+    for t in range(emb.size(1)):
+        h, state = m.decoder(torch.cat([emb[:, t], feed], -1).unsqueeze(1), state)
+        ctx, w = m.attn(h, memory, src_mask, proj)
+        feed = torch.tanh(m.combine(torch.cat([h, ctx], -1))).squeeze(1)
+        outs.append(feed)
+        attns.append(w)
+    return torch.stack(outs, 1), torch.cat(attns, 1)
+
+
+@pytest.mark.parametrize("attention", ATTENTION_TYPES)
+def test_gru_step_loop_is_the_gru(attention):
+    """The one-layer GRU's loop (input gates of the embeddings computed once for all steps) gives
+    nn.GRU's outputs, attention and gradients."""
+    torch.manual_seed(0)
+    m = build_model("rnn", {"attention": attention, "hidden": 16, "emb_dim": 8}, 12, 11).eval()
+    args = (BATCH.src, BATCH.src_mask, BATCH.tgt_in)
+    grads = []
+    for run in (_decode, _reference_decode):
+        m.zero_grad()
+        vec, att = run(m, *args)
+        (vec.square().sum() + att[..., 0].sum()).backward()
+        grads.append((vec.detach(), att.detach(), [p.grad.clone() for p in m.parameters()
+                                                   if p.grad is not None]))
+    (v1, a1, g1), (v2, a2, g2) = grads
+    assert torch.allclose(v1, v2, atol=1e-6) and torch.allclose(a1, a2, atol=1e-6)
+    assert all(torch.allclose(x, y, atol=1e-5) for x, y in zip(g1, g2, strict=True))
+
+
 def test_rnn_without_input_feeding_and_deeper():
     m = build_model("rnn", {"hidden": 16, "emb_dim": 8, "input_feeding": False, "enc_layers": 2,
                             "dec_layers": 2}, 12, 11)

@@ -42,4 +42,4 @@ class AlignHead(nn.Module):
         ctx, _ = pad_packed_sequence(ctx, batch_first=True, total_length=T)  # [B, T, 2D]
         nxt = torch.cat([ctx[:, 1:], ctx.new_zeros(B, 1, ctx.size(-1))], 1)  # row t <- token t + 1
         q = torch.tanh(self.query(self.drop(torch.cat([states, nxt], -1))))  # [B, T, D]
-        return self.attn(q, memory, src_mask)[1]
+        return self.attn.weights(q, src_mask, self.attn.precompute(memory))

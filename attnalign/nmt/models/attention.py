@@ -47,6 +47,11 @@ class Attention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         if proj_keys is None:
             proj_keys = self.precompute(keys)
+        weights = self.weights(query, mask, proj_keys)
+        return torch.bmm(weights, keys), weights
+
+    def weights(self, query: torch.Tensor, mask: torch.Tensor, proj_keys: torch.Tensor) -> torch.Tensor:
+        """The weights alone [B, T, S], from :meth:`precompute`'s projection of the keys."""
         if self.kind == "additive":
             # [B, T, 1, D] + [B, 1, S, D] -> [B, T, S]
             scores = self.v(torch.tanh(self.w_q(query).unsqueeze(2) + proj_keys.unsqueeze(1))).squeeze(-1)
@@ -55,5 +60,4 @@ class Attention(nn.Module):
             if self.kind == "scaled-dot":
                 scores = scores / math.sqrt(self.dim)
         scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
-        weights = torch.softmax(scores, dim=-1)  # [B, T, S], exactly 0 where masked
-        return torch.bmm(weights, keys), weights
+        return torch.softmax(scores, dim=-1)  # [B, T, S], exactly 0 where masked

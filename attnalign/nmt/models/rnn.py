@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ...errors import require
@@ -100,11 +101,38 @@ class RNNModel(nn.Module):
             return self.drop(torch.tanh(self.combine(torch.cat([h, ctx], -1)))), weights
         B, T, _ = emb.shape
         feed = emb.new_zeros(B, self.cfg.hidden)
+        if self.cfg.cell == "gru" and self.cfg.dec_layers == 1:
+            return self._decode_gru(emb, feed, memory, src_mask, proj, h0[0])
         outs, attns = [], []
         for t in range(T):
             h, state = self.decoder(torch.cat([emb[:, t], feed], -1).unsqueeze(1), state)  # [B, 1, H]
             ctx, w = self.attn(h, memory, src_mask, proj)  # [B, 1, H], [B, 1, S]
             feed = self.drop(torch.tanh(self.combine(torch.cat([h, ctx], -1)))).squeeze(1)
+            outs.append(feed)
+            attns.append(w)
+        return torch.stack(outs, 1), torch.cat(attns, 1)
+
+    def _decode_gru(self, emb, feed, memory, src_mask, proj, h) -> tuple[torch.Tensor, torch.Tensor]:
+        """The input-feeding loop of a one-layer GRU: the same function as the generic loop, with the
+        products that do not depend on the step taken out of it. The embeddings' share of the input
+        gates is one product over all T steps, and the context's share of the attentional vector is
+        applied to the memory once (W_c [h; sum_j a_j m_j] = W_h h + sum_j a_j (W_m m_j)), so a step
+        multiplies only [B, H] vectors and the [B, 1, S] weights."""
+        d, E, H = self.decoder, emb.size(-1), self.cfg.hidden
+        pre = F.linear(emb, d.weight_ih_l0[:, :E], d.bias_ih_l0)  # [B, T, 3H], gates r, z, n
+        w_feed = d.weight_ih_l0[:, E:].t()  # [H, 3H]
+        w_state, w_ctx = self.combine.weight[:, :H], self.combine.weight[:, H:]
+        mem_out = F.linear(memory, w_ctx)  # [B, S, H]
+        outs, attns = [], []
+        for t in range(emb.size(1)):
+            gi = torch.addmm(pre[:, t], feed, w_feed)  # [B, 3H]
+            gh = F.linear(h, d.weight_hh_l0, d.bias_hh_l0)  # [B, 3H]
+            r, z = torch.sigmoid(gi[:, :2 * H] + gh[:, :2 * H]).chunk(2, 1)
+            n = torch.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+            h = torch.lerp(n, h, z)  # (1 - z) * n + z * h
+            w = self.attn.weights(h.unsqueeze(1), src_mask, proj)  # [B, 1, S]
+            vec = torch.baddbmm(F.linear(h, w_state, self.combine.bias).unsqueeze(1), w, mem_out)
+            feed = self.drop(torch.tanh(vec)).squeeze(1)  # [B, H]
             outs.append(feed)
             attns.append(w)
         return torch.stack(outs, 1), torch.cat(attns, 1)
