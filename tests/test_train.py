@@ -324,3 +324,30 @@ def test_max_length_leaves_long_pairs_out_with_a_warning(tmp_path, sample_pairs)
         train(pairs, tmp_path / "m2", tiny_options(max_length=20))
     with pytest.raises(AttnAlignError, match="--max-length"):
         train(pairs, tmp_path / "m3", tiny_options(max_length=0))
+
+
+def test_smoothed_nll_known_values_and_cross_entropy():
+    """Hand-computed: logits [0, ln 3, 0] give p = [.2, .6, .2]; target 1 with smoothing 0.1 costs
+    0.9 * -ln .6 + 0.1 * -(ln .2 + ln .6 + ln .2) / 3 = 0.459743 + 0.124323 = 0.584066, and its
+    gradient is p - 0.9 onehot - 0.1 / 3; a row whose target is the ignore index costs nothing and gets
+    no gradient. Random rows: F.cross_entropy's value and gradient."""
+    from attnalign.training.loss import smoothed_nll
+
+    logits = torch.tensor([[0.0, float(torch.log(torch.tensor(3.0))), 0.0], [5.0, 1.0, 2.0]],
+                          requires_grad=True)
+    loss = smoothed_nll(logits, torch.tensor([1, 0]), 0.1, 0)
+    assert loss.item() == pytest.approx(0.584066, abs=1e-6)
+    loss.backward()
+    assert logits.grad.tolist() == pytest.approx([[1 / 6, -1 / 3, 1 / 6], [0.0, 0.0, 0.0]], abs=1e-6)
+    torch.manual_seed(0)
+    for smoothing in (0.0, 0.1, 0.3):
+        x = torch.randn(4, 7, 50, requires_grad=True)
+        y = torch.randint(0, 50, (4, 7))
+        y[0, :3] = 0
+        mine = smoothed_nll(x, y, smoothing, 0)
+        (g_mine,) = torch.autograd.grad(mine * 0.37, x)
+        ref = torch.nn.functional.cross_entropy(x.reshape(-1, 50), y.reshape(-1), ignore_index=0,
+                                                label_smoothing=smoothing, reduction="sum")
+        (g_ref,) = torch.autograd.grad(ref * 0.37, x)
+        assert mine.item() == pytest.approx(ref.item(), rel=1e-6)
+        assert torch.allclose(g_mine, g_ref, atol=1e-6)

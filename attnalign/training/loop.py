@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Protocol
 
 import torch
-import torch.nn.functional as F
 
 from .. import dist
 from ..data.alignments import Alignment, Link
@@ -36,6 +35,7 @@ from ..nmt.subword import Segmenter, train_segmenter
 from ..nmt.vocab import PAD_ID, Vocab
 from . import parallel
 from .guide import guide_loss, guide_targets, teacher_links, token_links
+from .loss import smoothed_nll
 from .model_dir import (
     append_log,
     finish_dir,
@@ -89,8 +89,7 @@ def lr_at(step: int, total: int, base: float, warmup: int) -> float:
 def _loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> tuple[torch.Tensor, int]:
     """Summed token cross-entropy (with label smoothing) and the number of target tokens."""
     n = int((target != PAD_ID).sum())
-    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1), ignore_index=PAD_ID,
-                           label_smoothing=smoothing, reduction="sum")
+    loss = smoothed_nll(logits, target, smoothing, PAD_ID)
     return loss, n
 
 

@@ -124,11 +124,11 @@ class RNNModel(nn.Module):
         w_state, w_ctx = self.combine.weight[:, :H], self.combine.weight[:, H:]
         mem_out = F.linear(memory, w_ctx)  # [B, S, H]
         outs, attns = [], []
-        for t in range(emb.size(1)):
-            gi = torch.addmm(pre[:, t], feed, w_feed)  # [B, 3H]
-            gh = F.linear(h, d.weight_hh_l0, d.bias_hh_l0)  # [B, 3H]
-            r, z = torch.sigmoid(gi[:, :2 * H] + gh[:, :2 * H]).chunk(2, 1)
-            n = torch.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+        for pre_t in pre.unbind(1):  # one backward node for all steps, not a zero-filled copy per step
+            gi_rz, gi_n = torch.addmm(pre_t, feed, w_feed).split([2 * H, H], 1)  # [B, 2H], [B, H]
+            gh_rz, gh_n = F.linear(h, d.weight_hh_l0, d.bias_hh_l0).split([2 * H, H], 1)
+            r, z = torch.sigmoid(gi_rz + gh_rz).chunk(2, 1)
+            n = torch.tanh(gi_n + r * gh_n)
             h = torch.lerp(n, h, z)  # (1 - z) * n + z * h
             w = self.attn.weights(h.unsqueeze(1), src_mask, proj)  # [B, 1, S]
             vec = torch.baddbmm(F.linear(h, w_state, self.combine.bias).unsqueeze(1), w, mem_out)
