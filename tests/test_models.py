@@ -123,3 +123,27 @@ def test_bucket_batches_respect_the_budget_and_cover_everything():
     for b in batches:
         assert len(b) == 1 or max(max(lengths[i]) + 1 for i in b) * len(b) <= 200
     assert bucket_batches(lengths, 200, random.Random(0)) == batches  # deterministic
+
+
+def test_denormals_are_flushed_inside_the_block_only():
+    """Inside: a denormal reads as zero. After (even after an error): IEEE again; a caller's own
+    flush setting is left as it was."""
+    from attnalign.nmt.device import flushed_denormals
+
+    def probe():
+        return (torch.tensor([1e-39]) * 1).item()
+
+    assert probe() > 0
+    with flushed_denormals():
+        assert probe() == 0.0
+    assert probe() > 0
+    with pytest.raises(ValueError), flushed_denormals():
+        raise ValueError
+    assert probe() > 0
+    torch.set_flush_denormal(True)
+    try:
+        with flushed_denormals():
+            pass
+        assert probe() == 0.0
+    finally:
+        torch.set_flush_denormal(False)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 
 from ..errors import AttnAlignError, OptionError, require
@@ -23,10 +26,24 @@ def resolve_device(name: str) -> torch.device:
 
 
 def set_threads(threads: int | None) -> None:
-    """Use ``threads`` CPU threads for torch (None: torch's default), with denormal floats flushed to
-    zero: attention weights and gradients of saturated gates fall below 1e-38, and a CPU multiplying
-    such numbers is many times slower, while zero changes nothing a model learns or aligns."""
+    """Use ``threads`` CPU threads for torch (None: torch's default)."""
     require("--threads", threads, low=1, optional=True)
     if threads:
         torch.set_num_threads(threads)
+
+
+@contextmanager
+def flushed_denormals() -> Iterator[None]:
+    """Denormal floats (below 1.2e-38) read and written as zero inside the block, on the CPU threads.
+
+    Attention weights and the gradients of saturated gates fall that low, and a CPU multiplies such
+    numbers many times slower, while zero changes nothing a model learns or aligns. The mode is the
+    thread's, not torch's, so it is kept to the model's own work and restored after it: NumPy code
+    and the caller's floats around it keep IEEE arithmetic."""
+    was_on = (torch.tensor([1e-39]) * 1).item() == 0.0
     torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        if not was_on:
+            torch.set_flush_denormal(False)

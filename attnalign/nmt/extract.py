@@ -16,6 +16,7 @@ import torch
 
 from ..errors import OptionError
 from .batching import bucket_batches, make_batch
+from .device import flushed_denormals
 from .subword import Segmenter
 from .words import select_rows, tokens_to_words
 
@@ -114,7 +115,8 @@ def iter_attention(
             for group in bucket_batches(lengths, batch_tokens):
                 idx = [todo[k] for k in group]
                 b = make_batch(idx, [src_ids[i] for i in idx], [tgt_ids[i] for i in idx]).to(device)
-                att = model_attention(model, b.src, b.src_mask, b.tgt_in, spec)
+                with flushed_denormals():
+                    att = model_attention(model, b.src, b.src_mask, b.tgt_in, spec)
                 att = att.float().cpu().numpy()
                 for k, i in enumerate(idx):
                     m, eos = select_rows(att[k], b.src_len[k], b.tgt_len[k], spec.shift)

@@ -28,7 +28,7 @@ from ..errors import AttnAlignError, warn
 from ..eval.metrics import Counts, corpus_counts
 from ..nmt.batching import bucket_batches, make_batch
 from ..nmt.checkpoint import LoadedModel, load_checkpoint, read_model_config, save_checkpoint
-from ..nmt.device import resolve_device, set_threads
+from ..nmt.device import flushed_denormals, resolve_device, set_threads
 from ..nmt.extract import AttentionSpec, corpus_attention, reduce_attention
 from ..nmt.models import build_model
 from ..nmt.subword import Segmenter, train_segmenter
@@ -423,6 +423,21 @@ class _DirectionRun:
             objective = objective + o.guide_weight * guide_loss(read, target)
         return objective, loss, n
 
+    def _step(self, b, group: list[int]) -> tuple[torch.Tensor, int]:
+        """One optimizer update on batch ``b``: its translation loss (summed) and target tokens."""
+        o, p = self.o, self.p
+        objective, loss, n = self._objective(b, group)
+        if not torch.isfinite(objective):
+            raise AttnAlignError(
+                f"the training loss became {objective.item()} at step {p.step + 1} ({self.direction})",
+                hint=f"lower --lr (now {o.base_lr}) or raise --warmup; the last good checkpoint "
+                     f"is kept in {self.model_dir}")
+        self.opt.zero_grad(set_to_none=True)
+        objective.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.clip)
+        self.opt.step()
+        return loss, n
+
     def _update(self, group: list[int], reporter: Reporter) -> None:
         o, p = self.o, self.p
         t_step = time.perf_counter()
@@ -431,16 +446,8 @@ class _DirectionRun:
         for g in self.opt.param_groups:
             g["lr"] = lr_at(p.step, self.total, o.base_lr, min(o.warmup, self.total // 10))
         try:
-            objective, loss, n = self._objective(b, group)
-            if not torch.isfinite(objective):
-                raise AttnAlignError(
-                    f"the training loss became {objective.item()} at step {p.step + 1} ({self.direction})",
-                    hint=f"lower --lr (now {o.base_lr}) or raise --warmup; the last good checkpoint "
-                         f"is kept in {self.model_dir}")
-            self.opt.zero_grad(set_to_none=True)
-            objective.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.clip)
-            self.opt.step()
+            with flushed_denormals():
+                loss, n = self._step(b, group)
         except torch.OutOfMemoryError:
             raise AttnAlignError(
                 f"out of memory on a batch of {b.src.numel() + b.tgt_in.numel()} padded tokens",

@@ -22,7 +22,6 @@ import torch
 
 from .. import dist
 from ..errors import AttnAlignError, OptionError
-from ..nmt.device import set_threads
 
 # ``auto`` starts processes for corpora of this many pairs or more: below, the few seconds each process
 # takes to start weigh more than what the processes save.
@@ -87,7 +86,7 @@ def _die_with_parent() -> None:
 def _child(run, dev, resume: bool, threads: int, events) -> None:
     """One direction's training in a spawned process (``run`` is a ``loop._DirectionRun``)."""
     _die_with_parent()
-    set_threads(threads)
+    torch.set_num_threads(threads)
     warnings.showwarning = lambda message, category, *_a, **_k: events.put(
         ("warning", run.direction, str(message), category))
     try:
