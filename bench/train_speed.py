@@ -11,7 +11,8 @@ and the dev (trial) AER of argmax attention after N steps (attnalign only: JoeyN
     python bench/train_speed.py --both-directions --threads 2   # --parallel-directions off vs on
 
 JoeyNMT 2.3.0 runs when ``--joeynmt-python`` names a Python with it installed (e.g. a venv made with
-``pip install torch==2.13.0 joeynmt==2.3.0``), OpenNMT-py when ``--onmt-python`` names one with it
+``pip install torch==2.13.0 joeynmt==2.3.0 importlib_metadata``: joeynmt imports it without
+requiring it), OpenNMT-py when ``--onmt-python`` names one with it
 (``pip install OpenNMT-py==3.5.1`` in a venv of its own: it pins torch < 2.3, which PyPI serves as a
 CUDA build that also runs on CPUs); a row whose Python is not given is skipped with a message.
 This is a benchmark, not a test: it prints numbers and asserts nothing.
