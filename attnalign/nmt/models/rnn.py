@@ -99,10 +99,10 @@ class RNNModel(nn.Module):
             h, _ = self.decoder(emb, state)
             ctx, weights = self.attn(h, memory, src_mask, proj)
             return self.drop(torch.tanh(self.combine(torch.cat([h, ctx], -1)))), weights
+        if self.cfg.cell == "gru" and self.cfg.dec_layers == 1:
+            return self._decode_gru(emb, memory, src_mask, proj, h0[0])
         B, T, _ = emb.shape
         feed = emb.new_zeros(B, self.cfg.hidden)
-        if self.cfg.cell == "gru" and self.cfg.dec_layers == 1:
-            return self._decode_gru(emb, feed, memory, src_mask, proj, h0[0])
         outs, attns = [], []
         for t in range(T):
             h, state = self.decoder(torch.cat([emb[:, t], feed], -1).unsqueeze(1), state)  # [B, 1, H]
@@ -112,7 +112,7 @@ class RNNModel(nn.Module):
             attns.append(w)
         return torch.stack(outs, 1), torch.cat(attns, 1)
 
-    def _decode_gru(self, emb, feed, memory, src_mask, proj, h) -> tuple[torch.Tensor, torch.Tensor]:
+    def _decode_gru(self, emb, memory, src_mask, proj, h) -> tuple[torch.Tensor, torch.Tensor]:
         """The input-feeding loop of a one-layer GRU: the same function as the generic loop, with the
         products that do not depend on the step taken out of it. The embeddings' share of the input
         gates is one product over all T steps, and the context's share of the attentional vector is
@@ -123,6 +123,7 @@ class RNNModel(nn.Module):
         w_feed = d.weight_ih_l0[:, E:].t()  # [H, 3H]
         w_state, w_ctx = self.combine.weight[:, :H], self.combine.weight[:, H:]
         mem_out = F.linear(memory, w_ctx)  # [B, S, H]
+        feed = h.new_zeros(h.shape)  # the attentional vector fed back, [B, H]
         outs, attns = [], []
         for pre_t in pre.unbind(1):  # one backward node for all steps, not a zero-filled copy per step
             gi_rz, gi_n = torch.addmm(pre_t, feed, w_feed).split([2 * H, H], 1)  # [B, 2H], [B, H]
