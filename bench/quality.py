@@ -81,11 +81,25 @@ CONFIGS = {
     # the same trained 3 epochs instead of 8 (a cheaper student for align corpus --teacher)
     "agree-fert-head-sp-e3": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
                                                  guide_identical=1.0, subword=4000), epochs=3),
-    # = attnalign train --preset align-fast: the same 3 epochs in 2,000-token batches at twice the
-    # learning rate
+    # the same 3 epochs in 2,000-token batches at twice the learning rate (--preset align-fast before
+    # its dropout 0, the -d0 configuration below)
     "agree-fert-head-sp-e3-b2k": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
                                                      guide_identical=1.0, subword=4000), epochs=3,
                                          batch_tokens=2000, lr=2e-3),
+    # the same with the guided-alignment loss weighted 3; and without dropout (= attnalign train
+    # --preset align-fast)
+    "agree-fert-head-sp-e3-b2k-gw3": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
+                                                         guide_identical=1.0, subword=4000), epochs=3,
+                                             batch_tokens=2000, lr=2e-3, guide_weight=3.0),
+    "agree-fert-head-sp-e3-b2k-d0": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
+                                                        guide_identical=1.0, subword=4000), epochs=3,
+                                            batch_tokens=2000, lr=2e-3,
+                                            model_config={"align_head": True, "dropout": 0.0}),
+    # align-fast with 5 passes instead of 3
+    "agree-fert-head-sp-e5-b2k-d0": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
+                                                        guide_identical=1.0, subword=4000), epochs=5,
+                                            batch_tokens=2000, lr=2e-3,
+                                            model_config={"align_head": True, "dropout": 0.0}),
     # the same with the two directions one after the other (train --parallel-directions off)
     "agree-fert-head-sp-e3-seq": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
                                                      guide_identical=1.0, subword=4000), epochs=3,
