@@ -186,9 +186,10 @@ def test_the_benchmarked_configuration_is_the_preset():
     # the benchmark trains 8 epochs; the preset's --epochs auto gives its three corpora 8 too
     assert quality.CONFIGS["agree-fert-head-sp"] == replace(preset_options("align"), epochs=8)
     assert all(epochs_for("auto", n) == 8 for n in (10_484, 14_746, 5_601))
-    # --preset align-fast is the configuration benchmarked as agree-fert-head-sp-e3-b2k (3 epochs there)
+    # --preset align-fast is the configuration benchmarked as agree-fert-head-sp-e3-b2k-d0 (3 epochs there)
     fast = preset_options("align-fast")
-    assert quality.CONFIGS["agree-fert-head-sp-e3-b2k"] == replace(fast, epochs=3, auto_epochs=8)
+    assert quality.CONFIGS["agree-fert-head-sp-e3-b2k-d0"] == replace(fast, epochs=3, auto_epochs=8)
+    assert fast.network().dropout == 0 and preset_options("align").network().dropout == 0.2
     assert all(fast.passes(n) == 3 for n in (10_484, 14_746, 5_601))
 
 
@@ -213,10 +214,11 @@ def test_cli_preset_reaches_the_model(tmp_path):
     assert json.loads((tmp_path / "f" / "config.json").read_text())["directions"] == ["forward"]
     r = CliRunner().invoke(app, [*base[:-1], "nope", "--model", str(tmp_path / "x")])
     assert r.exit_code == 2 and "unknown preset" in r.output
-    # align-fast: its own batches, learning rate and passes, each overridden by the option given
-    cases = (([], 2000, 2e-3), (["--batch-tokens", "12", "--lr", "0.01"], 12, 0.01),
-             (["--epochs", "auto", "--direction", "forward"], 2000, 2e-3))
-    for k, (extra, batch, lr) in enumerate(cases):
+    # align-fast: its own batches, learning rate, dropout and passes, each overridden by the option given
+    cases = (([], 2000, 2e-3, 0.0),
+             (["--batch-tokens", "12", "--lr", "0.01", "--dropout", "0.3"], 12, 0.01, 0.3),
+             (["--epochs", "auto", "--direction", "forward"], 2000, 2e-3, 0.0))
+    for k, (extra, batch, lr, dropout) in enumerate(cases):
         fast = [a for a in base if a not in ("--epochs", "1")][:-1] + ["align-fast", *extra]
         m = tmp_path / f"fast{k}"
         r = CliRunner().invoke(app, [*fast, "--model", str(m)])
@@ -224,5 +226,6 @@ def test_cli_preset_reaches_the_model(tmp_path):
         o = json.loads((m / "config.json").read_text())["train_options"]
         assert (o["batch_tokens"], o["lr"], o["auto_epochs"], o["epochs"]) == (batch, lr, 3, "auto")
         assert o["guide"] == "auto" and o["subword"] == 4000 and o["model_config"]["align_head"] is True
+        assert o["model_config"]["dropout"] == dropout
         log = (m / "log.csv").read_text().splitlines()[1:]
         assert max(int(row.split(",")[1]) for row in log) == 3  # auto on 45 pairs: 3 epochs

@@ -104,8 +104,8 @@ AlignHeadOpt = _opt(bool | None, "--align-head/--no-align-head", "Add an alignme
 PresetOpt = _opt(str | None, "--preset", "Named options; others given beside it override it. align: "
                  "--direction both --guide auto --align-head --subword 4000 (the benchmarked aligner); "
                  "align-fast: the same with 3 passes instead of 8 under --epochs auto, --batch-tokens 2000 "
-                 "--lr 2e-3, for aligning the training corpus with align corpus's default teacher (its "
-                 "student alone is weaker).")
+                 "--lr 2e-3 --dropout 0, for aligning the training corpus with align corpus's default "
+                 "teacher (its student alone is weaker).")
 SubwordOpt = _opt(int | None, "--subword", "Sentencepiece vocabulary size per side; 0: whole words "
                   "[default: whole words; 4000 with --preset align or align-fast].")
 SubwordTypeOpt = _opt(str, "--subword-type", "unigram or bpe.")

@@ -167,11 +167,13 @@ class TrainOptions:
 # statistical aligner (its default, on words), with an alignment head. "align-fast": the same network
 # trained for the corpus it aligns with its teacher (``align corpus --teacher``): 3 passes instead of 8
 # (scaled the same way beyond EPOCHS_FULL_PAIRS), in batches twice as large at twice the learning rate,
-# which keep a CPU's matrix products busier; alone its student is far weaker than "align"'s (README).
+# which keep a CPU's matrix products busier, and without dropout, which slows a student that has only 3
+# passes to learn its teacher's links; alone its student is weaker than "align"'s (README).
 _ALIGN = {"direction": "both", "guide": "auto", "subword": 4000, "model_config": {"align_head": True}}
 PRESETS: dict[str, dict] = {
     "align": _ALIGN,
-    "align-fast": {**_ALIGN, "auto_epochs": 3, "batch_tokens": 2000, "lr": 2e-3},
+    "align-fast": {**_ALIGN, "auto_epochs": 3, "batch_tokens": 2000, "lr": 2e-3,
+                   "model_config": {**_ALIGN["model_config"], "dropout": 0.0}},
 }
 
 
