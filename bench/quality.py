@@ -57,6 +57,15 @@ def _agree_head(guide_model: str = "hmm-agree", **teacher) -> TrainOptions:
                         guide_sym="posterior", model_config={"align_head": True}, **teacher)
 
 
+
+def _preset(**changes) -> TrainOptions:
+    """The ``--preset align`` configuration (8 epochs) with ``changes``."""
+    return replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5, guide_identical=1.0,
+                               subword=4000), **changes)
+
+
+B2K = {"epochs": 3, "batch_tokens": 2000, "lr": 2e-3}  # align-fast's passes, batches and learning rate
+
 CONFIGS = {
     "default": TrainOptions(direction="both", epochs=8, batch_tokens=1000, min_freq=1),
     "rnn-small": TrainOptions(direction="both", epochs=8, batch_tokens=1000,
@@ -76,42 +85,25 @@ CONFIGS = {
     "agree-head-prefix": _agree_head(guide_prefix=5, guide_identical=0),
     # = attnalign train --preset align: the 4,000-piece student below, guided by the union of the
     # agreement HMMs' links and the fertility HMMs' links (statistical.COMBINED)
-    "agree-fert-head-sp": _agree_head(guide_model="hmm-agree+fertility", guide_prefix=5, guide_identical=1.0,
-                                      subword=4000),
+    "agree-fert-head-sp": _preset(),
     # the same trained 3 epochs instead of 8 (a cheaper student for align corpus --teacher)
-    "agree-fert-head-sp-e3": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
-                                                 guide_identical=1.0, subword=4000), epochs=3),
+    "agree-fert-head-sp-e3": _preset(epochs=3),
+    # the same with the two directions one after the other (train --parallel-directions off)
+    "agree-fert-head-sp-e3-seq": _preset(epochs=3, parallel_directions="off"),
     # the same 3 epochs in 2,000-token batches at twice the learning rate (--preset align-fast before
     # its dropout 0, the -d0 configuration below)
-    "agree-fert-head-sp-e3-b2k": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
-                                                     guide_identical=1.0, subword=4000), epochs=3,
-                                         batch_tokens=2000, lr=2e-3),
+    "agree-fert-head-sp-e3-b2k": _preset(**B2K),
     # the same with the guided-alignment loss weighted 3; and without dropout (= attnalign train
-    # --preset align-fast)
-    "agree-fert-head-sp-e3-b2k-gw3": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
-                                                         guide_identical=1.0, subword=4000), epochs=3,
-                                             batch_tokens=2000, lr=2e-3, guide_weight=3.0),
-    "agree-fert-head-sp-e3-b2k-d0": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
-                                                        guide_identical=1.0, subword=4000), epochs=3,
-                                            batch_tokens=2000, lr=2e-3,
+    # --preset align-fast); and that with 5 passes instead of 3
+    "agree-fert-head-sp-e3-b2k-gw3": _preset(**B2K, guide_weight=3.0),
+    "agree-fert-head-sp-e3-b2k-d0": _preset(**B2K, model_config={"align_head": True, "dropout": 0.0}),
+    "agree-fert-head-sp-e5-b2k-d0": _preset(**{**B2K, "epochs": 5},
                                             model_config={"align_head": True, "dropout": 0.0}),
-    # align-fast with 5 passes instead of 3
-    "agree-fert-head-sp-e5-b2k-d0": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
-                                                        guide_identical=1.0, subword=4000), epochs=5,
-                                            batch_tokens=2000, lr=2e-3,
-                                            model_config={"align_head": True, "dropout": 0.0}),
-    # the same with the two directions one after the other (train --parallel-directions off)
-    "agree-fert-head-sp-e3-seq": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
-                                                     guide_identical=1.0, subword=4000), epochs=3,
-                                         parallel_directions="off"),
     # the preset's student at half the width (128-unit GRUs and embeddings): about twice as fast, far worse
-    "agree-fert-head-sp-h128": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
-                                                   guide_identical=1.0, subword=4000),
-                                       model_config={"align_head": True, "hidden": 128, "emb_dim": 128}),
+    "agree-fert-head-sp-h128": _preset(model_config={"align_head": True, "hidden": 128, "emb_dim": 128}),
     # self-training: the preset's student guided by the links align corpus writes with the preset model
     # and its teacher (--teacher on) instead of the teacher's own links (SELF_TRAINED names the model)
-    "agree-fert-head-sp-self": replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5,
-                                                   guide_identical=1.0, subword=4000), guide=None),
+    "agree-fert-head-sp-self": _preset(guide=None),
     # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words); the same
     # with 2,000 pieces; and the 4,000-piece student with the earlier teacher
     "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),
