@@ -2,10 +2,10 @@
 """Combine rather than copy: the student's attention and its teacher's soft matrices, on every pair.
 
 For each pair, reads the protocol corpus and the model that ``python bench/quality.py --pair PAIR
---config agree-fert-head-sp`` trained (= ``train --preset align``), trains the teacher on the same
-corpus through the library path of ``align corpus --teacher on`` (``Aligner.fit_teacher``: the
-agreement HMMs on 5-character prefixes and the fertility HMMs on whole words, each pair's matrix the
-mean of their four directions), and scores:
+--config agree-fert-head-sp-e5-b2k-d0`` trained (= ``train --preset align``; ``--config`` names
+another), trains the teacher on the same corpus through the library path of ``align corpus --teacher
+on`` (``Aligner.fit_teacher``: the agreement HMMs on 5-character prefixes and the fertility HMMs on
+whole words, each pair's matrix the mean of their four directions), and scores:
 
 * the teacher's own links (its posterior links, from the same trained models);
 * the student's default decoding without the teacher (``--teacher off``);
@@ -17,10 +17,10 @@ mean of their four directions), and scores:
   with the lowest trial AER (ties to the smaller ``w``) is the selection, and it is what
   ``TEACHER_DECODING`` holds; the other pairs are measured at that same point, never tuned.
 
-    python bench/quality.py --pair all --config agree-fert-head-sp    # trains the models (20-35 min each)
+    python bench/quality.py --pair all --config agree-fert-head-sp-e5-b2k-d0    # trains the models
     python bench/combine.py --pair all
 
-Writes bench/results/combine_<pair>.csv. A benchmark: it prints numbers and asserts nothing.
+Writes bench/results/combine_<pair>_<config>.csv. A benchmark: it prints numbers and asserts nothing.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from attnalign.eval.metrics import Counts, corpus_counts  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
 from attnalign.statistical.align import union_links  # noqa: E402
 
-CONFIG = "agree-fert-head-sp"
+CONFIG = "agree-fert-head-sp-e5-b2k-d0"  # = train --preset align
 WEIGHTS = [0.0, 0.25, 0.5, 0.6, 0.75, 0.9, 1.0]  # the teacher's share
 THRESHOLDS = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55]
 
@@ -148,8 +148,7 @@ def main() -> None:
             print(f"chosen on the trial set: w {chosen[0]} threshold {chosen[1]}; align corpus's default "
                   f"(TEACHER_DECODING): w {t['weight']} threshold {t['threshold']}")
         show(rows, chosen or (TEACHER_DECODING["weight"], TEACHER_DECODING["threshold"]))
-        name = f"combine_{pair}" + ("" if args.config == CONFIG else f"_{args.config}")
-        with open(RESULTS / f"{name}.csv", "w", newline="") as f:
+        with open(RESULTS / f"combine_{pair}_{args.config}.csv", "w", newline="") as f:
             wr = csv.DictWriter(f, fieldnames=list(rows[0]))
             wr.writeheader()
             wr.writerows(rows)

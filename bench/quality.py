@@ -59,12 +59,13 @@ def _agree_head(guide_model: str = "hmm-agree", **teacher) -> TrainOptions:
 
 
 def _preset(**changes) -> TrainOptions:
-    """The ``--preset align`` configuration (8 epochs) with ``changes``."""
+    """``agree-fert-head-sp`` (the teacher and network of ``--preset align``, in 8 epochs of 1,000-token
+    batches with dropout 0.2, the preset until it took the -e5-b2k-d0 variant below) with ``changes``."""
     return replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5, guide_identical=1.0,
                                subword=4000), **changes)
 
 
-B2K = {"epochs": 3, "batch_tokens": 2000, "lr": 2e-3}  # align-fast's passes, batches and learning rate
+B2K = {"epochs": 3, "batch_tokens": 2000, "lr": 2e-3}  # align-fast's passes; the presets' batches and rate
 
 CONFIGS = {
     "default": TrainOptions(direction="both", epochs=8, batch_tokens=1000, min_freq=1),
@@ -83,8 +84,8 @@ CONFIGS = {
     "agree-head": _agree_head(guide_prefix=5, guide_identical=1.0),
     # the same before the identical-word prior
     "agree-head-prefix": _agree_head(guide_prefix=5, guide_identical=0),
-    # = attnalign train --preset align: the 4,000-piece student below, guided by the union of the
-    # agreement HMMs' links and the fertility HMMs' links (statistical.COMBINED)
+    # the 4,000-piece student below, guided by the union of the agreement HMMs' links and the fertility
+    # HMMs' links (statistical.COMBINED): --preset align until it took the -e5-b2k-d0 variant
     "agree-fert-head-sp": _preset(),
     # the same trained 3 epochs instead of 8 (a cheaper student for align corpus --teacher)
     "agree-fert-head-sp-e3": _preset(epochs=3),
@@ -94,7 +95,7 @@ CONFIGS = {
     # its dropout 0, the -d0 configuration below)
     "agree-fert-head-sp-e3-b2k": _preset(**B2K),
     # the same with the guided-alignment loss weighted 3; and without dropout (= attnalign train
-    # --preset align-fast); and that with 5 passes instead of 3
+    # --preset align-fast); and that with 5 passes instead of 3 (= attnalign train --preset align)
     "agree-fert-head-sp-e3-b2k-gw3": _preset(**B2K, guide_weight=3.0),
     "agree-fert-head-sp-e3-b2k-d0": _preset(**B2K, model_config={"align_head": True, "dropout": 0.0}),
     "agree-fert-head-sp-e5-b2k-d0": _preset(**{**B2K, "epochs": 5},
@@ -414,6 +415,8 @@ def main() -> None:
                     help="standard: train on the corpus that holds the test sentences and align them; "
                          "inductive: train without the gold sentences (test and trial), then align them "
                          "as new data (NMT configurations only)")
+    ap.add_argument("--results", help="the results files' name in bench/results (a rerun kept beside the "
+                                      "first) [default: quality_PAIR_CONFIG, + _PROTOCOL if not standard]")
     args = ap.parse_args()
     if args.protocol == "inductive" and CONFIGS.get(args.config) is None:
         raise SystemExit("the inductive protocol applies to NMT configurations: the statistical aligners "
@@ -428,7 +431,8 @@ def main() -> None:
         if p == "enfr":
             trial_rows = pair_rows
         rows += pair_rows
-    name = f"quality_{args.pair}_{args.config}" + ("" if args.protocol == "standard" else f"_{args.protocol}")
+    name = args.results or (f"quality_{args.pair}_{args.config}"
+                            + ("" if args.protocol == "standard" else f"_{args.protocol}"))
     (RESULTS / f"{name}.json").write_text(json.dumps(rows, indent=1))
     import pandas as pd
 

@@ -162,7 +162,7 @@ def test_preset_options_given_options_win():
     o = preset_options("align", epochs=2, model_config={"hidden": 8})
     assert (o.direction, o.guide, o.epochs, o.subword) == ("both", "auto", 2, 4000)
     assert preset_options("align", subword=0).subword == 0  # 0: the student reads whole words
-    assert o.model_config == {"align_head": True, "hidden": 8}
+    assert o.model_config == {"align_head": True, "dropout": 0.0, "hidden": 8}
     assert preset_options("align", direction="forward", guide=None).direction == "forward"
     assert preset_options(None) == TrainOptions()
     with pytest.raises(AttnAlignError, match="unknown preset"):
@@ -170,7 +170,8 @@ def test_preset_options_given_options_win():
 
 
 def test_the_benchmarked_configuration_is_the_preset():
-    # the README's quality table reports bench/quality.py --config agree-fert-head-sp as --preset align
+    # the README's quality table reports bench/quality.py --config agree-fert-head-sp-e5-b2k-d0 as
+    # --preset align, and agree-fert-head-sp-e3-b2k-d0 as --preset align-fast
     import importlib.util
 
     from helpers import ROOT
@@ -181,16 +182,18 @@ def test_the_benchmarked_configuration_is_the_preset():
     from dataclasses import replace
 
     from attnalign.training import preset_options
-    from attnalign.training.options import epochs_for
 
-    # the benchmark trains 8 epochs; the preset's --epochs auto gives its three corpora 8 too
-    assert quality.CONFIGS["agree-fert-head-sp"] == replace(preset_options("align"), epochs=8)
-    assert all(epochs_for("auto", n) == 8 for n in (10_484, 14_746, 5_601))
-    # --preset align-fast is the configuration benchmarked as agree-fert-head-sp-e3-b2k-d0 (3 epochs there)
-    fast = preset_options("align-fast")
+    align, fast = preset_options("align"), preset_options("align-fast")
+    # the benchmark names its passes; the presets' --epochs auto gives the three corpora the same
+    assert quality.CONFIGS["agree-fert-head-sp-e5-b2k-d0"] == replace(align, epochs=5, auto_epochs=8)
     assert quality.CONFIGS["agree-fert-head-sp-e3-b2k-d0"] == replace(fast, epochs=3, auto_epochs=8)
-    assert fast.network().dropout == 0 and preset_options("align").network().dropout == 0.2
-    assert all(fast.passes(n) == 3 for n in (10_484, 14_746, 5_601))
+    assert all(align.passes(n) == 5 and fast.passes(n) == 3 for n in (10_484, 14_746, 5_601))
+    assert align.network().dropout == fast.network().dropout == 0
+    # the configuration the preset was before (8 epochs of 1,000-token batches, dropout 0.2)
+    before = quality.CONFIGS["agree-fert-head-sp"]
+    assert (before.epochs, before.batch_tokens, before.lr, before.network().dropout) == (8, 1000, None, 0.2)
+    assert before == replace(align, epochs=8, auto_epochs=8, batch_tokens=1000, lr=None,
+                             model_config={"align_head": True})
 
 
 def test_cli_preset_reaches_the_model(tmp_path):
@@ -214,18 +217,19 @@ def test_cli_preset_reaches_the_model(tmp_path):
     assert json.loads((tmp_path / "f" / "config.json").read_text())["directions"] == ["forward"]
     r = CliRunner().invoke(app, [*base[:-1], "nope", "--model", str(tmp_path / "x")])
     assert r.exit_code == 2 and "unknown preset" in r.output
-    # align-fast: its own batches, learning rate, dropout and passes, each overridden by the option given
-    cases = (([], 2000, 2e-3, 0.0),
-             (["--batch-tokens", "12", "--lr", "0.01", "--dropout", "0.3"], 12, 0.01, 0.3),
-             (["--epochs", "auto", "--direction", "forward"], 2000, 2e-3, 0.0))
-    for k, (extra, batch, lr, dropout) in enumerate(cases):
-        fast = [a for a in base if a not in ("--epochs", "1")][:-1] + ["align-fast", *extra]
-        m = tmp_path / f"fast{k}"
-        r = CliRunner().invoke(app, [*fast, "--model", str(m)])
+    # each preset's own batches, learning rate, dropout and passes, each overridden by the option given
+    cases = (("align-fast", [], 2000, 2e-3, 0.0, 3),
+             ("align-fast", ["--batch-tokens", "12", "--lr", "0.01", "--dropout", "0.3"], 12, 0.01, 0.3, 3),
+             ("align-fast", ["--epochs", "auto", "--direction", "forward"], 2000, 2e-3, 0.0, 3),
+             ("align", ["--direction", "forward"], 2000, 2e-3, 0.0, 5))
+    for k, (preset, extra, batch, lr, dropout, passes) in enumerate(cases):
+        args = [a for a in base if a not in ("--epochs", "1")][:-1] + [preset, *extra]
+        m = tmp_path / f"p{k}"
+        r = CliRunner().invoke(app, [*args, "--model", str(m)])
         assert r.exit_code == 0, r.output
         o = json.loads((m / "config.json").read_text())["train_options"]
-        assert (o["batch_tokens"], o["lr"], o["auto_epochs"], o["epochs"]) == (batch, lr, 3, "auto")
+        assert (o["batch_tokens"], o["lr"], o["auto_epochs"], o["epochs"]) == (batch, lr, passes, "auto")
         assert o["guide"] == "auto" and o["subword"] == 4000 and o["model_config"]["align_head"] is True
         assert o["model_config"]["dropout"] == dropout
         log = (m / "log.csv").read_text().splitlines()[1:]
-        assert max(int(row.split(",")[1]) for row in log) == 3  # auto on 45 pairs: 3 epochs
+        assert max(int(row.split(",")[1]) for row in log) == passes  # auto on 45 pairs: all its passes

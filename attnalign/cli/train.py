@@ -77,15 +77,16 @@ ReverseInitFromOpt = Annotated[Path | None, typer.Option(
 DModelOpt = _opt(int | None, "--d-model", "Transformer width [default: 256].")
 HeadsOpt = _opt(int | None, "--heads", "Transformer heads [default: 4].")
 LayersOpt = _opt(int | None, "--layers", "Encoder and decoder layers [default: rnn 1, transformer 3].")
-DropoutOpt = _opt(float | None, "--dropout", "Dropout [default: rnn 0.2, transformer 0.1].")
+DropoutOpt = _opt(float | None, "--dropout", "Dropout [default: rnn 0.2, transformer 0.1; 0 "
+                 "with --preset align or align-fast].")
 EpochsOpt = _opt(str, "--epochs", "Passes over the training data: a number (1.5 ends halfway through the "
-                 "second) or auto: 8 for up to 20,000 pairs, 8 x sqrt(20,000 / pairs) for more (3 and "
-                 "3 x sqrt(...) with --preset align-fast).")
+                 "second) or auto: 8 for up to 20,000 pairs, 8 x sqrt(20,000 / pairs) for more (5 and "
+                 "5 x sqrt(...) with --preset align, 3 and 3 x sqrt(...) with --preset align-fast).")
 MaxStepsOpt = _opt(int | None, "--max-steps", "Stop after this many updates.")
 BatchTokensOpt = _opt(int | None, "--batch-tokens", "Padded tokens per batch [default: 1000; 2000 with "
-                      "--preset align-fast].")
+                      "--preset align or align-fast].")
 LrOpt = _opt(float | None, "--lr", "Peak learning rate [default: rnn 1e-3, transformer 5e-4; 2e-3 with "
-             "--preset align-fast].")
+             "--preset align or align-fast].")
 WarmupOpt = _opt(int, "--warmup", "Warm-up steps (at most 10% of training).")
 ClipOpt = _opt(float, "--clip", "Gradient norm clipping.")
 SmoothingOpt = Annotated[float, typer.Option("--label-smoothing")]
@@ -102,10 +103,10 @@ GuideWeightOpt = _opt(float, "--guide-weight", "Weight of the guide loss.")
 AlignHeadOpt = _opt(bool | None, "--align-head/--no-align-head", "Add an alignment head (sees the whole "
                     "target sentence; trained by --guide only) and align with it.")
 PresetOpt = _opt(str | None, "--preset", "Named options; others given beside it override it. align: "
-                 "--direction both --guide auto --align-head --subword 4000 (the benchmarked aligner); "
-                 "align-fast: the same with 3 passes instead of 8 under --epochs auto, --batch-tokens 2000 "
-                 "--lr 2e-3 --dropout 0, for aligning the training corpus with align corpus's default "
-                 "teacher (its student alone is weaker).")
+                 "--direction both --guide auto --align-head --subword 4000 --batch-tokens 2000 --lr 2e-3 "
+                 "--dropout 0 and 5 passes under --epochs auto (the benchmarked aligner); align-fast: the "
+                 "same with 3 passes, for aligning the training corpus with align corpus's default teacher "
+                 "(its student alone is weaker).")
 SubwordOpt = _opt(int | None, "--subword", "Sentencepiece vocabulary size per side; 0: whole words "
                   "[default: whole words; 4000 with --preset align or align-fast].")
 SubwordTypeOpt = _opt(str, "--subword-type", "unigram or bpe.")
