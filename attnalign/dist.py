@@ -10,7 +10,9 @@ CPU threads: more threads than cores slow every process down.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import sys
 
 _state: dict = {}
 
@@ -106,3 +108,19 @@ def on_main(fn):
     if kind == "error":
         raise value
     return value
+
+
+def end(code: int) -> None:
+    """Leave a torchrun process with exit status ``code`` once its command is done: the exit handlers
+    run (the process group is destroyed, temporary files removed), the streams are flushed, then the
+    process exits without tearing the interpreter down. A process that ends the usual way can abort
+    during that teardown ("terminate called without an active exception", gloo) after its work is
+    done, failing the whole run. Outside torchrun, or before any collective: returns and lets the
+    caller exit as usual."""
+    if "cpu" not in _state:
+        return
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said there
+            stream.flush()
+    os._exit(code)

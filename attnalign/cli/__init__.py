@@ -8,10 +8,12 @@ per command group: :mod:`.train`, :mod:`.align` (corpus, sentence, statistical),
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
+from .. import dist
 from .._version import __version__
 from . import align, plot
 from .report import report
@@ -55,4 +57,12 @@ app.command()(report)
 
 def main() -> None:
     """Entry point of the ``attnalign`` console script."""
-    app()
+    try:
+        app()
+    except SystemExit as e:
+        code = e.code
+        if dist.launched():
+            if isinstance(code, str):  # sys.exit(message): Python would print it and exit 1
+                print(code, file=sys.stderr)
+            dist.end(code if isinstance(code, int) else int(code is not None))
+        raise
