@@ -110,17 +110,19 @@ def on_main(fn):
     return value
 
 
-def end(code: int) -> None:
-    """Leave a torchrun process with exit status ``code`` once its command is done: the exit handlers
-    run (the process group is destroyed, temporary files removed), the streams are flushed, then the
-    process exits without tearing the interpreter down. A process that ends the usual way can abort
-    during that teardown ("terminate called without an active exception", gloo) after its work is
-    done, failing the whole run. Outside torchrun, or before any collective: returns and lets the
-    caller exit as usual."""
+def end(code: int | str | None) -> None:
+    """Leave a torchrun process once its command is done, with ``code`` as ``SystemExit`` holds it
+    (None: 0; a message: printed, then 1): the exit handlers run (the process group is destroyed,
+    temporary files removed), the streams are flushed, then the process exits without tearing the
+    interpreter down. A process that ends the usual way can abort during that teardown ("terminate
+    called without an active exception", gloo) after its work is done, failing the whole run. Outside
+    torchrun, or before any collective: returns and lets the caller exit as usual."""
     if "cpu" not in _state:
         return
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said there
             stream.flush()
-    os._exit(code)
+    os._exit(code if isinstance(code, int) else int(code is not None))

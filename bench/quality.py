@@ -66,6 +66,7 @@ def _preset(**changes) -> TrainOptions:
 
 
 B2K = {"epochs": 3, "batch_tokens": 2000, "lr": 2e-3}  # align-fast's passes; the presets' batches and rate
+D0 = {"model_config": {"align_head": True, "dropout": 0.0}}  # the presets' network: no dropout
 
 CONFIGS = {
     "default": TrainOptions(direction="both", epochs=8, batch_tokens=1000, min_freq=1),
@@ -97,12 +98,10 @@ CONFIGS = {
     # the same with the guided-alignment loss weighted 3; and without dropout (= attnalign train
     # --preset align-fast); and that with 5 passes instead of 3 (= attnalign train --preset align)
     "agree-fert-head-sp-e3-b2k-gw3": _preset(**B2K, guide_weight=3.0),
-    "agree-fert-head-sp-e3-b2k-d0": _preset(**B2K, model_config={"align_head": True, "dropout": 0.0}),
-    "agree-fert-head-sp-e5-b2k-d0": _preset(**{**B2K, "epochs": 5},
-                                            model_config={"align_head": True, "dropout": 0.0}),
+    "agree-fert-head-sp-e3-b2k-d0": _preset(**B2K, **D0),
+    "agree-fert-head-sp-e5-b2k-d0": _preset(**{**B2K, "epochs": 5}, **D0),
     # the preset with 8 passes (--preset align --epochs 8): does the student pass its teacher?
-    "agree-fert-head-sp-e8-b2k-d0": _preset(**{**B2K, "epochs": 8},
-                                            model_config={"align_head": True, "dropout": 0.0}),
+    "agree-fert-head-sp-e8-b2k-d0": _preset(**{**B2K, "epochs": 8}, **D0),
     # the preset's student at half the width (128-unit GRUs and embeddings): about twice as fast, far worse
     "agree-fert-head-sp-h128": _preset(model_config={"align_head": True, "hidden": 128, "emb_dim": 128}),
     # self-training: the preset's student guided by the links align corpus writes with the preset model

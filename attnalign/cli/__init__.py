@@ -8,7 +8,6 @@ per command group: :mod:`.train`, :mod:`.align` (corpus, sentence, statistical),
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -60,9 +59,5 @@ def main() -> None:
     try:
         app()
     except SystemExit as e:
-        code = e.code
-        if dist.launched():
-            if isinstance(code, str):  # sys.exit(message): Python would print it and exit 1
-                print(code, file=sys.stderr)
-            dist.end(code if isinstance(code, int) else int(code is not None))
+        dist.end(e.code)  # under torchrun the process ends here
         raise
