@@ -15,12 +15,21 @@ whole words, each pair's matrix the mean of their four directions), and scores:
   does;
 * a grid of teacher weights ``w`` and thresholds. Only English-French has a trial gold: the grid point
   with the lowest trial AER (ties to the smaller ``w``) is the selection, and it is what
-  ``TEACHER_DECODING`` holds; the other pairs are measured at that same point, never tuned.
+  ``TEACHER_DECODING`` holds; the other pairs are measured at that same point, never tuned;
+* with ``--grow``, a second grid that grows the thresholded links: the cells above the threshold
+  are the core, and cells above a lower threshold ``low`` join it by the grow-diag rule (next to a
+  link, one of their words unaligned; ``grow-diag-final-and``: then any such cell whose two words are
+  unaligned), the rules the statistical aligners use to symmetrize; selected on the trial set the
+  same way, apart from the first grid;
+* with ``--product``, a grid that multiplies instead of averaging: each cell
+  ``student ** (1 - w) * teacher ** w`` (a weighted geometric mean), then the thresholds.
 
     python bench/quality.py --pair all --config agree-fert-head-sp-e5-b2k-d0    # trains the models
     python bench/combine.py --pair all
+    python bench/combine.py --pair all --grow --product --results NAME    # + the other grids
 
-Writes bench/results/combine_<pair>_<config>.csv. A benchmark: it prints numbers and asserts nothing.
+Writes bench/results/combine_<pair>_<config>.csv (``--results NAME``: combine_<pair>_NAME.csv). A
+benchmark: it prints numbers and asserts nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from quality import RESULTS, build  # noqa: E402
 
 from attnalign.data.alignments import Alignment, read_alignments  # noqa: E402
 from attnalign.data.corpus import read_corpus  # noqa: E402
-from attnalign.decoding import TEACHER_DECODING, threshold_links  # noqa: E402
+from attnalign.decoding import TEACHER_DECODING, symmetrize, threshold_links  # noqa: E402
 from attnalign.eval.metrics import Counts, corpus_counts  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
 from attnalign.statistical.align import union_links  # noqa: E402
@@ -44,6 +53,8 @@ from attnalign.statistical.align import union_links  # noqa: E402
 CONFIG = "agree-fert-head-sp-e5-b2k-d0"  # = train --preset align
 WEIGHTS = [0.0, 0.25, 0.5, 0.6, 0.75, 0.9, 1.0]  # the teacher's share
 THRESHOLDS = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55]
+LOWS = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3]  # --grow: the lower threshold of the cells that may join
+GROW_RULES = ["grow-diag", "grow-diag-final-and"]
 
 
 def aer(links, gold) -> Counts:
@@ -57,7 +68,12 @@ def teacher_links(models, lo: int, hi: int) -> list[list[tuple[int, int]]]:
     return union_links(agree.posteriors(lo, hi), fert.posteriors(lo, hi))
 
 
-def run(pair: str, config: str = CONFIG) -> list[dict] | None:
+def grown(m, high: float, low: float, rule: str) -> list[tuple[int, int]]:
+    """The cells of ``m`` [T, S] above ``high``, grown by ``rule`` with those above ``low``."""
+    return sorted(symmetrize(threshold_links(m, low), threshold_links(m, high), rule))
+
+
+def run(pair: str, config: str = CONFIG, grow: bool = False, product: bool = False) -> list[dict] | None:
     info = build(pair)
     model = info["dir"] / config
     if not (model / "forward.pt").exists():
@@ -87,8 +103,8 @@ def run(pair: str, config: str = CONFIG) -> list[dict] | None:
     student = Aligner(model, AlignOptions(teacher="off", device="cpu"))
     rows = []
 
-    def add(system: str, links_of, w=None, t=None) -> None:
-        row = {"pair": pair, "system": system, "w": w, "threshold": t}
+    def add(system: str, links_of, w=None, t=None, **extra) -> None:
+        row = {"pair": pair, "system": system, "w": w, "threshold": t, **extra}
         for name, span in spans.items():
             c = aer([links_of(name)[k] for k in range(len(span))], golds[name])
             row.update({f"{name}_aer": c.aer, f"{name}_precision": c.precision, f"{name}_recall": c.recall})
@@ -109,23 +125,55 @@ def run(pair: str, config: str = CONFIG) -> list[dict] | None:
             links = {name: [threshold_links((1 - w) * s + w * m, t) for s, m in zip(*mats[name], strict=True)]
                      for name in spans}
             add("grid", links.get, w, t)
+    for w in WEIGHTS if product else []:
+        geo = {name: [s ** (1 - w) * m ** w for s, m in zip(*mats[name], strict=True)] for name in spans}
+        for t in [0.1, 0.15, *THRESHOLDS]:  # a geometric mean is at most the arithmetic one
+            links = {name: [threshold_links(m, t) for m in geo[name]] for name in spans}
+            add("grid-product", links.get, w, t)
+    for w in WEIGHTS if grow else []:
+        blends = {name: [(1 - w) * s + w * m for s, m in zip(*mats[name], strict=True)] for name in spans}
+        for t in THRESHOLDS:
+            for low in [x for x in LOWS if x < t]:
+                for rule in GROW_RULES:
+                    links = {name: [grown(m, t, low, rule) for m in blends[name]] for name in spans}
+                    add("grid-grow", links.get, w, t, low=low, rule=rule)
     print(f"\n{pair}: {len(pairs)} pairs; teacher trained in {t_teacher:.0f} s, the corpus aligned with it "
           f"in {t_align:.0f} s")
     return rows
 
 
-def show(rows: list[dict], chosen: tuple[float, float] | None) -> None:
+def point(r: dict) -> tuple:
+    return r["w"], r["threshold"], r.get("low"), r.get("rule")
+
+
+def select(rows: list[dict], system: str) -> tuple | None:
+    """The grid point of ``system`` with the lowest trial AER: ties to the smaller teacher weight, then
+    to the least growth (the higher ``low``, grow-diag before its final step)."""
+    grid = [r for r in rows if r["system"] == system]
+    if not grid:
+        return None
+    best = min(grid, key=lambda r: (round(r["trial_aer"], 6), r["w"], -(r.get("low") or 0),
+                                    r.get("rule") == "grow-diag-final-and"))
+    return point(best)
+
+
+def show(rows: list[dict], chosen: dict[str, tuple]) -> None:
     trial = "trial_aer" in rows[0]
-    print(f"{'system':40s} {'w':>5s} {'thr':>5s} {'trial AER':>10s} {'test AER':>9s} {'P':>6s} {'R':>6s}")
+    print(f"{'system':36s} {'w':>5s} {'thr':>5s} {'low':>5s} {'rule':>20s} {'trial AER':>10s} "
+          f"{'test AER':>9s} {'P':>6s} {'R':>6s}")
     for r in rows:
-        point = (r["w"], r["threshold"])
-        if r["system"] == "grid" and point != chosen and point[0] not in (0.0, 1.0):
+        here = point(r) == chosen.get(r["system"])
+        if r["system"] in ("grid-grow", "grid-product") and not here:
+            continue
+        if r["system"] == "grid" and not here and r["w"] not in (0.0, 1.0):
             continue
         w = "-" if r["w"] is None else f"{r['w']:.2f}"
         t = "-" if r["threshold"] is None else f"{r['threshold']:.2f}"
+        low = "-" if r.get("low") is None else f"{r['low']:.2f}"
         ta = f"{100 * r['trial_aer']:10.2f}" if trial else f"{'-':>10s}"
-        note = "<- chosen on the En-Fr trial" if r["system"] == "grid" and point == chosen else ""
-        print(f"{r['system']:40s} {w:>5s} {t:>5s} {ta} {100 * r['test_aer']:9.2f} "
+        note = "<- chosen on the En-Fr trial" if here else ""
+        rule = r.get("rule") or "-"
+        print(f"{r['system']:36s} {w:>5s} {t:>5s} {low:>5s} {rule:>20s} {ta} {100 * r['test_aer']:9.2f} "
               f"{100 * r['test_precision']:6.2f} {100 * r['test_recall']:6.2f} {note}")
 
 
@@ -133,23 +181,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pair", default="all", help="enfr, roen, esen or all")
     ap.add_argument("--config", default=CONFIG, help="the bench/quality.py configuration whose model to read")
+    ap.add_argument("--grow", action="store_true", help="also the grid of grown thresholded links")
+    ap.add_argument("--product", action="store_true", help="also the grid of weighted geometric means")
+    ap.add_argument("--results", help="name the files combine_<pair>_NAME.csv (default: the config)")
     args = ap.parse_args()
-    chosen = None
+    t = TEACHER_DECODING
+    chosen = {"grid": (t["weight"], t["threshold"], None, None)}  # pairs without trial gold: the default
     RESULTS.mkdir(parents=True, exist_ok=True)
     for pair in ["enfr", "roen", "esen"] if args.pair == "all" else [args.pair]:
-        rows = run(pair, args.config)
+        rows = run(pair, args.config, args.grow, args.product)
         if rows is None:
             continue
         if "trial_aer" in rows[0]:
-            grid = [r for r in rows if r["system"] == "grid"]
-            best = min(grid, key=lambda r: (round(r["trial_aer"], 6), r["w"]))
-            chosen = (best["w"], best["threshold"])
-            t = TEACHER_DECODING
-            print(f"chosen on the trial set: w {chosen[0]} threshold {chosen[1]}; align corpus's default "
-                  f"(TEACHER_DECODING): w {t['weight']} threshold {t['threshold']}")
-        show(rows, chosen or (TEACHER_DECODING["weight"], TEACHER_DECODING["threshold"]))
-        with open(RESULTS / f"combine_{pair}_{args.config}.csv", "w", newline="") as f:
-            wr = csv.DictWriter(f, fieldnames=list(rows[0]))
+            chosen = {system: select(rows, system) for system in ("grid", "grid-grow", "grid-product")}
+            print(f"chosen on the trial set: {chosen}; align corpus's default (TEACHER_DECODING): "
+                  f"w {t['weight']} threshold {t['threshold']}")
+        show(rows, chosen)
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        with open(RESULTS / f"combine_{pair}_{args.results or args.config}.csv", "w", newline="") as f:
+            wr = csv.DictWriter(f, fieldnames=fields, restval="")
             wr.writeheader()
             wr.writerows(rows)
 
