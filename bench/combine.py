@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -120,23 +121,19 @@ def run(pair: str, config: str = CONFIG, grow: bool = False, product: bool = Fal
     add("student (--teacher off)", plain.get)
     add("align corpus default (--teacher on)", lambda name: [default[k].links for k in spans[name]],
         combined.options.teacher_weight, combined.options.threshold)
-    for w in WEIGHTS:
-        for t in THRESHOLDS:
-            links = {name: [threshold_links((1 - w) * s + w * m, t) for s, m in zip(*mats[name], strict=True)]
-                     for name in spans}
-            add("grid", links.get, w, t)
+    blends = {w: {name: [(1 - w) * s + w * m for s, m in zip(*mats[name], strict=True)] for name in spans}
+              for w in WEIGHTS}
+    for w, t in itertools.product(WEIGHTS, THRESHOLDS):
+        add("grid", {name: [threshold_links(m, t) for m in blends[w][name]] for name in spans}.get, w, t)
     for w in WEIGHTS if product else []:
         geo = {name: [s ** (1 - w) * m ** w for s, m in zip(*mats[name], strict=True)] for name in spans}
         for t in [0.1, 0.15, *THRESHOLDS]:  # a geometric mean is at most the arithmetic one
             links = {name: [threshold_links(m, t) for m in geo[name]] for name in spans}
             add("grid-product", links.get, w, t)
-    for w in WEIGHTS if grow else []:
-        blends = {name: [(1 - w) * s + w * m for s, m in zip(*mats[name], strict=True)] for name in spans}
-        for t in THRESHOLDS:
-            for low in [x for x in LOWS if x < t]:
-                for rule in GROW_RULES:
-                    links = {name: [grown(m, t, low, rule) for m in blends[name]] for name in spans}
-                    add("grid-grow", links.get, w, t, low=low, rule=rule)
+    for w, t, low, rule in itertools.product(WEIGHTS if grow else [], THRESHOLDS, LOWS, GROW_RULES):
+        if low < t:
+            links = {name: [grown(m, t, low, rule) for m in blends[w][name]] for name in spans}
+            add("grid-grow", links.get, w, t, low=low, rule=rule)
     print(f"\n{pair}: {len(pairs)} pairs; teacher trained in {t_teacher:.0f} s, the corpus aligned with it "
           f"in {t_align:.0f} s")
     return rows
