@@ -33,7 +33,7 @@ def init(gpu: bool = False):
     if not dist.is_initialized():
         backend = "nccl" if gpu and torch.cuda.is_available() else "gloo"
         if backend == "nccl":
-            torch.cuda.set_device(local_rank())
+            torch.cuda.set_device(process_gpu())
         dist.init_process_group(backend)
         _state["cpu"] = dist.new_group(backend="gloo") if backend == "nccl" else None
         # a process that exits with gloo's threads still running aborts ("terminate called ...")
@@ -42,6 +42,26 @@ def init(gpu: bool = False):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         torch.set_num_threads(max(1, cores // local))
     return dist
+
+
+def process_gpu(visible: int | None = None) -> str:
+    """This process's GPU under torchrun, one per process of a machine (``cuda:LOCAL_RANK``). More
+    processes than GPUs get one clear error, not a CUDA 'invalid device ordinal' traceback from the
+    process whose GPU does not exist. ``visible``: the GPUs torch sees (asked of torch if None)."""
+    if visible is None:
+        import torch
+
+        visible = torch.cuda.device_count()
+    local = max(int(os.environ.get("LOCAL_WORLD_SIZE", "1")), local_rank() + 1)
+    if local > visible:
+        from .errors import OptionError
+
+        raise OptionError(
+            f"torchrun started {local} processes on this machine, but torch sees {visible} CUDA GPU"
+            f"{'s' if visible != 1 else ''} (one per process)",
+            hint=f"run torchrun --nproc-per-node {visible}, or add --device cpu to run the processes "
+                 "on the CPU (gloo)")
+    return f"cuda:{local_rank()}"
 
 
 def cpu_group():

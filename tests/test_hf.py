@@ -34,30 +34,44 @@ def tokens(m: HFModel, words, target=False):
     return m.tok.convert_ids_to_tokens(ids), index
 
 
-def test_pieces_map_to_words_as_worked_by_hand(hf):
+def _pieces_of_words(src, idx, n_words):
+    return ["".join(p for p, k in zip(src, idx, strict=True) if k == w).lstrip("▁") for w in range(n_words)]
+
+
+def test_pieces_map_to_words(hf):
+    """Whatever pieces the installed sentencepiece cuts a word into, they come back to that word."""
+    words = ["the", "red", "car", "."]
     m = HFModel(str(hf["m2m"]), "en", "fr")
-    # the language code first, </s> last, neither a word (-1); "red" and "." split into pieces
-    assert tokens(m, ["the", "red", "car", "."]) == (
-        ["__en__", "▁the", "▁re", "d", "▁car", "▁", ".", "</s>"], [-1, 0, 1, 1, 2, 3, 3, -1])
-    assert tokens(m, ["la", "voiture", "rouge", "."], target=True) == (
-        ["__fr__", "▁la", "▁voiture", "▁rouge", "▁", ".", "</s>"], [-1, 0, 1, 2, 3, 3, -1])
+    src, idx = tokens(m, words)  # the language code first, </s> last, neither a word (-1)
+    assert (src[0], idx[0], src[-1], idx[-1]) == ("__en__", -1, "</s>", -1)
+    assert idx[1:-1] == sorted(idx[1:-1]) and set(idx[1:-1]) == {0, 1, 2, 3}
+    assert _pieces_of_words(src, idx, 4) == words
+    tgt, t_idx = tokens(m, ["la", "voiture", "rouge", "."], target=True)
+    assert (tgt[0], t_idx[0], tgt[-1], t_idx[-1]) == ("__fr__", -1, "</s>", -1)
+    assert _pieces_of_words(tgt, t_idx, 4) == ["la", "voiture", "rouge", "."]
     marian = HFModel(str(hf["marian"]))
-    src, idx = tokens(marian, ["the", "red", "car", "."])
+    src, idx = tokens(marian, words)
     assert src[-1] == "</s>" and idx[-1] == -1
     assert idx[:-1] == sorted(idx[:-1]) and set(idx[:-1]) == {0, 1, 2, 3}
-    assert ["".join(p for p, k in zip(src, idx, strict=True) if k == w).lstrip("▁") for w in range(4)] == [
-        "the", "red", "car", "."]
+    assert _pieces_of_words(src, idx, 4) == words
 
 
 def test_word_matrix_from_a_known_token_attention(hf, monkeypatch):
-    """Decoder row r attends all its mass to source token SRC_OF[r]; the word matrix follows by hand."""
+    """Decoder row r attends all its mass to source token SRC_OF[r]; the word matrix follows by hand.
+    The words' pieces are set here (any vocabulary ids do for a random model), so the hand computation
+    does not depend on how the installed sentencepiece cuts them."""
     m = HFModel(str(hf["m2m"]), "en", "fr")
-    # source tokens: __en__ ▁the ▁re d ▁car ▁ . </s>; decoder inputs: </s> __fr__ ▁la ▁voiture ▁rouge ▁ .
+    for side, pieces in ((m.src_side, {"the": [10], "red": [11, 12], "car": [13], ".": [14, 15]}),
+                         (m.tgt_side, {"la": [20], "voiture": [21], "rouge": [22], ".": [23, 24]})):
+        side.cache.clear()
+        side.cache.update(pieces)
+    # source tokens: __en__ the re d car _ . </s>; decoder inputs: </s> __fr__ la voiture rouge _ .
     src_of = [0, 1, 4, 2, 3, 5, 7]
 
     def fake(src, mask, dec):
         import torch
 
+        assert src.shape[1] == 8 and dec.shape[1] == 7
         att = torch.zeros(1, 2, 2, dec.shape[1], src.shape[1])
         for r, q in enumerate(src_of):
             att[0, :, :, r, q] = 1.0
@@ -66,7 +80,7 @@ def test_word_matrix_from_a_known_token_attention(hf, monkeypatch):
     monkeypatch.setattr(m, "cross_attention", fake)
     pair = [(["the", "red", "car", "."], ["la", "voiture", "rouge", "."])]
     ((_, w, eos),) = m.iter_attention(pair, AttentionSpec())
-    # la <- ▁the; voiture <- ▁car; rouge <- ▁re; "." = mean of rows ▁ (-> d: red) and . (-> ▁: ".")
+    # la <- the; voiture <- car; rouge <- re; "." = mean of rows _ (-> d: red) and . (-> _: ".")
     np.testing.assert_allclose(w, [[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0.5, 0, 0.5]])
     np.testing.assert_allclose(eos, [0, 0, 0, 0])
     ((_, w, eos),) = m.iter_attention(pair, AttentionSpec(shift=1))  # each word read where it is input

@@ -198,7 +198,7 @@ class Aligner:
             raise AttnAlignError("the model has only the reverse direction", path=model_dir,
                                  hint="align with the corpus sides swapped, or train --direction forward")
         if dist.launched() and options.device.startswith("cuda"):  # one GPU per process of a machine
-            options = replace(options, device=f"cuda:{dist.local_rank()}")
+            options = replace(options, device=dist.process_gpu())
             self.options = options
         self.forward, self.reverse = load_directions(model_dir, options, both)
         self.lowercase = self.forward.lowercase

@@ -127,7 +127,7 @@ def load_model(model_dir: str | os.PathLike, direction: str = "forward",
         raise AttnAlignError(f"the training of the {direction} direction was interrupted before its first "
                              "checkpoint", path=path,
                              hint=f"continue it: attnalign train --model {model_dir} --resume")
-    ck = load_checkpoint(path, map_location=device)
+    ck = load_checkpoint(path)  # on the CPU: the vocabularies and sentencepiece protos are read there
     try:
         src_vocab, tgt_vocab = Vocab(ck["src_vocab"]), Vocab(ck["tgt_vocab"])
         model = build_model(ck["model_type"], ck["config"], len(src_vocab), len(tgt_vocab))

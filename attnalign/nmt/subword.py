@@ -60,7 +60,7 @@ class Segmenter:
 
     @classmethod
     def from_tensor(cls, t: torch.Tensor | None) -> Segmenter:
-        return cls(None if t is None else bytes(t.numpy().tobytes()))
+        return cls(None if t is None else bytes(t.detach().cpu().numpy().tobytes()))
 
 
 def train_segmenter(sentences: Iterable[Sequence[str]], vocab_size: int, model_type: str = "unigram"

@@ -235,9 +235,9 @@ def _adam(params, lr: float) -> torch.optim.Adam:
 def _device(name: str) -> torch.device:
     """The device of this process: under torchrun on GPUs, the GPU of its local rank."""
     device = resolve_device(name)
-    dist.init(gpu=device.type == "cuda")
     if dist.launched() and device.type == "cuda":
-        device = torch.device("cuda", dist.local_rank())
+        device = torch.device(dist.process_gpu())  # before the group: a missing GPU is a clear error
+    dist.init(gpu=device.type == "cuda")
     return device
 
 
