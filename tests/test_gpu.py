@@ -22,7 +22,8 @@ def _gpu() -> bool:
     return torch.cuda.is_available()
 
 
-needs_gpu = pytest.mark.skipif(not _gpu(), reason="torch sees no CUDA GPU: run pytest -m gpu on a GPU machine")
+needs_gpu = pytest.mark.skipif(not _gpu(),
+                               reason="torch sees no CUDA GPU: run pytest -m gpu on a GPU machine")
 
 
 def test_more_torchrun_processes_than_gpus_is_one_clear_error(monkeypatch):
@@ -48,8 +49,8 @@ def test_a_checkpoint_loads_on_the_cpu_whatever_the_device(models, monkeypatch):
 
 
 def _cli(*args, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "attnalign", *map(str, args)], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, **(env or {})})
+    return subprocess.run([sys.executable, "-m", "attnalign", *map(str, args)], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
