@@ -4,9 +4,11 @@ and ``log.csv`` (one row per validation); the checkpoints themselves are :mod:`a
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -141,9 +143,13 @@ def pairs_fingerprint(pairs, gold=None) -> str:
 
 def append_log(model_dir: Path, row: dict) -> None:
     path = model_dir / "log.csv"
-    new = not path.exists()
     with open(path, "a", newline="") as f:
+        # the two directions' processes (--parallel-directions) append at once: one header, whole rows
+        with contextlib.suppress(OSError, ImportError):
+            import fcntl
+
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
         w = csv.DictWriter(f, fieldnames=LOG_FIELDS)
-        if new:
+        if f.seek(0, os.SEEK_END) == 0:
             w.writeheader()
         w.writerow({k: row.get(k) for k in LOG_FIELDS})
