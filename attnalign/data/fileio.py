@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -82,6 +83,21 @@ def check_distinct(outputs: Mapping[str, str | os.PathLike | None],
                                   hint=f"write {name} to another file; {other} would be lost")
 
 
+def write_error(path: str | os.PathLike, e: OSError) -> AttnAlignError:
+    """The error for a write to ``path`` that failed (a full disk, a quota, an I/O error): the file is
+    named, and the old one, if any, is untouched."""
+    return AttnAlignError(f"cannot write the file ({e.strerror or e}); the earlier file, if any, is kept",
+                          path=path, hint="check the free space of its disk (df -h), or write elsewhere")
+
+
+def check_one_stdin(inputs: Mapping[str, str | os.PathLike | None]) -> None:
+    """Refuse two inputs read from stdin (``-``): the second would read what the first left, nothing."""
+    named = [k for k, v in inputs.items() if v is not None and is_stdio(v)]
+    if len(named) > 1:
+        raise OptionError(f"{named[0]} and {named[1]} both read stdin (-); only one input can",
+                          hint="give one of them as a file, or as a process substitution <(...)")
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -138,7 +154,61 @@ def atomic_open(
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename is None and e.errno is not None:  # a write that failed
+            raise write_error(p, e) from None
+        raise
+
+
+def inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
+    """Whether ``path`` is ``folder`` or lies under it (through links and ``..``)."""
+    if is_stdio(path) or is_stdio(folder):
+        return False
+    p, d = os.path.realpath(path), os.path.realpath(folder)
+    return p == d or p.startswith(d.rstrip(os.sep) + os.sep)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike, what: str = "output folder", marker: str | None = None
+               ) -> Iterator[Path]:
+    """A folder written whole or not at all: the block fills a new folder beside ``path``, which
+    replaces the old one only when the block ends without an error (a symlink stays; its target is
+    replaced). A failed, interrupted or killed run leaves the old folder as it was. An existing folder
+    that attnalign did not write (no file ``marker`` in it) is refused rather than replaced."""
+    p = Path(path)
+    if is_stdio(p):
+        raise OptionError(f"the {what} cannot be stdout (-)", hint="give a folder name")
+    target = Path(os.path.realpath(p))
+    if target.exists() and not target.is_dir():
+        raise AttnAlignError(f"the {what} must be a folder", path=p, hint="give a folder name")
+    if marker and target.is_dir() and any(target.iterdir()) and not (target / marker).exists():
+        raise OptionError(f"the {what} holds files attnalign did not write (no {marker}); it would be "
+                          "replaced whole", path=p, hint="give a new or empty folder")
+    parent = target.parent
+    if not parent.is_dir():
+        raise AttnAlignError(f"the folder for the {what} does not exist", path=p,
+                             hint=f"create it: mkdir -p {parent}")
+    for old in parent.glob(f".{target.name}.*.new"):  # left by a killed run
+        pid = old.name[len(target.name) + 2:].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".new", dir=parent))
+    except OSError as e:
+        raise AttnAlignError(f"cannot write here ({e.strerror})", path=p,
+                             hint="choose an output in a folder you can write to") from None
+    try:
+        os.chmod(stage, 0o777 & ~_umask())
+        yield stage
+        if target.exists():
+            old = stage.with_name(stage.name[:-len(".new")] + ".old")
+            os.rename(target, old)
+            os.rename(stage, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(stage, target)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
         raise

@@ -30,6 +30,7 @@ from .._version import __version__
 from ..data.alignments import Alignment
 from ..data.attnfile import read_attention, saved_indices
 from ..data.corpus import Pairs
+from ..data.fileio import atomic_dir, inside, is_stdio
 from ..decoding import DECODERS, SYMMETRIZATIONS, decode_pair
 from ..errors import AttnAlignError, OptionError
 from ..eval.metrics import Counts, alignment_counts
@@ -230,8 +231,14 @@ def build_report(
     that draw one of its sentences (the gallery's captions add ``--index N``); ``signature``: the
     scores' signature (:func:`attnalign.eval.scoring.gold_signature`), shown on the page;
     ``reverse_model``, ``src_lang``, ``tgt_lang``: for a pretrained Hugging Face ``model``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with atomic_dir(out_dir, "report folder", marker="index.html") as stage:
+        summary = _build(stage, gold, model, pairs, attention, device, batch_tokens, gallery, top, command,
+                         plot_args, signature, reverse_model, src_lang, tgt_lang)
+    return {**summary, "index": str(Path(out_dir) / "index.html")}
+
+
+def _build(out: Path, gold, model, pairs, attention, device, batch_tokens, gallery, top, command, plot_args,
+           signature, reverse_model, src_lang, tgt_lang) -> dict:
     model_info = ""
     if attention is not None:
         results, mats, pairs = _saved_results(attention, gold)
@@ -262,7 +269,6 @@ def build_report(
         **best.total.as_dict(),
         "configurations": len(results),
         "signature": signature,
-        "index": str(out / "index.html"),
     }
 
 
@@ -512,11 +518,24 @@ def report_files(
     from ..eval.scoring import GoldOptions, gold_signature, read_gold
 
     out = Path(out_dir)
+    if is_stdio(out):
+        raise OptionError("the report is a folder and cannot go to stdout (-)", hint="give -o FOLDER")
     if out.exists() and not out.is_dir():
         raise AttnAlignError("the report output must be a directory", path=out)
+    if gallery < 0:
+        raise OptionError(f"--gallery must be >= 0, not {gallery}")
+    inputs = {"--gold": gold, "--attention": attention, "--model": model, "--src": src, "--tgt": tgt,
+              "--corpus": corpus, "--reverse-model": reverse_model}
+    for flag, path in inputs.items():
+        if path is not None and out.exists() and inside(path, out):
+            raise OptionError(f"{flag} lies inside the report folder, which the report replaces whole",
+                              path=path, hint="write the report to another folder (-o), or move the input")
     gold_options = gold_options or GoldOptions()
     golds, info = read_gold(gold, gold_options)
     pairs = None
+    if attention is not None and set(range(len(golds))) <= set(saved_indices(attention)):
+        saved = [read_attention(attention, k) for k in range(len(golds))]
+        golds, info = read_gold(gold, gold_options, pairs=[(p.src, p.tgt) for p in saved])
     if attention is None:
         if model is None:
             raise OptionError("give --model DIR with a corpus, or --attention FILE")
@@ -526,6 +545,8 @@ def report_files(
         it = iter(open_corpus(src, tgt, corpus, encoding=gold_options.encoding,
                               lowercase=model_lowercase(model, lowercase)))
         pairs = [p for _, p in zip(range(len(golds)), it, strict=False)]
+        if len(pairs) == len(golds):  # a shorter corpus: build_report says so
+            golds, info = read_gold(gold, gold_options, pairs=pairs)
     dev = "cpu"
     if attention is None:
         from ..nmt.device import resolve_device
