@@ -82,8 +82,11 @@ def plot_sentence(
         raise OptionError("give --output FILE (.png, .svg, .pdf) or --terminal")
     if output is not None:
         files = {"--src": src, "--tgt": tgt} if index is not None else {}
+        from ..nmt.checkpoint import model_files
+
         check_distinct({"--output": output}, {**files, "--corpus": corpus, "--attention": attention,
-                                              "--gold": gold})
+                                              "--gold": gold, **model_files(model),
+                                              **model_files(reverse_model, "--reverse-model")})
         check_writable(output, "image file")
         if output.suffix.lower() not in IMAGE_TYPES:
             raise OptionError(f"unknown image type {output.suffix!r}", hint="use .png, .svg or .pdf")

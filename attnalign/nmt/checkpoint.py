@@ -38,7 +38,10 @@ def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
     """Write a checkpoint dict atomically."""
     payload = {"format_version": FORMAT_VERSION, "attnalign_version": __version__, **payload}
     with atomic_open(path, "wb") as f:
-        torch.save(payload, f)
+        try:
+            torch.save(payload, f)
+        except RuntimeError as e:  # torch's writer reports a failed write (a full disk) as RuntimeError
+            raise OSError(5, str(e).splitlines()[0][:200]) from None
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -51,14 +54,14 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         raise AttnAlignError("checkpoint not found", path=p, hint=hint)
     try:
         ck = torch.load(p, map_location=map_location, weights_only=True)
-    except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, ValueError) as e:
+    except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, ValueError, OSError) as e:
         raise AttnAlignError(f"cannot read the checkpoint ({type(e).__name__}: {str(e)[:200]})", path=p,
                              hint="the file is corrupt or not an attnalign checkpoint; retrain it") from None
     if not isinstance(ck, dict) or "format_version" not in ck:
         raise AttnAlignError("not an attnalign checkpoint", path=p)
     if ck["format_version"] != FORMAT_VERSION:
         raise AttnAlignError(
-            f"checkpoint format {ck['format_version']} (attnalign {ck.get('attnalign_version')}) is not "
+            f"checkpoint format {ck['format_version']!r} (attnalign {ck.get('attnalign_version')}) is not "
             f"supported by attnalign {__version__} (format {FORMAT_VERSION})",
             path=p, hint="retrain the model with this version, or use the version that wrote it")
     return ck
@@ -106,11 +109,30 @@ def read_model_config(model_dir: str | os.PathLike) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("directions"), list):
         raise AttnAlignError("config.json is not an attnalign model configuration", path=cfg,
                              hint="a model directory's config.json is written by attnalign train")
+    _check_config_types(data, cfg)
     if data.get("format_version") != FORMAT_VERSION:
         raise AttnAlignError(
-            f"model directory format {data.get('format_version')} is not supported by attnalign "
+            f"model directory format {data.get('format_version')!r} is not supported by attnalign "
             f"{__version__} (format {FORMAT_VERSION})", path=cfg, hint="retrain the model with this version")
     return data
+
+
+def _check_config_types(data: dict, path: Path) -> None:
+    """The parts of ``config.json`` that commands read have the types ``train`` writes: a hand-edited
+    or foreign file gets an error naming the key, not an AttributeError deep in a command."""
+    kinds = {"model_config": dict, "train_options": dict, "data": dict, "finished": list,
+             "model_type": str, "lowercase": bool}
+    for key, kind in kinds.items():
+        if key in data and not isinstance(data[key], kind):
+            raise AttnAlignError(f"config.json: {key!r} is a {type(data[key]).__name__}, not a "
+                                 f"{kind.__name__}", path=path, hint="a model directory's config.json is "
+                                 "written by attnalign train; retrain the model or restore the file")
+    files = (data.get("data") or {}).get("files", {})
+    if not isinstance(files, dict) or not all(v is None or isinstance(v, str | dict) for v in files.values()):
+        raise AttnAlignError("config.json: data.files must map names to file paths", path=path,
+                             hint="a model directory's config.json is written by attnalign train")
+    if not all(isinstance(d, str) for d in data["directions"]):
+        raise AttnAlignError("config.json: directions must be a list of names", path=path)
 
 
 def load_model(model_dir: str | os.PathLike, direction: str = "forward",
@@ -161,6 +183,22 @@ def is_hf_model(ref: str | os.PathLike) -> bool:
     except (json.JSONDecodeError, UnicodeDecodeError, OSError):
         return False
     return isinstance(data, dict) and "model_type" in data and "directions" not in data
+
+
+def model_files(ref: str | os.PathLike | None, flag: str = "--model") -> dict[str, Path]:
+    """The files a run reads from the model ``ref`` (``{what: path}``), so that no output is written over
+    them: an attnalign model directory's config, checkpoints and log (a fine-tuned pretrained model's
+    folders whole), or every file of a ``save_pretrained`` folder. ``hf:NAME`` and a missing
+    directory: none."""
+    if ref is None or str(ref).startswith(HF_PREFIX) or not Path(ref).is_dir():
+        return {}
+    d = Path(ref)
+    names = ["config.json", "log.csv", *(f"{x}{ext}" for x in DIRECTIONS for ext in (".pt", ".last.pt"))]
+    found = [d / n for n in names if (d / n).exists()] + [
+        f for x in DIRECTIONS if (d / x).is_dir() for f in (d / x).rglob("*") if f.is_file()]
+    if is_hf_model(d):
+        found = [f for f in d.iterdir() if f.is_file()]
+    return {f"{flag} file {f.name}": f for f in found}
 
 
 def model_lowercase(model_dir: str | os.PathLike, lowercase: bool | None = None) -> bool:

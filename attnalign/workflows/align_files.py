@@ -24,7 +24,7 @@ from ..data.corpus import open_corpus
 from ..data.fileio import atomic_open, check_distinct, check_writable, is_stdio
 from ..dist import world
 from ..eval.metrics import Counts, alignment_counts
-from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_gold
+from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_gold_for
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import SYMS, TeacherOptions
 
@@ -93,8 +93,12 @@ def align_corpus_files(
     from ..nmt.device import set_threads
 
     set_threads(threads)
-    check_distinct({"--output": output, "--save-attention": save_attention},
-                   {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold})
+    from ..nmt.checkpoint import model_files
+
+    outputs = {"--output": output, "--save-attention": save_attention}
+    reverse_model = options.reverse_model if options is not None else None
+    check_distinct(outputs, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold,
+                             **model_files(model), **model_files(reverse_model, "--reverse-model")})
     for path, what in ((output, "output file"), (save_attention, "attention file")):
         if path is not None:
             check_writable(path, what)
@@ -105,10 +109,13 @@ def align_corpus_files(
     aligner = Aligner(model, options or AlignOptions())
     pairs = open_corpus(src, tgt, corpus, encoding=encoding,
                         lowercase=aligner.lowercase if lowercase is None else lowercase)
-    golds, gold_info = read_gold(gold, gold_options, corpus_size=len(pairs)) if gold else ([], None)
+    golds, gold_info = read_gold_for(gold, gold_options, pairs) if gold else ([], None)
     extra = None  # the model's training corpus, where the teacher also learns from it
     if aligner.may_want_teacher:
         extra = training_corpus(model, pairs, aligner.options.teacher_corpus)
+        if extra is not None:  # the teacher reads the training corpus: it is an input too
+            check_distinct(outputs, {"the training corpus": extra.src_path or extra.corpus_path,
+                                     "the training corpus's target side": extra.tgt_path})
     if aligner.wants_teacher(len(pairs) + len(extra or ())):
         _fit_teacher(aligner, pairs, extra, teacher_progress)
     summary = AlignSummary(settings=aligner.description)
@@ -249,7 +256,7 @@ def align_statistical_files(
     if output is not None and writer:
         check_writable(output)
     pairs = open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lowercase)
-    golds, gold_info = read_gold(gold, gold_options, corpus_size=len(pairs)) if gold else ([], None)
+    golds, gold_info = read_gold_for(gold, gold_options, pairs) if gold else ([], None)
     t0 = time.perf_counter()
     summary = AlignSummary(pairs=len(pairs), links=0,
                            settings={"aligner": model, "sym": sym, "prefix": prefix, "identical": identical})

@@ -41,6 +41,8 @@ def train_files(
     ``"auto"`` or a Pharaoh file of links, one line per training pair. Returns :func:`train`'s summary."""
     files = {"src": src, "tgt": tgt, "corpus": corpus, "dev_src": dev_src, "dev_tgt": dev_tgt,
              "dev_gold": dev_gold}
+    if Path(model).is_symlink():  # the link stays; the folder it names is the model directory
+        model = Path(os.path.realpath(model))
     if resume:  # the run's own data options, for each group (training data, dev set) not given again
         saved = (run_config(Path(model)).get("data") or {}).get("files", {})
         for group in (("src", "tgt", "corpus"), ("dev_src", "dev_tgt", "dev_gold")):
@@ -50,7 +52,9 @@ def train_files(
             gold_options = GoldOptions(**saved["gold_options"])
         options = saved_options(Path(model))
     elif overwrite:
-        _check_inputs_outside(Path(model), files)
+        used = {"guide": None if options.guide == "auto" else options.guide, "init_from": options.init_from,
+                "reverse_init_from": options.reverse_init_from}
+        _check_inputs_outside(Path(model), {**files, **used})
     src, tgt, corpus = files["src"], files["tgt"], files["corpus"]
     dev_src, dev_tgt, dev_gold = files["dev_src"], files["dev_tgt"], files["dev_gold"]
     options.check(has_guide_links=options.guide not in (None, "auto"))  # options first, then the data
@@ -77,8 +81,8 @@ def train_files(
 
 def _check_inputs_outside(model_dir: Path, files: dict) -> None:
     """``--overwrite`` replaces the whole model directory: refuse if an input lives inside it."""
-    inside = [str(v) for v in files.values()
-              if v is not None and str(v) != "-" and Path(model_dir).resolve() in Path(v).resolve().parents]
+    inside = [str(v) for v in files.values() if v is not None and str(v) != "-" and
+              not str(v).startswith("hf:") and Path(model_dir).resolve() in Path(v).resolve().parents]
     if inside:
         raise OptionError(f"--overwrite would delete {inside[0]}: it lies inside the model directory",
                           path=model_dir, hint="move the data out of the model directory first")
