@@ -76,7 +76,7 @@ def require(flag: str, value, *, low=None, high=None, low_open: bool = False, hi
         if value not in choices:
             raise OptionError(f"{flag} must be one of {', '.join(map(str, choices))}, not {value!r}")
         return
-    bad = value is None or value != value  # None or NaN
+    bad = value is None or value != value or value in (float("inf"), float("-inf"))  # None, NaN, inf
     bad = bad or (low is not None and (value <= low if low_open else value < low))
     bad = bad or (high is not None and (value >= high if high_open else value > high))
     if bad:

@@ -241,3 +241,33 @@ def test_guided_finetuning(hf, tmp_path):
     assert r.exit_code == 0 and "layer=align" in r.stdout
     r = invoke("train", "--model", model, "--resume")
     assert r.exit_code == 2 and "cannot be resumed" in r.stderr
+
+
+@pytest.mark.parametrize("damage", ["truncated-weights", "config-string", "no-source-spm", "pickled-weights"])
+def test_a_damaged_model_folder_is_one_error(hf, tmp_path, damage):
+    """A truncated safetensors file, a config value of the wrong type, a missing tokenizer file, a
+    pickled weights file (refused, never unpickled): each an error line naming the folder."""
+    import pickle
+    import shutil
+
+    m = shutil.copytree(hf["marian"], tmp_path / "m")
+    weights = m / "model.safetensors"
+    if damage == "truncated-weights":
+        weights.write_bytes(weights.read_bytes()[:5000])
+    elif damage == "config-string":
+        cfg = json.loads((m / "config.json").read_text())
+        (m / "config.json").write_text(json.dumps({**cfg, "d_model": "16"}))
+    elif damage == "no-source-spm":
+        (m / "source.spm").unlink()
+    else:
+        weights.unlink()
+
+        class Boom:
+            def __reduce__(self):
+                return (print, ("unpickled!",))
+
+        (m / "pytorch_model.bin").write_bytes(pickle.dumps({"x": Boom()}))
+    r = invoke("align", "sentence", "--model", m, "--src", "the red car .", "--tgt", "la voiture rouge .")
+    assert r.exit_code == 1, r.output
+    assert r.stderr.lstrip().startswith("error:") and "Traceback" not in r.output and str(m) in r.stderr
+    assert "unpickled!" not in r.output

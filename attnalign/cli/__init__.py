@@ -8,6 +8,7 @@ per command group: :mod:`.train`, :mod:`.align` (corpus, sentence, statistical),
 
 from __future__ import annotations
 
+import signal
 from typing import Annotated
 
 import typer
@@ -54,8 +55,17 @@ app.add_typer(plot.app, name="plot")
 app.command()(report)
 
 
+def _stop_cleanly(signum, frame) -> None:
+    """SIGTERM and SIGHUP end a run as Ctrl-C does: temporary files and staged folders are removed, the
+    old outputs are kept, exit 130."""
+    raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}: no output was written")
+
+
 def main() -> None:
     """Entry point of the ``attnalign`` console script."""
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            signal.signal(sig, _stop_cleanly)
     try:
         app()
     except SystemExit as e:

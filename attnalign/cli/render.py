@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from ..eval.plot import settings_text
+from ..eval.plot import printable, settings_text
 from ..eval.scoring import ScoreReport
 
 
@@ -24,7 +24,7 @@ def score_table(report: ScoreReport) -> Table:
         c = s.total
         aer = Text(pct(c.aer), style="bold" if len(report.systems) > 1 and c.aer == best else "")
         t.add_row(
-            Text(s.name), aer, pct(c.precision), pct(c.recall), pct(c.f1),
+            Text(printable(s.name)), aer, pct(c.precision), pct(c.recall), pct(c.f1),
             str(c.hyp), str(c.sure), str(c.possible), str(c.sentences),
         )
     return t
@@ -49,7 +49,7 @@ def links_table(pair, settings: dict) -> Table:
         table.add_column(col, justify="right" if col in ("src", "tgt", "weight") else "left")
     for i, j in sorted(pair.links, key=lambda link: (link[1], link[0])):
         weight = f"{pair.scores.get((i, j), 0.0):.3f}"
-        table.add_row(str(i), Text(pair.src[i]), str(j), Text(pair.tgt[j]), weight)
+        table.add_row(str(i), Text(printable(pair.src[i])), str(j), Text(printable(pair.tgt[j])), weight)
     return table
 
 

@@ -286,6 +286,17 @@ def _range_check(
     )
 
 
+def _check_sentence_ids(raw: list[_RawLink], top: int, n_sentences: int | None, p: Path) -> None:
+    """A NAACL file lists only sentences with links, so its highest id sets the number of sentences: an
+    id far beyond the sentences it names (a typo, a byte offset) would make millions of empty ones."""
+    limit = n_sentences if n_sentences is not None else 10 * len({r.sent for r in raw}) + 100_000
+    if top > limit:
+        bad = max(raw, key=lambda r: r.sent)
+        raise FormatError(f"sentence {bad.sent + 1} is far beyond the {len({r.sent for r in raw})} "
+                          "sentences the file has links for", path=p, line=bad.line,
+                          hint="NAACL lines are 'sentid i j [S|P]' with sentences numbered from 1")
+
+
 def read_alignments(
     path: str | os.PathLike,
     *,
@@ -342,6 +353,7 @@ def read_alignments(
         if raw and min(r.sent for r in raw) > 0:
             raw = [_RawLink(r.sent - 1, r.a, r.b, r.sure, r.score, r.line) for r in raw]
         top = max((r.sent for r in raw), default=-1) + 1
+        _check_sentence_ids(raw, top, n_sentences, p)
         if max_sentences is not None and top > max_sentences:
             ignored = top - max_sentences
             raw = [r for r in raw if r.sent < max_sentences]

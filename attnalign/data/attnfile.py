@@ -69,9 +69,12 @@ def open_attention(path: str | os.PathLike):
                              hint="write one with: attnalign align corpus ... --save-attention FILE")
     try:
         z = np.load(p, allow_pickle=False)
-        json.loads(str(z["meta"]))
+        meta = json.loads(str(z["meta"]))
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
         raise AttnAlignError(f"not an attnalign attention file ({e})", path=p) from None
+    if not isinstance(meta, dict):
+        raise AttnAlignError("not an attnalign attention file (its meta entry is not a JSON object)", path=p,
+                             hint="write the file again with attnalign align corpus --save-attention")
     return z
 
 
@@ -89,6 +92,11 @@ def read_attention(path: str | os.PathLike, index: int) -> SavedPair:
         raise AttnAlignError(f"pair {index} of the attention file cannot be read ({str(e)[:200]})",
                              path=path, hint="write the file again with attnalign align corpus "
                                              "--save-attention") from None
+    for name, arr in (("matrix", pair.matrix), ("EOS mass", pair.eos), ("reverse matrix", rev)):
+        if arr is not None and arr.dtype.kind not in "fiu":  # float, int, unsigned
+            raise AttnAlignError(f"pair {index} of the attention file has a {name} of type {arr.dtype}, not "
+                                 "real numbers", path=path, hint="write the file again with attnalign align "
+                                                                 "corpus --save-attention")
     shape = (len(pair.tgt), len(pair.src))
     if pair.matrix.shape != shape or pair.eos.shape != shape[:1] or (rev is not None and rev.shape != shape):
         raise AttnAlignError(f"pair {index} of the attention file has a matrix of shape {pair.matrix.shape} "

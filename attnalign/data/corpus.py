@@ -10,18 +10,22 @@ empty, have the same number of lines) is checked when the corpus is opened.
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import io
 import os
 import re
+import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import CorpusError, OptionError, warn
+from .fileio import check_one_stdin
 
 Tokens = list[str]
 # A corpus in memory: (source tokens, target tokens) per pair. The one definition; used everywhere.
@@ -32,7 +36,7 @@ BOM = "\ufeff"
 _TRIPLE_BAR = re.compile(r"(?:^|\s)\|\|\|(?=\s|$)")
 
 
-_PIPED: dict[str, bytes] = {}  # stdin and pipes, read once (they cannot be read twice)
+_SPOOLED: dict[str, Path] = {}  # stdin and pipes, copied once to a temporary file (they cannot be re-read)
 
 
 def _is_piped(path: str | os.PathLike) -> bool:
@@ -45,28 +49,39 @@ def _is_piped(path: str | os.PathLike) -> bool:
         return False
 
 
-def _piped_bytes(path: str | os.PathLike) -> bytes:
-    key = str(path)
-    if key not in _PIPED:
-        if key == "-":
-            _PIPED[key] = sys.stdin.buffer.read()
-        else:
-            with open(path, "rb") as f:
-                _PIPED[key] = f.read()
-    return _PIPED[key]
+def _spooled(path: str | os.PathLike) -> Path:
+    """A pipe's bytes in a temporary file, copied in blocks on first use: a corpus streamed from
+    ``<(zcat ...)`` or stdin is read with flat memory and can be read again (counted, then aligned).
+    The copy is removed when the process exits."""
+    key = str(path) if str(path) != "-" else f"-{id(sys.stdin)}"  # a test runner swaps stdin
+    if key not in _SPOOLED:
+        fd, name = tempfile.mkstemp(prefix="attnalign-pipe-", suffix=".txt")
+        atexit.register(lambda: os.path.exists(name) and os.unlink(name))
+        with os.fdopen(fd, "wb") as out:
+            if str(path) == "-":
+                shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+            else:
+                with open(path, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 20)
+        _SPOOLED[key] = Path(name)
+    return _SPOOLED[key]
 
 
 def _open_binary(path: str | os.PathLike) -> BinaryIO:
-    return io.BytesIO(_piped_bytes(path)) if _is_piped(path) else open(path, "rb")
+    return open(_spooled(path) if _is_piped(path) else path, "rb")
 
 
 def check_encoding(encoding: str) -> str:
     """The encoding's name, or an error naming the option if Python does not know it."""
     try:
-        codecs.lookup(encoding)
-    except LookupError:
+        info = codecs.lookup(encoding)
+    except (LookupError, TypeError, ValueError):
         raise OptionError(f"unknown --encoding {encoding!r}",
                           hint="give a Python codec name, e.g. utf-8, latin-1, utf-16") from None
+    # rot13, hex, base64, zlib ... transform data; punycode and idna encode host names, not files
+    if not getattr(info, "_is_text_encoding", True) or info.name in ("punycode", "idna"):
+        raise OptionError(f"--encoding {encoding!r} is not a text encoding",
+                          hint="give a text encoding, e.g. utf-8, latin-1, utf-16")
     return encoding
 
 
@@ -90,11 +105,11 @@ def count_lines(path: str | os.PathLike, encoding: str = "utf-8") -> int:
 
 def check_readable(path: str | os.PathLike, what: str = "file") -> Path:
     """Return ``path`` as a Path, or raise a clear error if it is missing, a directory or empty.
-    ``-`` is stdin; stdin, pipes and process substitutions are read once and kept in memory."""
+    ``-`` is stdin; stdin, pipes and process substitutions are read once, into a temporary file."""
     p = Path(path)
     if _is_piped(p):
         try:
-            empty = not _piped_bytes(p)
+            empty = _spooled(p).stat().st_size == 0
         except OSError as e:
             raise CorpusError(f"cannot read the {what} ({e.strerror})", path=p) from None
         if empty:
@@ -242,6 +257,7 @@ def open_corpus(
     """
     if corpus is not None and (src is not None or tgt is not None):
         raise OptionError("give either --corpus or --src and --tgt, not both")
+    check_one_stdin({"--src": src, "--tgt": tgt})
     if corpus is not None:
         p = check_readable(corpus, "corpus file")
         return ParallelCorpus(None, None, p, count_lines(p, encoding), encoding, lowercase)

@@ -190,6 +190,15 @@ def save_figure(fig, path: str | os.PathLike) -> None:
     _mpl().close(fig)
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127]}  # ESC and its kin, shown, never obeyed
+
+
+def printable(text: str) -> str:
+    """User text for a terminal: control characters (an escape sequence that would recolour or clear
+    the screen) written as ``\\x1b``, everything else as it is."""
+    return text.translate(_CONTROL)
+
+
 def terminal_view(p: Panel, plain: bool = False):
     """A rich Table of the matrix: shaded cells (darker = more attention; with ``plain``, for a file or
     a pipe where colours are lost, the weight as a digit 0-9 instead), ● right link, ✗ wrong link, □
@@ -199,13 +208,14 @@ def terminal_view(p: Panel, plain: bool = False):
 
     # user words are Text, never markup: "[laughter]" is a word, not a style
     t = Table(show_header=True, header_style="bold", box=None, pad_edge=False,
-              title=Text(p.title) if p.title else None)
+              title=Text(printable(p.title)) if p.title else None)
     t.add_column("")
     for w in p.src:
+        w = printable(w)
         t.add_column(Text(w if len(w) <= 10 else w[:9] + "…"), justify="center", no_wrap=True)
     links = set(p.links)
     for j, word in enumerate(p.tgt):
-        cells = [Text(word, style="bold")]
+        cells = [Text(printable(word), style="bold")]
         for i in range(len(p.src)):
             v = float(p.matrix[j, i])
             mark = _mark(link_status(i, j, links, p.gold))

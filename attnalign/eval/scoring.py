@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from .._version import __version__
 from ..data.alignments import Alignment, ReadInfo, detect_format, read_alignments
 from ..data.corpus import Pairs, check_readable, count_lines, open_corpus
+from ..data.fileio import check_one_stdin
 from ..errors import FormatError, warn
 from .metrics import Counts, corpus_counts
 
@@ -112,6 +113,17 @@ def read_gold(
     return gold, info
 
 
+def read_gold_for(path: str | os.PathLike, options: GoldOptions, pairs) -> tuple[list[Alignment], ReadInfo]:
+    """Read the gold of the first sentences of the corpus ``pairs`` (a sized iterable of token pairs,
+    read as far as the gold goes) and range-check every link against those sentences, as ``score
+    --src/--tgt`` does: a gold that does not fit its text is an error, not a silent score."""
+    import itertools
+
+    gold, _ = read_gold(path, options, corpus_size=len(pairs))
+    head = list(itertools.islice(iter(pairs), len(gold)))
+    return read_gold(path, options, pairs=head)
+
+
 def load_gold(
     path: str | os.PathLike,
     options: GoldOptions = GoldOptions(),
@@ -205,6 +217,8 @@ def score_files(
     """Score one or more prediction files against a gold file (one :class:`SystemScore` each)."""
     if not pred_paths:
         raise FormatError("give at least one prediction file to score")
+    check_one_stdin({"GOLD": gold_path, **{f"PRED {k + 1}": p for k, p in enumerate(pred_paths)},
+                     "--src": src, "--tgt": tgt, "--corpus": corpus})
     gold, info, lengths = load_gold(gold_path, options, src=src, tgt=tgt, corpus=corpus)
     report = ScoreReport(info)
     for p in pred_paths:

@@ -96,7 +96,7 @@ class HFModel:
         kw = {"local_files_only": True, "trust_remote_code": False}  # never download, never run its code
         try:
             config = tf.AutoConfig.from_pretrained(name, **kw)
-        except (OSError, ValueError) as e:
+        except Exception as e:  # noqa: BLE001 - whatever transformers raises for a folder it cannot read
             if ref.startswith(HF_PREFIX):
                 raise AttnAlignError(
                     f"the Hugging Face model {name!r} is not in the local cache ({_first_line(e)})",
@@ -116,8 +116,12 @@ class HFModel:
                 warnings.filterwarnings("ignore", message=".*sacremoses.*")
                 tok = tf.AutoTokenizer.from_pretrained(name, **kw)
             self._set_languages(tok, src_lang, tgt_lang)  # before the weights: a wrong code fails fast
-            model = tf.AutoModelForSeq2SeqLM.from_pretrained(name, attn_implementation="eager", **kw)
-        except (OSError, ValueError, KeyError) as e:
+            with warnings.catch_warnings():  # torch's notes on a refused pickle: the error below says it
+                warnings.simplefilter("ignore", UserWarning)
+                model = tf.AutoModelForSeq2SeqLM.from_pretrained(name, attn_implementation="eager", **kw)
+        except AttnAlignError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a truncated or refused weights file, a bad config value ...
             raise AttnAlignError(f"cannot load the Hugging Face model ({_first_line(e)})", path=ref,
                                  hint="the directory needs the weights and the tokenizer files that "
                                       "save_pretrained writes") from None

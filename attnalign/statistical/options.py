@@ -51,9 +51,9 @@ class TeacherOptions:
         if self.prefix < 0:
             raise OptionError(f"bad {prefix_flag} {self.prefix}",
                                  hint="give 0 (whole words) or a number of characters")
-        if self.identical < 0:
+        if not 0 <= self.identical < float("inf"):  # NaN and inf too
             raise OptionError(f"bad {identical_flag} {self.identical}",
-                                 hint="give 0 (no prior) or a positive number of counts")
+                                 hint="give 0 (no prior) or a finite positive number of counts")
         return self
 
 

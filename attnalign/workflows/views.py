@@ -14,7 +14,7 @@ from ..data.attnfile import read_attention
 from ..decoding import DECODERS, SYMMETRIZATIONS, argmax_src_links, decode_matrix, decode_pair
 from ..errors import AttnAlignError, OptionError
 from ..eval.plot import Panel
-from ..nmt.aligner import Aligner, AlignOptions, resolve_decoding
+from ..nmt.aligner import AUTO, Aligner, AlignOptions, resolve_decoding
 from ..nmt.extract import AttentionSpec, corpus_attention
 
 COMPARE_SYM = "grow-diag-final-and"  # the hard symmetrization --compare shows beside a soft one
@@ -102,6 +102,11 @@ def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
                  gold: Alignment | None = None, compare: bool = False, show_eos: bool = False) -> list[Panel]:
     """Panels for one pair of a saved attention file (``align corpus --save-attention``)."""
     p = read_attention(path, index)
+    if not p.src or not p.tgt:
+        side = "source" if not p.src else "target"
+        raise AttnAlignError(f"pair {index} has an empty {side} side: there is no matrix to draw", path=path,
+                             hint="choose another --index")
+    _check_saved_options(path, p, options)
     settings = {k: v for k, v in p.meta.items() if k in ("model", "sym", "layer", "head", "shift")}
     directions = ["forward", "reverse"] if p.reverse is not None else ["forward"]
     options = resolve_decoding(replace(options, layer=None), directions, p.meta.get("layer") == "align")
@@ -115,6 +120,21 @@ def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
     title = f"index {index}: {_background(sym if p.reverse is not None else None)}\n{line}" + (
         f", model {settings['model']}" if settings.get("model") else "")
     return [Panel(m, p.src, p.tgt, links, gold, p.eos if show_eos else None, title, settings)]
+
+
+def _check_saved_options(path, pair, options: AlignOptions) -> None:
+    """A saved file holds the matrices that align corpus read: options that would read others (a layer,
+    a head, a shift) or a reverse matrix it lacks do not apply, rather than mislabel the figure."""
+    for flag, value, default in (("--layer", options.layer, None), ("--head", options.head, "mean"),
+                                 ("--shift", options.shift, 0)):
+        if value != default:
+            saved = pair.meta.get(flag[2:])
+            raise OptionError(f"{flag} does not apply to a saved attention file: it holds the matrices read "
+                              f"with {flag} {saved}", path=path,
+                              hint=f"leave {flag} out, or plot from the model (--model) to read another")
+    if options.sym != AUTO and pair.reverse is None and SYMMETRIZATIONS[options.sym].both:
+        raise OptionError(f"--sym {options.sym} needs both directions; the attention file holds the forward "
+                          "direction only", path=path, hint="use --sym none, or save both directions")
 
 
 def settings_line(settings: dict) -> str:
@@ -158,6 +178,9 @@ def sentence_panels(
     if attention is not None:
         if index is None:
             raise OptionError("--attention needs --index (which pair to draw)")
+        if all_layers or all_heads:
+            raise OptionError("--layer all / --head all draw a model's layers and heads; a saved attention "
+                              "file holds one matrix per pair", hint="plot from the model (--model)")
         return saved_panels(attention, index, options, gold=gold_pair, compare=compare, show_eos=show_eos)
     if model is None:
         raise OptionError("give --model DIR (or --attention FILE)")

@@ -1,0 +1,322 @@
+"""Hardening, round 2: each class of failure a hostile user found, reproduced, then fixed. Outputs never
+land on what the run reads, the report is written whole or not at all, and every bad input gets one
+`error:` line with its exit code (2: the command line; 1: an input), never a traceback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+from helpers import SAMPLE, write
+from test_reliability import invoke, tiny
+
+from attnalign.data.corpus import read_corpus
+from attnalign.training import train
+from attnalign.workflows import report as report_mod
+
+
+def one_error(r, code: int, *needles: str) -> None:
+    """Exit ``code``, one error line (after any warnings; Typer's own usage errors say "Error:") on
+    stderr, no traceback, the needles said."""
+    assert r.exit_code == code, (r.exit_code, r.output)
+    lines = r.stderr.lower().splitlines()
+    assert sum(x.startswith("error:") for x in lines) == 1 and "Traceback" not in r.output, r.output
+    for n in needles:
+        assert n in r.stderr, (n, r.stderr)
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:120]
+
+
+@pytest.fixture
+def model_copy(models, tmp_path):
+    """A copy of the two-direction RNN model, so a test may try to damage it."""
+    shutil.copytree(models / "rnn", tmp_path / "M")
+    return tmp_path / "M"
+
+
+def snapshot(folder):
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+TEST = ["--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr"]
+
+
+# --- 1, 2: an output never lands on a file the run reads -----------------------------------------
+
+@pytest.mark.parametrize("flags", [["-o", "forward.pt"], ["-o", "config.json"], ["-o", "log.csv"],
+                                   ["-o", "x.align", "--save-attention", "reverse.pt"]])
+def test_align_corpus_refuses_to_write_over_the_models_files(model_copy, flags):
+    before = snapshot(model_copy)
+    args = [model_copy / f if f.endswith((".pt", ".json", ".csv")) else f for f in flags]
+    r = invoke("align", "corpus", "--model", model_copy, *TEST, *args)
+    one_error(r, 2, "--model file", "would be lost")
+    assert snapshot(model_copy) == before
+    ok = invoke("align", "corpus", "--model", model_copy, *TEST, "-o", model_copy / "test.align", "--quiet")
+    assert ok.exit_code == 0, ok.output  # a new file in the model directory is fine
+
+
+def test_plot_refuses_to_write_over_the_models_files(model_copy):
+    before = snapshot(model_copy)
+    r = invoke("plot", "sentence", "--model", model_copy, "--src", "a b", "--tgt", "c d", "-o",
+               model_copy / "forward.pt")
+    assert r.exit_code == 2 and snapshot(model_copy) == before
+
+
+def test_the_training_corpus_the_teacher_reads_is_an_input(tmp_path):
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:200]
+    src = write(tmp_path / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs))
+    tgt = write(tmp_path / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs))
+    r = invoke("train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--hidden", "16",
+               "--emb-dim", "8", "--epochs", "1", "--quiet")
+    assert r.exit_code == 0, r.output
+    before = src.read_bytes()
+    r = invoke("align", "corpus", "--model", tmp_path / "m", *TEST, "--teacher", "on", "--teacher-corpus",
+               "training", "-o", src, "--quiet")
+    one_error(r, 2, "training corpus")
+    assert src.read_bytes() == before
+
+
+# --- 3, 16: train --overwrite keeps what it reads, and a symlinked model stays a link -----------------
+
+def test_overwrite_refuses_a_guide_or_a_pretrained_model_inside_the_model_dir(tmp_path, pairs):
+    train(pairs, tmp_path / "D", tiny(epochs=1))
+    src = write(tmp_path / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs))
+    tgt = write(tmp_path / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs))
+    guide = write(tmp_path / "D" / "guide.align", "0-0\n" * len(pairs))
+    base = ["train", "--src", src, "--tgt", tgt, "--model", tmp_path / "D", "--overwrite", "--quiet"]
+    one_error(invoke(*base, "--guide", guide), 2, "inside the model directory")
+    assert guide.exists()
+    (tmp_path / "D" / "pre").mkdir()
+    one_error(invoke(*base, "--init-from", tmp_path / "D" / "pre"), 2, "inside the model directory")
+    assert (tmp_path / "D" / "pre").is_dir()
+
+
+def test_overwrite_through_a_symlink_replaces_the_folder_and_keeps_the_link(tmp_path, pairs):
+    src = write(tmp_path / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs))
+    tgt = write(tmp_path / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs))
+    args = ["train", "--src", src, "--tgt", tgt, "--hidden", "16", "--emb-dim", "8", "--epochs", "1",
+            "--quiet"]
+    assert invoke(*args, "--model", tmp_path / "real").exit_code == 0
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    old = (tmp_path / "real" / "forward.pt").read_bytes()
+    r = invoke(*args, "--model", tmp_path / "link", "--overwrite", "--seed", "7")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "real" / "forward.pt").read_bytes() != old
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real", "t.en", "t.fr"]
+
+
+# --- 4, 5, 15: the report folder is written whole, never over its inputs --------------------------
+
+REPORT = ["--gold", SAMPLE / "test.gold.naacl", "--gallery", "1"]
+
+
+def test_a_failing_report_keeps_the_old_folder_whole(models, tmp_path, monkeypatch):
+    out = tmp_path / "R"
+    r = invoke("report", "--model", models / "rnn", *TEST, *REPORT, "-o", out)
+    assert r.exit_code == 0, r.output
+    before = snapshot(out)
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report_mod, "_write_page", interrupted)  # after the tables and plots
+    r = invoke("report", "--model", models / "rnn", *TEST, *REPORT, "--gallery", "2", "-o", out)
+    assert r.exit_code == 130 and "no output was written" in r.stderr
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["R"]  # no staging folder left
+    monkeypatch.undo()
+    r = invoke("report", "--model", models / "rnn", *TEST, *REPORT, "--gallery", "2", "-o", out)
+    assert r.exit_code == 0 and snapshot(out) != before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["R"]
+
+
+def test_report_refuses_inputs_inside_its_folder_and_folders_it_did_not_write(models, tmp_path):
+    out = tmp_path / "R"
+    assert invoke("report", "--model", models / "rnn", *TEST, *REPORT, "-o", out).exit_code == 0
+    before = snapshot(out)
+    gold = shutil.copy(SAMPLE / "test.gold.naacl", out / "gold.naacl")
+    before = snapshot(out)
+    r = invoke("report", "--model", models / "rnn", *TEST, "--gold", gold, "-o", out)
+    one_error(r, 2, "--gold lies inside the report folder")
+    assert snapshot(out) == before
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    write(mine / "notes.txt", "my notes\n")
+    one_error(invoke("report", "--model", models / "rnn", *TEST, *REPORT, "-o", mine), 2, "did not write")
+    assert (mine / "notes.txt").read_text() == "my notes\n"
+    one_error(invoke("report", "--model", models / "rnn", *TEST, *REPORT, "-o", "-"), 2, "stdout")
+    one_error(invoke("report", "--model", models / "rnn", *TEST, "--gold", SAMPLE / "test.gold.naacl",
+                     "--gallery", "-1", "-o", tmp_path / "R2"), 2, "--gallery")
+    assert not (tmp_path / "R2").exists()
+
+
+# --- 6, 8: a gold that does not fit its text -------------------------------------------------------
+
+def test_a_gold_outside_its_sentences_is_rejected_by_every_command(models, tmp_path):
+    gold = write(tmp_path / "g.pharaoh", "0-0 40-1\n")  # sentence 1 has far fewer than 41 words
+    for args in (["report", "--model", models / "rnn", *TEST, "--gold", gold, "-o", tmp_path / "R"],
+                 ["align", "corpus", "--model", models / "rnn", *TEST, "--gold", gold, "-o", tmp_path / "a"],
+                 ["align", "statistical", *TEST, "--gold", gold, "-o", tmp_path / "s"],
+                 ["score", gold, gold, *TEST]):
+        one_error(invoke(*args), 1, "out of range", str(gold))
+    assert not any(p.exists() for p in (tmp_path / "R", tmp_path / "a", tmp_path / "s"))
+
+
+def test_a_huge_naacl_sentence_id_is_an_error_not_a_memory_error(tmp_path):
+    gold = write(tmp_path / "g.naacl", "100000000 1 1 S\n")
+    one_error(invoke("score", gold, gold), 1, "sentence 100000000", str(gold))
+
+
+# --- 7, 13: saved attention files ------------------------------------------------------------------
+
+def _npz(path, meta, entries):
+    with zipfile.ZipFile(path, "w") as z:
+        for name, arr in {"meta": np.array(json.dumps(meta)) if not isinstance(meta, np.ndarray) else meta,
+                          **entries}.items():
+            with z.open(name + ".npy", "w") as f:
+                np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
+    return path
+
+
+def pair_entries(att, src=("a", "b"), tgt=("x", "y")):
+    return {"att_0": att, "eos_0": np.zeros(len(tgt), np.float32), "src_0": np.array(src, dtype=str),
+            "tgt_0": np.array(tgt, dtype=str)}
+
+
+@pytest.mark.parametrize("case", ["meta-list", "meta-string", "complex", "strings", "empty"])
+def test_broken_attention_files_are_one_error(tmp_path, case):
+    good = np.full((2, 2), 0.5, np.float32)
+    meta, entries = {"model": "m"}, pair_entries(good)
+    if case == "meta-list":
+        meta = np.array(json.dumps([1, 2]))
+    elif case == "meta-string":
+        meta = np.array(json.dumps("x"))
+    elif case == "complex":
+        entries = pair_entries(good.astype(np.complex64))
+    elif case == "strings":
+        entries = pair_entries(np.array([["a", "b"], ["c", "d"]]))
+    else:  # a pair with empty sides, as align corpus writes it
+        entries = pair_entries(np.zeros((0, 0), np.float32), (), ())
+    f = _npz(tmp_path / "a.npz", meta, entries)
+    r = invoke("plot", "sentence", "--attention", f, "--index", "0", "-o", tmp_path / "p.png")
+    one_error(r, 1, str(f))
+    r = invoke("report", "--attention", f, "--gold", write(tmp_path / "g", "0-0\n"), "-o", tmp_path / "R")
+    one_error(r, 1)
+
+
+def test_plot_of_a_saved_file_refuses_options_it_cannot_honour(models, tmp_path):
+    f = tmp_path / "a.npz"
+    r = invoke("align", "corpus", "--model", models / "tf", *TEST, "-o", tmp_path / "o",
+               "--save-attention", f, "--quiet")
+    assert r.exit_code == 0, r.output
+    for opt, needle in ((["--layer", "all"], "--layer all"), (["--shift", "1"], "--shift"),
+                        (["--layer", "0"], "--layer"), (["--sym", "intersection"], "both directions")):
+        r = invoke("plot", "sentence", "--attention", f, "--index", "1", "-o", tmp_path / "p.png", *opt)
+        one_error(r, 2, needle)
+    assert not (tmp_path / "p.png").exists()
+
+
+# --- 9, 17, 18: options ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("codec", ["rot13", "hex", "base64", "zlib", "bz2", "uu", "punycode"])
+def test_codecs_that_are_not_text_encodings_exit_2(codec, tmp_path):
+    r = invoke("align", "statistical", *TEST, "--encoding", codec, "-o", tmp_path / "a")
+    one_error(r, 2, "not a text encoding")
+
+
+def test_two_inputs_from_stdin_exit_2(models):
+    one_error(invoke("score", "-", "-", input="0-0\n"), 2, "both read stdin")
+    one_error(invoke("align", "corpus", "--model", models / "rnn", "--src", "-", "--tgt", "-",
+                     input="a b\n"), 2, "both read stdin")
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan"])
+def test_infinite_counts_exit_2(value, tmp_path, pairs):
+    r = invoke("align", "statistical", *TEST, "--identical", value, "-o", tmp_path / "a")
+    one_error(r, 2, "--identical")
+    r = invoke("train", *TEST, "--model", tmp_path / "m", "--guide", "auto", "--guide-identical", value)
+    one_error(r, 2, "--guide-identical")
+    assert not (tmp_path / "m").exists()
+
+
+# --- 11, 12, 19: broken model files and full disks name their file ----------------------------------
+
+@pytest.mark.parametrize("keep", [0.0, 0.01, 0.5, 0.99])
+def test_a_truncated_checkpoint_names_its_file(model_copy, keep):
+    f = model_copy / "forward.pt"
+    data = f.read_bytes()
+    f.write_bytes(data[: int(keep * len(data))])
+    one_error(invoke("align", "sentence", "--model", model_copy, "--src", "a", "--tgt", "b"), 1, str(f))
+
+
+def test_a_format_version_of_another_type_is_said_as_it_is(model_copy):
+    cfg = json.loads((model_copy / "config.json").read_text())
+    (model_copy / "config.json").write_text(json.dumps({**cfg, "format_version": "1"}))
+    one_error(invoke("align", "sentence", "--model", model_copy, "--src", "a", "--tgt", "b"), 1, "'1'")
+
+
+@pytest.mark.parametrize("edit", [{"model_config": None}, {"train_options": "x"},
+                                  {"data": {"files": {"src": 5}}}, {"finished": "forward"}])
+def test_config_json_of_the_wrong_types_is_one_error(model_copy, tmp_path, edit):
+    cfg = json.loads((model_copy / "config.json").read_text())
+    (model_copy / "config.json").write_text(json.dumps({**cfg, **edit}))
+    for args in (["align", "corpus", "--model", model_copy, *TEST, "-o", tmp_path / "a"],
+                 ["plot", "sentence", "--model", model_copy, "--src", "a", "--tgt", "b", "-o",
+                  tmp_path / "p.png"],
+                 ["train", "--model", model_copy, "--resume", "--quiet"]):
+        one_error(invoke(*args), 1, "config.json")
+
+
+def test_a_full_disk_while_saving_names_the_checkpoint_and_keeps_the_old_model(tmp_path, pairs, monkeypatch):
+    src = write(tmp_path / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs))
+    tgt = write(tmp_path / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs))
+    args = ["train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--hidden", "16",
+            "--emb-dim", "8", "--epochs", "1", "--quiet"]
+    assert invoke(*args).exit_code == 0
+    before = snapshot(tmp_path / "m")
+
+    def full(*a, **k):
+        raise RuntimeError("[enforce fail at inline_container.cc:603] . unexpected pos 4416 vs 4352")
+
+    monkeypatch.setattr(torch, "save", full)
+    r = invoke(*args, "--overwrite")
+    one_error(r, 1, "cannot write the file", ".pt", "disk")
+    assert snapshot(tmp_path / "m") == before
+    assert not [p for p in (tmp_path / "m").iterdir() if p.name.endswith(".tmp")]
+
+
+# --- 14: pipes stream with flat memory -------------------------------------------------------------
+
+def test_a_pipe_is_read_with_flat_memory(tmp_path):
+    """20 MB through a FIFO: counted and read again (as align corpus does) without holding it in memory."""
+    import os
+    import threading
+    import tracemalloc
+
+    from attnalign.data.corpus import count_lines, read_lines
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    line, n = b"the red car is in the garden near the old house .\n", 400_000
+
+    def feed():
+        with open(fifo, "wb") as f:
+            for _ in range(n // 1000):
+                f.write(line * 1000)
+
+    threading.Thread(target=feed, daemon=True).start()
+    tracemalloc.start()
+    try:
+        assert count_lines(fifo) == n
+        assert sum(1 for _ in read_lines(fifo)) == n
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 2**20, peak  # the pipe held 20 MB
