@@ -24,6 +24,7 @@ from itertools import islice
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from common import emit, parse_result, peak_rss_mb, shared  # noqa: E402
 
 
@@ -85,7 +86,9 @@ def main() -> None:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--tmp", help=argparse.SUPPRESS)
     ap.add_argument("--train-only", action="store_true", help=argparse.SUPPRESS)
+    common.add_data_option(ap)
     args = ap.parse_args()
+    common.use_data(args.data)
     if args.worker:
         worker(args)
         return

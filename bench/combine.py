@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from quality import RESULTS, build  # noqa: E402
 
 from attnalign.data.alignments import Alignment, read_alignments  # noqa: E402
@@ -181,7 +182,9 @@ def main() -> None:
     ap.add_argument("--grow", action="store_true", help="also the grid of grown thresholded links")
     ap.add_argument("--product", action="store_true", help="also the grid of weighted geometric means")
     ap.add_argument("--results", help="name the files combine_<pair>_NAME.csv (default: the config)")
+    common.add_data_option(ap)
     args = ap.parse_args()
+    common.use_data(args.data)
     t = TEACHER_DECODING
     chosen = {"grid": (t["weight"], t["threshold"], None, None)}  # pairs without trial gold: the default
     RESULTS.mkdir(parents=True, exist_ok=True)

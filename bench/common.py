@@ -9,7 +9,22 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# The benchmark data folder: --data DIR, else $ATTNALIGN_SHARED_DATA, else ../shared/data beside the checkout.
 SHARED = Path(os.environ.get("ATTNALIGN_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def add_data_option(ap) -> None:
+    """``--data DIR``: the folder holding enfr-hansards/, roen-wpt03/, esen-europarl/."""
+    ap.add_argument("--data", type=Path, default=None,
+                    help="benchmark data folder (default: $ATTNALIGN_SHARED_DATA, else ../shared/data)")
+
+
+def use_data(folder: Path | None) -> None:
+    """Read the benchmark data from ``folder`` (None: the default), here and in worker processes."""
+    global SHARED
+    if folder is not None:
+        SHARED = folder.resolve()
+        os.environ["ATTNALIGN_SHARED_DATA"] = str(SHARED)
 
 
 def shared(*parts: str) -> Path:

@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from common import ROOT, shared  # noqa: E402
 
 from attnalign.data.alignments import Alignment, read_alignments  # noqa: E402
@@ -419,7 +420,9 @@ def main() -> None:
                          "as new data (NMT configurations only)")
     ap.add_argument("--results", help="the results files' name in bench/results (a rerun kept beside the "
                                       "first) [default: quality_PAIR_CONFIG, + _PROTOCOL if not standard]")
+    common.add_data_option(ap)
     args = ap.parse_args()
+    common.use_data(args.data)
     if args.protocol == "inductive" and CONFIGS.get(args.config) is None:
         raise SystemExit("the inductive protocol applies to NMT configurations: the statistical aligners "
                          "and eflomal must see the sentences they align")

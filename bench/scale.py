@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from common import ROOT, emit, parse_result, shared  # noqa: E402
 from quality import fold  # noqa: E402
 
@@ -178,7 +179,9 @@ def main() -> None:
     ap.add_argument("--src", help=argparse.SUPPRESS)
     ap.add_argument("--tgt", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
+    common.add_data_option(ap)
     args = ap.parse_args()
+    common.use_data(args.data)
     if args.worker:
         return worker(args)
     rows = []

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from common import emit, parse_result, peak_rss_mb, shared  # noqa: E402
 
 
@@ -55,7 +56,7 @@ def worker(args) -> None:
     if args.worker.startswith("both-"):
         both_directions(args)
         return
-    tmp = Path(args.data)
+    tmp = Path(args.work)
     pairs = read_corpus(tmp / "train.en", tmp / "train.fr")
     dev_pairs = read_corpus(tmp / "dev.en", tmp / "dev.fr")
     gold, _ = read_alignments(shared("enfr-hansards", "trial.gold.naacl"),
@@ -79,7 +80,7 @@ def both_directions(args) -> None:
     from attnalign.data.corpus import read_corpus
     from attnalign.training import TrainOptions, train
 
-    tmp = Path(args.data)
+    tmp = Path(args.work)
     pairs = read_corpus(tmp / "train.en", tmp / "train.fr")
     mode = args.worker.removeprefix("both-")
     t = time.perf_counter()
@@ -96,7 +97,7 @@ def both_directions(args) -> None:
 def both_table(tmp: Path, args) -> None:
     rows = []
     for mode in ("off", "on"):
-        p = subprocess.run([sys.executable, __file__, "--worker", f"both-{mode}", "--data", str(tmp),
+        p = subprocess.run([sys.executable, __file__, "--worker", f"both-{mode}", "--work", str(tmp),
                             "--threads", str(args.threads), "--batch-tokens", str(args.batch_tokens)],
                            capture_output=True, text=True)
         if p.returncode:
@@ -307,8 +308,10 @@ def main() -> None:
                     help="the RNN trained one epoch in both directions, one after the other and at once "
                          "(train --parallel-directions off / on); JoeyNMT does not run")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
-    ap.add_argument("--data", help=argparse.SUPPRESS)
+    ap.add_argument("--work", help=argparse.SUPPRESS)
+    common.add_data_option(ap)
     args = ap.parse_args()
+    common.use_data(args.data)
     if args.worker:
         worker(args)
         return
@@ -320,7 +323,7 @@ def main() -> None:
             return
         rows = []
         for kind in ("rnn", "transformer"):
-            p = subprocess.run([sys.executable, __file__, "--worker", kind, "--data", str(tmp),
+            p = subprocess.run([sys.executable, __file__, "--worker", kind, "--work", str(tmp),
                                 "--steps", str(args.steps), "--threads", str(args.threads),
                                 "--batch-tokens", str(args.batch_tokens),
                                 *(["--epoch"] if args.epoch else [])],

@@ -320,3 +320,10 @@ def test_a_pipe_is_read_with_flat_memory(tmp_path):
     finally:
         tracemalloc.stop()
     assert peak < 8 * 2**20, peak  # the pipe held 20 MB
+
+
+def test_terminal_escape_codes_in_user_text_are_shown_not_obeyed(models):
+    r = invoke("align", "sentence", "--model", models / "rnn", "--src", "the \x1b[2Jred car", "--tgt",
+               "la voiture")
+    assert r.exit_code == 0, r.output
+    assert "\x1b" not in r.stdout and "\\x1b[2Jred" in r.stdout
