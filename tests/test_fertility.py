@@ -17,24 +17,17 @@ from attnalign.statistical import (
     posterior_links,
     viterbi_links,
 )
-from attnalign.statistical.fertility import (
-    _buckets,
-    _into_counts,
-    _out_counts,
-    _tables,
-    _tail_count,
-    sample_marginals,
-    train_fertility_posteriors,
-)
+from attnalign.statistical.fertility import _buckets, _tables, sample_marginals, train_fertility_posteriors
+from attnalign.statistical.kernels import into_counts, out_counts, tail
 
 
 def test_tail_count_shares_the_clipped_buckets():
     # max_jump 2, S = 7 real positions, previous link at 3: jumps -3..+3 to the real positions; the
     # distances >= 2 (positions 5, 6) share one bucket, <= -2 (positions 0, 1) another
-    d = np.array([[-3, -2, -1, 0, 1, 2, 3, 4]])  # the last position is padding
-    first, last = _into_counts(np.array([3]), np.array([7]), 2)
-    assert (first.tolist(), last.tolist()) == ([2], [2])
-    assert _tail_count(d, first, last, 2).tolist() == [[2, 2, 1, 1, 1, 2, 2, 2]]
+    d = [-3, -2, -1, 0, 1, 2, 3, 4]  # the last position is padding
+    first, last = into_counts(3, 7, 2)
+    assert (first, last) == (2, 2)
+    assert [tail(x, first, last, 2) for x in d] == [2, 2, 1, 1, 1, 2, 2, 2]
 
 
 @pytest.mark.parametrize("max_jump", [1, 2, 3, 10])
@@ -44,9 +37,8 @@ def test_bucket_counts_match_counting_positions(max_jump):
         for ref in range(-1, S + 1):
             into = (int(((i - ref) <= -max_jump).sum()), int(((i - ref) >= max_jump).sum()))
             out = (int(((ref - i) <= -max_jump).sum()), int(((ref - i) >= max_jump).sum()))
-            got_in = [int(x[0]) for x in _into_counts(np.array([ref]), np.array([S]), max_jump)]
-            got_out = [int(x[0]) for x in _out_counts(np.array([ref]), np.array([S]), max_jump)]
-            assert got_in == [max(c, 1) for c in into] and got_out == [max(c, 1) for c in out]
+            got_in, got_out = into_counts(ref, S, max_jump), out_counts(ref, S, max_jump)
+            assert got_in == tuple(max(c, 1) for c in into) and got_out == tuple(max(c, 1) for c in out)
 
 
 def test_tables_count_jumps_over_null_and_fertilities():

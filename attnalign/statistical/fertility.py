@@ -35,12 +35,17 @@ Sm is NULL), links ``a [B, Tm]`` (value Sm = NULL), cell pair ids ``pid [B, Tm, 
 
 from __future__ import annotations
 
+import contextvars
+import functools
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..data.corpus import Pairs
+from . import kernels
 from .cells import padded
 from .dist import all_reduce, my_chunks, world
 from .ibm2 import IBM2
@@ -114,29 +119,6 @@ def _buckets(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray
     return buckets, corpus.n_src, corpus.n_tgt - 1, len(table)
 
 
-def _tail_count(d: np.ndarray, first: np.ndarray, last: np.ndarray, max_jump: int) -> np.ndarray:
-    """Per jump distance ``d`` (``[R, Sm]`` or ``[R]``): 1, or for a distance in a clipped bucket the
-    number of real positions of its row in that bucket (``last`` for the far end ``d >= max_jump``,
-    ``first`` for ``d <= -max_jump``, ``[R]`` each), which share the bucket's probability."""
-    if d.ndim == 2:
-        first, last = first[:, None], last[:, None]
-    return np.where(d >= max_jump, last, np.where(d <= -max_jump, first, 1)).astype(np.float64)
-
-
-def _into_counts(prev: np.ndarray, S: np.ndarray, max_jump: int) -> tuple[np.ndarray, np.ndarray]:
-    """For jumps ``i - prev`` to the real positions ``0..S-1``: how many fall in the bucket
-    ``<= -max_jump`` and in ``>= max_jump`` (at least 1 each)."""
-    return (np.maximum(np.minimum(prev - max_jump, S - 1) + 1, 1),
-            np.maximum(S - np.maximum(prev + max_jump, 0), 1))
-
-
-def _out_counts(nxt: np.ndarray, S: np.ndarray, max_jump: int) -> tuple[np.ndarray, np.ndarray]:
-    """For jumps ``nxt - i`` from the real positions ``0..S-1``: the bucket counts as
-    :func:`_into_counts`'."""
-    return (np.maximum(S - np.maximum(nxt + max_jump, 0), 1),
-            np.maximum(np.minimum(nxt - max_jump, S - 1) + 1, 1))
-
-
 def _live(b: _Bucket) -> np.ndarray:
     return np.arange(b.a.shape[1])[None, :] < b.T[:, None]  # [B, Tm]
 
@@ -148,19 +130,9 @@ def _tables(buckets: list[_Bucket], n_src: int, max_jump: int, max_fertility: in
     jumps = np.zeros(2 * max_jump + 1)
     fert = np.zeros((n_src, max_fertility + 1))
     for b in buckets:
-        B, Sm = b.e.shape[0], b.width
-        live = _live(b)
-        linked = live & (b.a < Sm)
-        b.phi = np.zeros((B, Sm + 1), dtype=np.int64)
-        np.add.at(b.phi, (np.nonzero(linked)[0], b.a[linked]), 1)
-        real = np.arange(Sm)[None, :] < b.S[:, None]
-        np.add.at(fert, (b.e[:, :Sm][real], np.minimum(b.phi[:, :Sm][real], max_fertility)), 1)
-        prev = np.full(B, -1)
-        for j in range(b.a.shape[1]):
-            m = linked[:, j]
-            np.add.at(jumps, np.clip(b.a[m, j] - prev[m], -max_jump, max_jump) + max_jump, 1)
-            prev = np.where(m, b.a[:, j], prev)
-        np.add.at(jumps, np.clip(b.S - prev, -max_jump, max_jump) + max_jump, 1)  # to the end
+        if b.phi is None:
+            b.phi = np.zeros(b.e.shape, dtype=np.int64)
+        kernels.tables(b.e, b.S, b.T, b.a, b.phi, jumps, fert, max_jump, max_fertility)
     jumps, fert = all_reduce(jumps), all_reduce(fert)  # every process's links (torchrun)
     return (jumps + beta) / (jumps + beta).sum(), fert + gamma
 
@@ -228,8 +200,8 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
         start = (n_pair.copy(), n_e.copy()) if procs > 1 else None
         done, total = 0, sum(len(b.rows) for b in buckets)
         for b in buckets:
-            _sweep(b, n_pair, n_e, n_tgt, J, fert if use_fert else None, rng, p0, alpha, max_jump,
-                   max_fertility)
+            kernels.sweep(b.e, b.S, b.T, b.a, b.pid, b.phi, n_pair, n_e, n_tgt, J, fert, use_fert,
+                          rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
             done += len(b.rows)
             report(stage, f"sweep {sweep + 1}/{sweeps}", done, total)
         if start is not None:  # every process's changes, added to the counts all started from
@@ -243,85 +215,41 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     return marg
 
 
-def _sweep(b: _Bucket, n_pair, n_e, n_tgt, J, fert, rng, p0, alpha, max_jump, max_fertility) -> None:
-    """Resample every target position of the bucket's sentences, position by position."""
-    Sm, Tm = b.width, b.a.shape[1]
-    real = np.arange(Sm + 1)[None, :] < b.S[:, None]
-    real[:, Sm] = True  # NULL is always a choice
-    pos = np.arange(Sm)[None, :]
-    for j in range(Tm):
-        rows = np.nonzero(j < b.T)[0]
-        if rows.size == 0:
-            continue
-        ar = np.arange(rows.size)
-        old = b.a[rows, j]
-        pid = b.pid[rows, j]  # [R, Sm + 1]
-        # take word j's link out of the counts
-        np.subtract.at(n_pair, pid[ar, old], 1)
-        np.subtract.at(n_e, b.e[rows, old], 1)
-        linked = old < Sm
-        b.phi[rows[linked], old[linked]] -= 1
-        # the nearest non-NULL links before and after j
-        if j:
-            lm = b.a[rows, :j] < Sm
-            last = j - 1 - np.argmax(lm[:, ::-1], axis=1)
-            prev = np.where(lm.any(1), b.a[rows, last], -1)
-        else:
-            prev = np.full(rows.size, -1)
-        nxt = b.S[rows]
-        if j + 1 < Tm:
-            right = b.a[rows, j + 1:]
-            rm = (np.arange(j + 1, Tm)[None, :] < b.T[rows, None]) & (right < Sm)
-            nxt = np.where(rm.any(1), right[ar, np.argmax(rm, axis=1)], nxt)
-        S = b.S[rows]
-        d_in, d_out = pos - prev[:, None], nxt[:, None] - pos  # [R, Sm]
-        in_first, in_last = _into_counts(prev, S, max_jump)
-        into = J[np.clip(d_in, -max_jump, max_jump) + max_jump]
-        into /= _tail_count(d_in, in_first, in_last, max_jump)
-        out = J[np.clip(d_out, -max_jump, max_jump) + max_jump]
-        out /= _tail_count(d_out, *_out_counts(nxt, S, max_jump), max_jump)
-        skip = nxt - prev  # the jump prev -> next shares its bucket as a jump from prev would
-        col = np.clip(nxt, 0, Sm - 1) - prev
-        share = np.where(np.abs(skip) >= max_jump, _tail_count(col, in_first, in_last, max_jump), 1.0)
-        skip_p = J[np.clip(skip, -max_jump, max_jump) + max_jump] / share
-        lex = (n_pair[pid] + alpha) / (n_e[b.e[rows]] + alpha * n_tgt)  # [R, Sm + 1]
-        w = np.empty((rows.size, Sm + 1))
-        w[:, :Sm] = (1 - p0) * lex[:, :Sm] * into * out / skip_p[:, None]
-        w[:, Sm] = p0 * lex[:, Sm]
-        if fert is not None:
-            phi = np.minimum(b.phi[rows, :Sm], max_fertility - 1)
-            types = b.e[rows, :Sm]
-            w[:, :Sm] *= fert[types, phi + 1] / fert[types, phi]
-        w *= real[rows]
-        c = np.cumsum(w, axis=1)
-        u = rng.random(rows.size) * c[:, -1]
-        new = np.minimum((c < u[:, None]).sum(1), Sm)
-        # put the new link into the counts
-        b.a[rows, j] = new
-        np.add.at(n_pair, pid[ar, new], 1)
-        np.add.at(n_e, b.e[rows, new], 1)
-        linked = new < Sm
-        b.phi[rows[linked], new[linked]] += 1
-
-
 class FertilityModel:
-    """Both directions' sampled links, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`)."""
+    """Both directions' sampled links, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`).
+    In one process the two directions run at once in two threads where the machine has two cores
+    (the sampler's loops release the GIL); under torchrun one after the other, since each exchanges
+    counts with the other processes."""
 
     def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS, **kw):
-        self.marginals = []
-        for side, name in ((corpus, "forward"), (corpus.swapped(), "reverse")):
-            ibm2 = IBM2(side, 5, stage=f"fertility {name}")
-            init = np.zeros(len(side.tgt), dtype=np.int32)
-            for lo, hi in my_chunks(len(side), chunk):
-                best = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]  # S: NULL
-                init[side.tgt_off[lo]:side.tgt_off[hi]] = np.concatenate(best) if best else 0
-            del ibm2
-            self.marginals.append(sample_marginals(side, all_reduce(init.astype(np.float64)).astype(np.int64),
-                                                   seed=seed, stage=f"fertility {name}", **kw))
+        sides = ((corpus, "forward"), (corpus.swapped(), "reverse"))
+        jobs = [functools.partial(_sample_side, side, name, seed, chunk, kw) for side, name in sides]
+        if world()[1] == 1 and _cores() >= 2:
+            with ThreadPoolExecutor(2) as pool:  # each thread reports progress to this context's listener
+                futures = [pool.submit(contextvars.copy_context().run, job) for job in jobs]
+                self.marginals = [f.result() for f in futures]
+        else:
+            self.marginals = [job() for job in jobs]
 
     def posteriors(self, lo: int, hi: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Forward link frequencies ``[T, S + 1]`` and reverse ones ``[S, T + 1]`` of pairs ``lo..hi``."""
         return self.marginals[0].frequencies(lo, hi), self.marginals[1].frequencies(lo, hi)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _sample_side(side: IdCorpus, name: str, seed: int, chunk: int, kw: dict) -> Marginals:
+    """One direction: IBM2's Viterbi links, then the sampler from them."""
+    ibm2 = IBM2(side, 5, stage=f"fertility {name}")
+    init = np.zeros(len(side.tgt), dtype=np.int32)
+    for lo, hi in my_chunks(len(side), chunk):
+        best = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]  # S: NULL
+        init[side.tgt_off[lo]:side.tgt_off[hi]] = np.concatenate(best) if best else 0
+    del ibm2
+    return sample_marginals(side, all_reduce(init.astype(np.float64)).astype(np.int64), seed=seed,
+                            stage=f"fertility {name}", **kw)
 
 
 def train_fertility_posteriors(pairs: Pairs, seed: int = 1, **kw
