@@ -168,3 +168,43 @@ def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
     assert gone.exit_code == 1 and "error:" in gone.stderr and "has changed" in gone.stderr
     bad = runner.invoke(app, [*base, "--teacher-corpus", "everything"])
     assert bad.exit_code == 2
+
+
+def test_the_teacher_is_trained_once_and_kept_in_the_model_directory(recorded, tmp_path, monkeypatch):
+    """train --guide auto keeps its teacher's matrices of the training corpus; align corpus on that
+    corpus reads them instead of training the teacher again, and links as a teacher trained anew does
+    (up to the byte a kept weight is rounded to)."""
+    import shutil
+
+    import attnalign.statistical as statistical
+    from attnalign.statistical import saved
+
+    m, pairs = recorded
+    assert (m / saved.FILE).is_file()
+    kept = saved.SavedTeacher(m / saved.FILE)
+    fresh = SoftTeacher(pairs)
+    assert kept.pairs == len(pairs)
+    for a, b in zip(kept.matrices(0, 20), fresh.matrices(0, 20), strict=True):
+        assert a.shape == b.shape and np.abs(a - b).max() <= 0.5 / 255 + 1e-12
+    base = ["align", "corpus", "--model", str(m), "--src", str(tmp_path / "train.en"), "--tgt",
+            str(tmp_path / "train.fr"), "--quiet", "--teacher", "on"]
+    runner = CliRunner()
+    fits = []
+    real = statistical.SoftTeacher.__init__
+    monkeypatch.setattr(statistical.SoftTeacher, "__init__", lambda self, *a, **k: fits.append(1) or
+                        real(self, *a, **k))
+    r = runner.invoke(app, [*base, "-o", str(tmp_path / "kept.align")])
+    assert r.exit_code == 0, r.output
+    assert fits == [] and f"teacher_pairs={len(pairs)}" in r.stderr  # read, not trained
+    other = tmp_path / "other"
+    shutil.copytree(m, other)
+    (other / saved.FILE).unlink()  # as a model trained before teachers were kept
+    r = runner.invoke(app, [*base[:3], str(other), *base[4:], "-o", str(tmp_path / "fresh.align")])
+    assert r.exit_code == 0 and fits == [1]
+    a = (tmp_path / "kept.align").read_text().splitlines()
+    b = (tmp_path / "fresh.align").read_text().splitlines()
+    assert sum(x == y for x, y in zip(a, b, strict=True)) >= 0.97 * len(a)
+    # another teacher's options, or a damaged file: trained anew
+    (m / saved.FILE).write_bytes(b"not a zip")
+    r = runner.invoke(app, [*base, "-o", str(tmp_path / "damaged.align")])
+    assert r.exit_code == 0 and fits == [1, 1]

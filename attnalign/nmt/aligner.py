@@ -247,7 +247,12 @@ class Aligner:
                               hint="give --teacher off, or align without torchrun")
         o = self.teacher_options
         corpus = pairs if extra is None else chain(pairs, extra)
-        self.teacher = SoftTeacher(corpus, o.model, prefix=o.prefix, identical=o.identical)
+        self.use_teacher(SoftTeacher(corpus, o.model, prefix=o.prefix, identical=o.identical))
+
+    def use_teacher(self, teacher) -> None:
+        """Decode every later :meth:`align` with ``teacher``'s matrices (a fitted
+        :class:`~attnalign.statistical.SoftTeacher`, or one kept in the model directory)."""
+        self.teacher = teacher
         self.options = resolve_decoding(replace(self._given, device=self.options.device),
                                         self.meta["directions"], self._head, teacher=True)
         self.sym = self.options.sym

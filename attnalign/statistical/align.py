@@ -79,15 +79,11 @@ def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int 
     yields all the links, the others none. Progress goes to :func:`.progress.reporting`'s listener."""
     _check(sym, model)
     words = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
-    first, second = _fit_models(words, model, iterations, prefix, identical, chunk, **kw)
+    models = _fit_models(words, model, iterations, prefix, identical, chunk, **kw)
     n = len(words)
 
     def links(lo: int, hi: int) -> list[list[Link]]:
-        a, b = first.posteriors(lo, hi)
-        if second is None:
-            out = [_decode(f, r, sym) for f, r in zip(a, b, strict=True)]
-        else:
-            out = union_links((a, b), second.posteriors(lo, hi))
+        out = _links_of(models, sym, lo, hi)
         report("links", "decoding", hi, n)
         return out
 
@@ -98,6 +94,15 @@ def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int 
     gathered = gather_chunks([(lo, links(lo, hi)) for lo, hi in my_chunks(n, chunk)])
     for part in gathered or ():
         yield from part
+
+
+def _links_of(models: tuple, sym: str, lo: int, hi: int) -> list[list[Link]]:
+    """Pairs ``lo..hi``'s links from :func:`_fit_models`' trained models."""
+    first, second = models
+    a, b = first.posteriors(lo, hi)
+    if second is None:
+        return [_decode(f, r, sym) for f, r in zip(a, b, strict=True)]
+    return union_links((a, b), second.posteriors(lo, hi))
 
 
 def union_links(agree, fertility) -> list[list[Link]]:
@@ -125,8 +130,9 @@ class SoftTeacher:
     Trained once on ``pairs`` (read once, as :func:`iter_links` does); :meth:`matrices` then gives
     pairs ``lo..hi``'s ``[T, S]`` matrices: the mean of both directions' posteriors (the reverse one
     turned around; NULL dropped), and for :data:`COMBINED` the mean over its two models' four. A cell
-    is thus the teacher's averaged belief in the link; rows sum to at most 1. One process only: the
-    fertility model's samples stay with the process that drew them."""
+    is thus the teacher's averaged belief in the link; rows sum to at most 1; :meth:`links` gives the
+    same pairs' links. One process only: the fertility model's samples stay with the process that drew
+    them."""
 
     def __init__(self, pairs: Pairs | IdCorpus, model: str = DEFAULT.model, iterations: int = 5,
                  prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical,
@@ -134,8 +140,13 @@ class SoftTeacher:
         if model not in MODELS:
             raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(MODELS)}")
         words = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
-        self.models = [m for m in _fit_models(words, model, iterations, prefix, identical, chunk, **kw) if m]
+        self._fitted = _fit_models(words, model, iterations, prefix, identical, chunk, **kw)
+        self.models = [m for m in self._fitted if m]
         self.pairs = len(words)
+
+    def links(self, lo: int, hi: int, sym: str = DEFAULT.sym) -> list[list[Link]]:
+        """Pairs ``lo..hi``'s links, as :func:`iter_links` decodes them from the same models."""
+        return _links_of(self._fitted, sym, lo, hi)
 
     def matrices(self, lo: int, hi: int) -> list[np.ndarray]:
         """The teacher's ``[T, S]`` matrices of pairs ``lo..hi``."""

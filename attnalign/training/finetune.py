@@ -64,7 +64,7 @@ def finetune(pairs: Pairs, model_dir: str | Path, options: TrainOptions, *, dev=
     for m in models.values():
         _trainable(m, 0)  # an unsupported architecture fails before the guide is computed
     if guide is None:
-        guide = teacher_links(train_pairs, options, getattr(reporter, "note", None))
+        guide = teacher_links(train_pairs, options, getattr(reporter, "note", None))[0]
     work = prepare_dir(model_dir, overwrite, False)
     summary: dict = {"model_dir": str(model_dir), "directions": {}}
     heads = {}

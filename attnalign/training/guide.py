@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
@@ -19,16 +20,39 @@ from ..nmt.subword import Segmenter
 from .options import TrainOptions
 
 
-def teacher_links(pairs: Pairs, options: TrainOptions, note=None) -> list[list[Link]]:
+def teacher_links(pairs: Pairs, options: TrainOptions, note=None) -> tuple[list[list[Link]], object]:
     """The built-in statistical aligner's links for ``pairs`` (``guide="auto"``), with its stage told
-    to ``note`` (a callable taking a message) if given."""
+    to ``note`` (a callable taking a message) if given, and the fitted teacher
+    (:class:`~attnalign.statistical.SoftTeacher`, whose matrices the model directory keeps; None under
+    torchrun, where each process holds a share of it)."""
+    from .. import dist
+    from ..statistical.ids import CHUNK_PAIRS, chunks
+
     t0 = time.perf_counter()
     if note:
         note(f"guide: aligning {len(pairs)} pairs with {options.guide_model} ...")
-    links = statistical.align_statistical(pairs, **options.teacher.as_kwargs())
+    o = options.teacher
+    teacher = None
+    if dist.launched():
+        links = statistical.align_statistical(pairs, **o.as_kwargs())
+    else:
+        teacher = statistical.SoftTeacher(pairs, o.model, prefix=o.prefix, identical=o.identical)
+        links = [x for lo, hi in chunks(len(pairs), CHUNK_PAIRS) for x in teacher.links(lo, hi, o.sym)]
     if note:
         note(f"guide: {sum(map(len, links))} links in {time.perf_counter() - t0:.0f} s")
-    return links
+    return links, teacher
+
+
+def keep_teacher(model_dir, teacher, keep: list[int], pairs: Pairs, options: TrainOptions,
+                 fingerprint: str) -> None:
+    """Write the teacher's matrices of the training corpus (``teacher`` was fitted on its pairs
+    ``keep``) into the model directory (:mod:`attnalign.statistical.saved`)."""
+    from dataclasses import asdict
+
+    from ..statistical import saved
+
+    saved.save_matrices(Path(model_dir) / saved.FILE, teacher, keep, [(len(t), len(s)) for s, t in pairs],
+                        saved.teacher_meta(asdict(options.teacher), fingerprint, len(pairs)))
 
 
 def guide_targets(batch, tok_links: Sequence[Sequence[tuple[int, int]]], null_to_eos: bool = False

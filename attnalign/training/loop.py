@@ -34,7 +34,7 @@ from ..nmt.models import build_model
 from ..nmt.subword import Segmenter, train_segmenter
 from ..nmt.vocab import PAD_ID, Vocab
 from . import parallel
-from .guide import guide_loss, guide_targets, teacher_links, token_links
+from .guide import guide_loss, guide_targets, keep_teacher, teacher_links, token_links
 from .loss import smoothed_nll
 from .model_dir import (
     append_log,
@@ -186,8 +186,9 @@ def train(
     note = getattr(reporter, "note", None)
     if note and options.epochs == "auto" and options.passes(len(train_pairs)) < options.auto_epochs:
         note(f"--epochs auto: {options.passes(len(train_pairs)):.2f} passes over {len(train_pairs):,} pairs")
+    teacher = None
     if guide is None and options.guide == "auto":
-        guide = teacher_links(train_pairs, options, note)
+        guide, teacher = teacher_links(train_pairs, options, note)
         guide = dist.broadcast(guide)  # under torchrun rank 0 gathered the teacher's links
 
     def begin() -> Path:
@@ -200,6 +201,8 @@ def train(
         return work
 
     work_dir = dist.on_main(begin)  # rank 0 prepares the directory; every rank writes there
+    if teacher is not None:  # align corpus on this corpus reads its matrices instead of training it again
+        keep_teacher(work_dir, teacher, keep, pairs, options, data["fingerprint"])
     reporter = reporter or _Silent()
     jobs = []
     for direction in options.directions:

@@ -110,14 +110,7 @@ def align_corpus_files(
     pairs = open_corpus(src, tgt, corpus, encoding=encoding,
                         lowercase=aligner.lowercase if lowercase is None else lowercase)
     golds, gold_info = read_gold_for(gold, gold_options, pairs) if gold else ([], None)
-    extra = None  # the model's training corpus, where the teacher also learns from it
-    if aligner.may_want_teacher:
-        extra = training_corpus(model, pairs, aligner.options.teacher_corpus)
-        if extra is not None:  # the teacher reads the training corpus: it is an input too
-            check_distinct(outputs, {"the training corpus": extra.src_path or extra.corpus_path,
-                                     "the training corpus's target side": extra.tgt_path})
-    if aligner.wants_teacher(len(pairs) + len(extra or ())):
-        _fit_teacher(aligner, pairs, extra, teacher_progress)
+    _with_teacher(aligner, model, pairs, outputs, teacher_progress)
     summary = AlignSummary(settings=aligner.description)
     if world()[0] != 0:  # under torchrun: align this process's share; rank 0 writes
         for _ in aligner.align(pairs):
@@ -161,6 +154,40 @@ def align_corpus_files(
     if gold is not None:
         summary.report = _report(gold_info, output, per_sentence)
     return summary
+
+
+def _with_teacher(aligner, model, pairs, outputs: dict, progress) -> None:
+    """Combine the aligner with its teacher where it wants one: the teacher kept in the model directory
+    when ``pairs`` are its training corpus, else one trained now on ``pairs`` (and the model's training
+    corpus, per ``--teacher-corpus``: an input too, which no output may name)."""
+    extra = None  # the model's training corpus, where the teacher also learns from it
+    if aligner.may_want_teacher:
+        extra = training_corpus(model, pairs, aligner.options.teacher_corpus)
+        if extra is not None:
+            check_distinct(outputs, {"the training corpus": extra.src_path or extra.corpus_path,
+                                     "the training corpus's target side": extra.tgt_path})
+    if not aligner.wants_teacher(len(pairs) + len(extra or ())):
+        return
+    kept = _kept_teacher(model, pairs, aligner) if extra is None else None
+    if kept is not None:
+        aligner.use_teacher(kept)
+    else:
+        _fit_teacher(aligner, pairs, extra, progress)
+
+
+def _kept_teacher(model, pairs, aligner):
+    """The teacher ``train --guide auto`` kept in the model directory, if ``pairs`` are its training
+    corpus and the teacher's options are the same (:mod:`attnalign.statistical.saved`); else None."""
+    from dataclasses import asdict
+
+    from ..nmt.checkpoint import is_hf_model
+    from ..statistical import saved
+    from ..training.model_dir import pairs_fingerprint
+
+    if is_hf_model(model) or not (os.path.isfile(os.path.join(model, saved.FILE))):
+        return None
+    meta = saved.teacher_meta(asdict(aligner.teacher_options), pairs_fingerprint(pairs), len(pairs))
+    return saved.load_matching(model, meta)
 
 
 def _fit_teacher(aligner, pairs, extra, progress) -> None:

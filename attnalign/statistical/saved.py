@@ -1,0 +1,82 @@
+"""The teacher of a guided model, kept: its soft matrices of the training corpus in the model directory
+(``teacher.npz``), so that ``align corpus`` on that corpus reads them instead of training the teacher a
+second time. Torch-free.
+
+The file is a NumPy ``.npz``: ``cells`` (every pair's ``[T, S]`` matrix, row-major, one after the
+other, each weight as a byte: round(255 w)), ``shapes`` (``[n, 2]``: T and S per pair, in corpus
+order; a pair with an empty side has no cells) and ``meta`` (JSON: the teacher's options and the
+corpus fingerprint). A byte per cell keeps 310,000 Hansards pairs under 200 MB; the rounding (at most
+1/510) is far below what moves a link across the decoding threshold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ..data.fileio import atomic_open
+from .ids import CHUNK_PAIRS, chunks
+
+FILE = "teacher.npz"
+_LEVELS = 255
+
+
+def teacher_meta(options: dict, fingerprint: str, pairs: int) -> dict:
+    """What a kept teacher must match to be used: the teacher's options (``TeacherOptions`` as a
+    dict), the corpus fingerprint and its number of pairs."""
+    return {"options": options, "fingerprint": fingerprint, "pairs": pairs}
+
+
+def save_matrices(path: str | os.PathLike, teacher, keep: list[int], shapes: list[tuple[int, int]],
+                  meta: dict) -> None:
+    """Write ``teacher``'s matrices (a fitted :class:`.align.SoftTeacher` over the pairs ``keep`` of a
+    corpus whose pairs have ``shapes`` (T, S), in order) to ``path``, atomically."""
+    offsets = np.zeros(len(shapes) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([t * s for t, s in shapes])
+    cells = np.zeros(int(offsets[-1]), dtype=np.uint8)
+    for lo, hi in chunks(len(keep), CHUNK_PAIRS):
+        for k, m in zip(keep[lo:hi], teacher.matrices(lo, hi), strict=True):
+            cells[offsets[k]:offsets[k + 1]] = np.rint(np.clip(m, 0.0, 1.0) * _LEVELS).ravel()
+    with atomic_open(path, "wb") as f:
+        np.savez(f, cells=cells, shapes=np.asarray(shapes, dtype=np.int64).reshape(-1, 2),
+                 meta=np.array(json.dumps(meta)))
+
+
+class SavedTeacher:
+    """A kept teacher: :meth:`matrices` as a fitted :class:`.align.SoftTeacher` gives them."""
+
+    def __init__(self, path: str | os.PathLike):
+        with np.load(Path(path), allow_pickle=False) as z:
+            self.meta = json.loads(str(z["meta"]))
+            shapes = z["shapes"]
+            self._cells = z["cells"]
+        if not isinstance(self.meta, dict) or shapes.ndim != 2 or shapes.shape[1] != 2:
+            raise ValueError("not a teacher file")
+        self._shapes = shapes
+        self._offsets = np.concatenate([[0], np.cumsum(shapes[:, 0] * shapes[:, 1])])
+        if self._offsets[-1] != len(self._cells):
+            raise ValueError("the teacher file's cells do not match its shapes")
+        self.pairs = len(shapes)
+
+    def matrices(self, lo: int, hi: int) -> list[np.ndarray]:
+        """The ``[T, S]`` matrices of pairs ``lo..hi``."""
+        return [self._cells[self._offsets[k]:self._offsets[k + 1]].reshape(self._shapes[k]) / _LEVELS
+                for k in range(lo, hi)]
+
+
+def load_matching(model_dir: str | os.PathLike, meta: dict) -> SavedTeacher | None:
+    """The model directory's kept teacher if its ``meta`` (options, corpus fingerprint) is ``meta``;
+    None if there is none, it was kept for other data or options, or it cannot be read (the teacher is
+    then trained again, as if none were kept)."""
+    path = Path(model_dir) / FILE
+    if not path.is_file():
+        return None
+    try:
+        saved = SavedTeacher(path)
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
+    return saved if saved.meta == meta else None
