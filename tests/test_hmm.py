@@ -11,18 +11,14 @@ import torch
 from attnalign.data.alignments import Alignment
 from attnalign.eval.metrics import Counts, corpus_counts
 from attnalign.statistical import align_statistical, directional_posteriors, posterior_links, viterbi_links
-from attnalign.statistical.hmm import (
-    _HMM,
-    _forward_backward,
-    _transitions,
-    train_hmm_agreement,
-    train_hmm_posteriors,
-)
+from attnalign.statistical.hmm import _HMM, _transitions, train_hmm_agreement, train_hmm_posteriors
+from attnalign.statistical.kernels import forward_backward
 
 
 def brute_force(emit_w, emit_n, trans, init, p0, T, S):
-    """Word and NULL posteriors by summing over every state path (states: S words, then S NULLs)."""
-    post_w, post_n, z = np.zeros((T, S)), np.zeros(T), 0.0
+    """Word and NULL posteriors and the expected word-to-word moves by summing over every state path
+    (states: S words, then S NULLs)."""
+    post_w, post_n, xi, z = np.zeros((T, S)), np.zeros(T), np.zeros((S, S)), 0.0
     for path in itertools.product(range(2 * S), repeat=T):
         p = 1.0
         for t, s in enumerate(path):
@@ -38,7 +34,9 @@ def brute_force(emit_w, emit_n, trans, init, p0, T, S):
                 post_w[t, s] += p
             else:
                 post_n[t] += p
-    return post_w / z, post_n / z
+            if t and s < S:  # a move to word s from the position of the state before
+                xi[path[t - 1] % S, s] += p
+    return post_w / z, post_n / z, xi / z
 
 
 def test_forward_backward_equals_brute_force_with_padding():
@@ -51,18 +49,19 @@ def test_forward_backward_equals_brute_force_with_padding():
     emit_n = torch.rand(2, 3, generator=g, dtype=torch.float64) * 0.3
     emit_n[1, 2:] = 0
     s_mask = torch.tensor([[True, True, True], [True, True, False]])
-    t_mask = torch.tensor([[True, True, True], [True, True, False]])
     jump = torch.rand(2 * max_jump + 1, generator=g, dtype=torch.float64) + 0.1
     trans, init, _ = _transitions(jump, s_mask, p0, max_jump)
     assert torch.allclose(trans[1, :2, :2].sum(-1), torch.full((2,), 1 - p0, dtype=torch.float64))
     assert torch.allclose(init.sum(-1), torch.full((2,), 1 - p0, dtype=torch.float64))
-    g_w, g_n, _ = _forward_backward(emit_w, emit_n, trans, init, t_mask, p0)
+    g_w, g_n, xi = forward_backward(emit_w.numpy(), emit_n.numpy(), trans.numpy(), init.numpy(),
+                                    np.array([3, 2]), np.array([3, 2]), p0)
     for b, (T, S) in enumerate([(3, 3), (2, 2)]):
         args = (emit_w[b].numpy(), emit_n[b].numpy(), trans[b].numpy(), init[b].numpy())
-        bw, bn = brute_force(*args, p0, T, S)
-        assert np.allclose(g_w[b, :T, :S].numpy(), bw)
-        assert np.allclose(g_n[b, :T].numpy(), bn)
-        assert (g_w[b, T:] == 0).all() and (g_w[b, :, S:] == 0).all()
+        bw, bn, bx = brute_force(*args, p0, T, S)
+        assert np.allclose(g_w[b, :T, :S], bw)
+        assert np.allclose(g_n[b, :T], bn)
+        assert np.allclose(xi[b, :S, :S], bx)
+        assert (g_w[b, T:] == 0).all() and (g_w[b, :, S:] == 0).all() and (xi[b, S:] == 0).all()
 
 
 def test_long_jumps_share_the_end_bucket():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Annotated
@@ -119,23 +120,28 @@ def _stage_bar(quiet: bool, bar=None):
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                        TextColumn("{task.fields[rate]} pairs/s"), TimeRemainingColumn(),
                        console=err(), disable=quiet)
-    state = {"stage": None, "step": None, "task": None, "start": 0.0, "shown": 0.0,
-             "last": time.perf_counter()}
+    stages: dict[str, dict] = {}  # per stage: its line, its pass, when the pass began, last shown
+    lock = threading.Lock()  # stages may report from two threads at once (the fertility directions)
+    last = [time.perf_counter()]  # the last report of any stage: where a new stage's first pass begins
 
     def progress(stage: str, step: str, done: int, total: int) -> None:
         now = time.perf_counter()
-        if stage != state["stage"]:
-            if state["task"] is not None:
-                bar.update(state["task"], completed=bar.tasks[-1].total)
-            state.update(stage=stage, step=None, task=bar.add_task(stage, total=total, rate="-"))
-        if step != state["step"]:  # a pass begins where the last report before it ended
-            state.update(step=step, start=state["last"])
-            bar.reset(state["task"], total=total, description=f"{stage}: {step}", rate="-")
-        if now - state["shown"] > 0.2 or done == total:
-            state["shown"] = now
-            rate = done / max(1e-9, now - state["start"])
-            bar.update(state["task"], completed=done, rate=f"{rate:,.0f}")
-        state["last"] = now
+        with lock:
+            st = stages.get(stage)
+            if st is None:
+                for other in stages.values():  # a new stage: those before it are done, unless running
+                    if other["last"] < now - 1.0:
+                        bar.update(other["task"], completed=bar.tasks[other["task"]].total)
+                st = stages[stage] = {"step": None, "task": bar.add_task(stage, total=total, rate="-"),
+                                      "start": last[0], "shown": 0.0, "last": last[0]}
+            if step != st["step"]:  # a pass begins where the last report before it ended
+                st.update(step=step, start=st["last"])
+                bar.reset(st["task"], total=total, description=f"{stage}: {step}", rate="-")
+            if now - st["shown"] > 0.2 or done == total:
+                st["shown"] = now
+                rate = done / max(1e-9, now - st["start"])
+                bar.update(st["task"], completed=done, rate=f"{rate:,.0f}")
+            st["last"] = last[0] = now
 
     return bar, progress
 

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from ..data.corpus import Pairs
+from . import kernels
 from .cells import Batch, Batches, Counts, em, in_order, m_step
 from .dist import all_reduce
 from .ids import IdCorpus, LexTable
@@ -65,45 +66,6 @@ def _transitions(jump: torch.Tensor, s_mask: torch.Tensor, p0: float, max_jump: 
     return trans, init, d
 
 
-def _forward_backward(emit_w, emit_n, trans, init, t_mask, p0):
-    """Scaled forward-backward. Returns word posteriors [B, T, S], NULL posteriors [B, T] and the
-    expected word-to-word transition counts [B, S, S] (summed over steps)."""
-    B, T, S = emit_w.shape
-    alpha = torch.zeros(B, T, 2 * S, dtype=emit_w.dtype)
-    scale = torch.ones(B, T, dtype=emit_w.dtype)
-    prev = None
-    for t in range(T):
-        if t == 0:
-            a_w, a_n = init * emit_w[:, 0], torch.zeros(B, S, dtype=emit_w.dtype)
-            a_n[:, 0] = p0 * emit_n[:, 0]
-        else:
-            at_pos = prev[:, :S] + prev[:, S:]  # transitions depend on the position only: [B, S]
-            a_w = torch.bmm(at_pos.unsqueeze(1), trans).squeeze(1) * emit_w[:, t]
-            a_n = p0 * at_pos * emit_n[:, t: t + 1]
-        a = torch.cat([a_w, a_n], -1)
-        c = a.sum(-1).clamp(min=1e-300)
-        live = t_mask[:, t]
-        a = torch.where(live[:, None], a / c[:, None], prev if prev is not None else a)
-        scale[:, t] = torch.where(live, c, torch.ones_like(c))
-        alpha[:, t] = a
-        prev = a
-    beta = torch.ones(B, T, 2 * S, dtype=emit_w.dtype)
-    nxt = torch.zeros(B, max(T - 1, 0), S, dtype=emit_w.dtype)  # step t's successor weights, 0 if none
-    for t in range(T - 2, -1, -1):
-        live = t_mask[:, t + 1]  # a real step follows
-        nxt_w = emit_w[:, t + 1] * beta[:, t + 1, :S] / scale[:, t + 1, None]  # [B, S]
-        nxt_n = emit_n[:, t + 1, None] * beta[:, t + 1, S:] / scale[:, t + 1, None]
-        b_pos = torch.bmm(trans, nxt_w.unsqueeze(-1)).squeeze(-1) + p0 * nxt_n  # [B, S]
-        b = torch.cat([b_pos, b_pos], -1)
-        beta[:, t] = torch.where(live[:, None], b, beta[:, t])
-        nxt[:, t] = nxt_w * live[:, None]
-    # xi[b, i', i] = sum_t at_pos[b, t, i'] trans[b, i', i] nxt[b, t, i]: one batched product, not T
-    at_pos = alpha[:, : T - 1, :S] + alpha[:, : T - 1, S:]  # [B, T - 1, S]
-    xi = trans * torch.bmm(at_pos.transpose(1, 2), nxt)  # [B, S', S]
-    gamma = alpha * beta * t_mask[..., None]
-    return gamma[..., :S], gamma[..., S:].sum(-1), xi
-
-
 class _HMM:
     """One direction's HMM over an :class:`.ids.IdCorpus`: the lexical table, the t table and the jump
     table. Its E-step passes over the corpus batch by batch (:class:`.cells.Batches`) and returns the
@@ -134,14 +96,16 @@ class _HMM:
 
     def e_batch(self, b: Batch) -> tuple[np.ndarray, torch.Tensor]:
         """A batch's posteriors ``[B, Tm, Sm + 1]`` and expected jump counts."""
-        Tm, Sm = b.idx.shape[1], b.idx.shape[2] - 1
+        Sm = b.idx.shape[2] - 1
         emit = self._emit[torch.from_numpy(b.idx).long()]  # [B, Tm, Sm + 1]
         s_mask = torch.from_numpy(np.arange(Sm)[None, :] < b.S[:, None])
-        t_mask = torch.from_numpy(np.arange(Tm)[None, :] < b.T[:, None])
         trans, init, d = _transitions(self.jump, s_mask, self.p0, self.max_jump)
-        g_w, g_n, xi = _forward_backward(emit[..., :-1], emit[..., -1], trans, init, t_mask, self.p0)
-        jumps = torch.zeros_like(self.jump).index_add_(0, d.reshape(-1), xi.sum(0).reshape(-1))
-        return torch.cat([g_w, g_n.unsqueeze(-1)], -1).numpy(), jumps
+        e = emit.numpy()
+        g_w, g_n, xi = kernels.forward_backward(e[..., :-1], e[..., -1], trans.numpy(), init.numpy(),
+                                                b.S, b.T, self.p0)
+        moves = torch.from_numpy(xi.sum(0)).reshape(-1)
+        jumps = torch.zeros_like(self.jump).index_add_(0, d.reshape(-1), moves)
+        return np.concatenate([g_w, g_n[..., None]], -1), jumps
 
     def e_step(self, step: str = "") -> tuple[np.ndarray, torch.Tensor]:
         """Expected counts of the table's entries [K] and of the jumps, over the corpus (this

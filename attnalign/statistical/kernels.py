@@ -13,7 +13,7 @@ release the GIL, so the two directions of a model sample at once in two threads.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(cache=True)
@@ -140,3 +140,65 @@ def tables(e, S, T, a, phi, jumps, fert, max_jump, max_fertility):
         jumps[min(max(S[r] - prev, -max_jump), max_jump) + max_jump] += 1  # to the end
         for i in range(S[r]):
             fert[e[r, i], min(phi[r, i], max_fertility)] += 1
+
+
+@njit(cache=True, parallel=True)
+def forward_backward(emit_w, emit_n, trans, init, S, T, p0):
+    """The HMM's scaled forward-backward (:mod:`.hmm`) of a batch, sentence by sentence in parallel.
+    ``emit_w [B, Tm, Sm]``, ``emit_n [B, Tm]``: emission probabilities of the source words and of NULL;
+    ``trans [B, Sm, Sm]``: word-to-word transitions (times 1 - p0); ``init [B, Sm]``: from position -1;
+    ``S``, ``T [B]``: the real lengths. Returns the word posteriors ``[B, Tm, Sm]``, the NULL posteriors
+    ``[B, Tm]`` and the expected word-to-word transition counts ``[B, Sm, Sm]`` (zero where padded)."""
+    B, Tm, Sm = emit_w.shape
+    g_w = np.zeros((B, Tm, Sm))
+    g_n = np.zeros((B, Tm))
+    xi = np.zeros((B, Sm, Sm))
+    for b in prange(B):
+        s, t = S[b], T[b]
+        a_w, a_n = np.zeros((t, s)), np.zeros((t, s))
+        scale = np.ones(t)
+        for j in range(t):
+            c = 0.0
+            for i in range(s):
+                if j == 0:
+                    a_w[0, i] = init[b, i] * emit_w[b, 0, i]
+                    a_n[0, i] = p0 * emit_n[b, 0] if i == 0 else 0.0
+                else:
+                    acc = 0.0
+                    for k in range(s):
+                        acc += (a_w[j - 1, k] + a_n[j - 1, k]) * trans[b, k, i]
+                    a_w[j, i] = acc * emit_w[b, j, i]
+                    a_n[j, i] = p0 * (a_w[j - 1, i] + a_n[j - 1, i]) * emit_n[b, j]
+                c += a_w[j, i] + a_n[j, i]
+            c = max(c, 1e-300)
+            scale[j] = c
+            for i in range(s):
+                a_w[j, i] /= c
+                a_n[j, i] /= c
+        beta = np.ones(s)
+        nxt = np.empty(s)
+        m = np.zeros((s, s))  # sum over steps of at_pos[t, k] * nxt[t, i]
+        for i in range(s):
+            g_w[b, t - 1, i] = a_w[t - 1, i]
+            g_n[b, t - 1] += a_n[t - 1, i]
+        for j in range(t - 2, -1, -1):
+            for i in range(s):
+                nxt[i] = emit_w[b, j + 1, i] * beta[i] / scale[j + 1]
+            new_beta = np.empty(s)
+            for k in range(s):
+                acc = 0.0
+                for i in range(s):
+                    acc += trans[b, k, i] * nxt[i]
+                new_beta[k] = acc + p0 * (emit_n[b, j + 1] * beta[k] / scale[j + 1])  # a NULL successor
+            for k in range(s):
+                at = a_w[j, k] + a_n[j, k]
+                for i in range(s):
+                    m[k, i] += at * nxt[i]
+            beta = new_beta
+            for i in range(s):
+                g_w[b, j, i] = a_w[j, i] * beta[i]
+                g_n[b, j] += a_n[j, i] * beta[i]
+        for k in range(s):
+            for i in range(s):
+                xi[b, k, i] = trans[b, k, i] * m[k, i]
+    return g_w, g_n, xi
