@@ -34,7 +34,7 @@ from ..data.fileio import atomic_dir, inside, is_stdio
 from ..decoding import DECODERS, SYMMETRIZATIONS, decode_pair
 from ..errors import AttnAlignError, OptionError
 from ..eval.metrics import Counts, alignment_counts
-from ..eval.plot import Panel, figure_for, html_heatmap, save_figure, settings_text
+from ..eval.plot import html_heatmap, save_figure, settings_text
 
 # the score table's column headers on the page (scores.csv keeps the names of the library's Counts)
 HEADERS = {"best": "", "configuration": "configuration", "length": "target length", "sentences": "sentences",
@@ -74,7 +74,7 @@ def html_table(df, highlight: int | None = None) -> str:
     """A frame as a sortable HTML table (class ``t``); row ``highlight`` (by position) marked ``best``."""
     def cell(v) -> str:
         if isinstance(v, float | np.floating):
-            return f"{v:.4f}" if math.isfinite(v) else ""
+            return f"{v:.2f}" if math.isfinite(v) else ""
         return html.escape(str(v))
 
     head = "".join(f'<th class="sort" title="sort by this column">{html.escape(str(c))}</th>'
@@ -175,7 +175,7 @@ def _model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int):
     results = []
     default_layer = (-2 if tf and fwd_model.config["dec_layers"] > 1 else -1) if tf else None
     for layer in layers:
-        for shift in (0, 1):
+        for shift in (0, 1) if tf else (0,):  # an RNN's attention query already reads the decoder input
             spec = AttentionSpec(layer, "mean", shift)
             fwd = corpus_attention(fwd_model, pairs, spec, batch_tokens, device)
             rev = None
@@ -261,7 +261,8 @@ def _build(out: Path, gold, model, pairs, attention, device, batch_tokens, galle
     fwd, _ = mats[(best.config.layer, best.config.shift)]
     tables = _write_tables(out, results, best, pairs, gold, top)
     stats = _attention_stats(fwd)
-    images = _write_plots(out, tables, best, fwd, stats, pairs, gold, tf, gallery)
+    draw = _gallery_panel(best.config, model, attention, options if attention is None else None, pairs, gold)
+    images = _write_plots(out, tables, best, draw, stats, pairs, gold, tf, gallery)
     _write_page(out, title, len(gold), best, tables, images, fwd, stats, tf, pairs, command, plot_args,
                 model_info, signature)
     return {
@@ -270,6 +271,23 @@ def _build(out: Path, gold, model, pairs, attention, device, batch_tokens, galle
         "configurations": len(results),
         "signature": signature,
     }
+
+
+def _gallery_panel(cfg: Config, model, attention, options, pairs: Pairs, gold):
+    """``draw(k)``: sentence k's picture as its caption's ``plot sentence ... --eos --index k`` draws
+    it (the same function, so the same matrix, marks and title): the matrix the best configuration's
+    links were decoded from, with the EOS column."""
+    from dataclasses import replace
+
+    from ..nmt.aligner import AlignOptions
+    from .views import model_panels, saved_panels
+
+    if attention is not None:
+        opts = AlignOptions(decoder=cfg.decoder, sym=cfg.sym)
+        return lambda k: saved_panels(attention, k, opts, gold=gold[k], show_eos=True)[0]
+    opts = replace(options, decoder=cfg.decoder, sym=cfg.sym, layer=cfg.layer, shift=cfg.shift)
+    return lambda k: model_panels(model, list(pairs[k][0]), list(pairs[k][1]), opts, gold=gold[k],
+                                  show_eos=True)[0]
 
 
 def _model_info(model, options) -> str:
@@ -305,15 +323,15 @@ def _write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, 
         }
         for r in results
     ]
-    scores = pd.DataFrame(rows)
-    scores.to_csv(out / "scores.csv", index=False)
+    scores = pd.DataFrame(rows).sort_values("aer", kind="stable", ignore_index=True)  # as on the page
+    scores.round(6).to_csv(out / "scores.csv", index=False)  # fractions without float noise
     per = pd.DataFrame(
         [
             {"sentence": k + 1, "index": k, "src_len": len(s), "tgt_len": len(t), **c.as_dict()}
             for k, ((s, t), c) in enumerate(zip(pairs, best.per_sentence, strict=True))
         ]
     )
-    per.drop(columns=["sentences"]).to_csv(out / "per_sentence.csv", index=False)
+    per.drop(columns=["sentences"]).round(6).to_csv(out / "per_sentence.csv", index=False)
     bins = [0, 5, 10, 15, 20, 30, 40, 60, 10**6]
     labels = ["1-5", "6-10", "11-15", "16-20", "21-30", "31-40", "41-60", "61+"]
     per["length"] = pd.cut(per.tgt_len, bins=bins, labels=labels)
@@ -322,7 +340,7 @@ def _write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, 
         c = sum((best.per_sentence[k] for k in grp["index"]), Counts())
         by_len.append({"length": lab, **c.as_dict()})
     by_length = pd.DataFrame(by_len)
-    by_length.to_csv(out / "by_length.csv", index=False)
+    by_length.round(6).to_csv(out / "by_length.csv", index=False)
     wrong, missed = Counter(), Counter()
     for (s, t), lk, g in zip(pairs, best.links, gold, strict=True):
         for i, j in lk:
@@ -338,7 +356,7 @@ def _write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, 
     return frames
 
 
-def _write_plots(out: Path, tables: dict, best: Result, fwd, stats, pairs: Pairs, gold, tf: bool,
+def _write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs, gold, tf: bool,
                  gallery: int) -> dict:
     """The PNGs: AER by layer (Transformers), AER by length, attention statistics, the gallery."""
     import matplotlib
@@ -385,20 +403,34 @@ def _write_plots(out: Path, tables: dict, best: Result, fwd, stats, pairs: Pairs
         a.set_ylabel("target words")
     save_figure(fig, out / "attention_stats.png")
     images["attention_stats"] = "attention_stats.png"
-    order = sorted(range(len(pairs)), key=lambda k: (best.per_sentence[k].aer, -len(pairs[k][1])))
-    eligible = [k for k in order if len(pairs[k][0]) >= 2 and len(pairs[k][1]) >= 2]
-    images["gallery"] = {"best": eligible[:gallery], "worst": eligible[::-1][:gallery]}
+    from .views import sentence_figure
+
+    images["gallery"] = gallery_order(best, pairs, gallery)
     for kind, ks in images["gallery"].items():
         for n, k in enumerate(ks):
-            m, e = fwd[k]
-            s, t = pairs[k]
-            p = Panel(m, s, t, best.links[k], gold[k], None,
-                      f"index {k}: forward attention, {best.config.name}")
+            p = draw(k)
             name = f"{kind}_{n + 1}.png"
-            save_figure(figure_for([p]), out / name)
+            save_figure(sentence_figure([p], False), out / name)
             images[f"{kind}_{n + 1}"] = name
             images[f"{kind}_{n + 1}_html"] = html_heatmap(p)
     return images
+
+
+def gallery_order(best: Result, pairs: Pairs, n: int) -> dict[str, list[int]]:
+    """The gallery's sentences (2 words a side at least): ``worst``, the ``n`` with the most errors
+    (wrong links and missed sure links; then the higher AER) first; then ``best``, the ``n`` others with
+    the fewest errors, the longest first."""
+    eligible = [k for k in range(len(pairs)) if len(pairs[k][0]) >= 2 and len(pairs[k][1]) >= 2]
+
+    def errors(k: int) -> int:
+        c = best.per_sentence[k]
+        return (c.hyp - c.hyp_possible) + (c.sure - c.hyp_sure)
+
+    worst = sorted((k for k in eligible if errors(k)),
+                   key=lambda k: (-errors(k), -best.per_sentence[k].aer, k))[:n]
+    rest = sorted(set(eligible) - set(worst),
+                  key=lambda k: (errors(k), best.per_sentence[k].aer, -len(pairs[k][1]), k))
+    return {"worst": worst, "best": rest[:n]}
 
 
 def _attention_stats(fwd) -> tuple[np.ndarray, np.ndarray]:
@@ -417,18 +449,20 @@ def _write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, 
     total = best.total
     ent, eos = stats
 
-    def readable(df, first: list[str]):  # scores in %, the page's headers
+    def readable(df, first: list[str], gold: bool = True):  # scores in %, the page's headers
         df = df.assign(**{k: 100 * df[k] for k in ("aer", "precision", "recall", "f1")})
-        return df[[*first, "aer", "precision", "recall", "f1", "links", "sure", "possible", "hits_sure",
-                   "hits_possible"]].rename(columns=HEADERS)
+        counts = ["links", *(["sure", "possible"] if gold else []), "hits_sure", "hits_possible"]
+        return df[[*first, "aer", "precision", "recall", "f1", *counts]].rename(columns=HEADERS)
 
-    shown = tables["scores"].sort_values("aer", kind="stable")
-    shown = readable(shown.assign(best=shown["best"].map({True: "★", False: ""})), ["best", "configuration"])
+    shown = tables["scores"]  # sorted by AER; the gold's counts, the same on every row, are in the summary
+    shown = readable(shown.assign(best=shown["best"].map({True: "★", False: ""})), ["best", "configuration"],
+                     gold=False)
     by_length = readable(tables["by_length"], ["length", "sentences"])
     wrong_df, missed_df = tables["wrong_pairs"], tables["missed_pairs"]
     cfg = best.config  # the gallery's reading, for its plot commands
-    reading = shlex.join([*(["--layer", str(cfg.layer)] if cfg.layer is not None else []), "--shift",
-                          str(cfg.shift), "--decoder", cfg.decoder, "--sym", cfg.sym])
+    reading = shlex.join([*(["--layer", str(cfg.layer)] if cfg.layer is not None else []),
+                          *(["--shift", str(cfg.shift)] if cfg.shift else []), "--decoder", cfg.decoder,
+                          "--sym", cfg.sym, "--eos"])
 
     def glossary() -> str:
         terms = [(d.name, d.help) for d in DECODERS.values()]
@@ -465,8 +499,9 @@ F1 {100 * total.f1:.2f} ({total.hyp} links, {total.sure} sure, {total.possible} 
 {model_info}
 <p>Made by attnalign {html.escape(__version__)}{
     f" with <code>{html.escape(command)}</code>" if command else ""}. Sentences are numbered from 0 (the
-<code>index</code> column of per_sentence.csv, <code>plot sentence --index</code>); the gallery draws
-the forward attention under the best configuration's links.{
+<code>index</code> column of per_sentence.csv, <code>plot sentence --index</code>); the gallery draws,
+for the best configuration, the matrix its links were decoded from, with the attention on the end of
+sentence (EOS, "no link") in its last column, the sentences with the most errors first.{
     f" Scores' signature: <code>{html.escape(signature)}</code>." if signature else ""}</p>
 <h2>Scores of every configuration</h2><p><a href="scores.csv">scores.csv</a>; sorted by AER, in %
 (★ = best). A configuration names the attention read (<code>layer N</code> of a Transformer;
