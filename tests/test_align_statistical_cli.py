@@ -137,3 +137,22 @@ def test_running_out_of_memory_is_one_error_and_keeps_the_old_output(tmp_path, m
     assert r.exit_code == 1
     assert "error: out of memory aligning 200 pairs" in r.output and "torchrun" in r.output
     assert out.read_text() == "0-0\n"
+
+
+def test_threads_change_the_speed_not_the_links(tmp_path):
+    """--threads N runs the compiled loops (the HMMs' forward-backward, the two fertility directions at
+    once) on N cores; the links are the same on any number."""
+    from attnalign.statistical import kernels
+
+    runner = CliRunner()
+    base = ["align", "statistical", "--src", str(SAMPLE / "test.en"), "--tgt", str(SAMPLE / "test.fr"),
+            "--quiet"]
+    one = runner.invoke(app, [*base, "--threads", "1", "-o", str(tmp_path / "one")])
+    assert one.exit_code == 0, one.output
+    assert kernels.threads() == 1
+    two = runner.invoke(app, [*base, "--threads", "2", "-o", str(tmp_path / "two")])
+    assert two.exit_code == 0 and kernels.threads() == min(2, __import__("numba").config.NUMBA_NUM_THREADS)
+    assert (tmp_path / "one").read_text() == (tmp_path / "two").read_text()
+    bad = runner.invoke(app, [*base, "--threads", "0"])
+    assert bad.exit_code == 2 and "--threads" in bad.output
+    kernels.set_threads()

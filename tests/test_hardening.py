@@ -327,3 +327,27 @@ def test_terminal_escape_codes_in_user_text_are_shown_not_obeyed(models):
                "la voiture")
     assert r.exit_code == 0, r.output
     assert "\x1b" not in r.stdout and "\\x1b[2Jred" in r.stdout
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_a_terminated_run_cleans_up_and_keeps_the_old_output(tmp_path, sig):
+    """SIGTERM and SIGHUP end a run as Ctrl-C does: exit 130, the old output kept, no temporary file."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")
+    src = write(tmp_path / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs))
+    tgt = write(tmp_path / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs))
+    out = write(tmp_path / "old.align", "0-0\n")
+    p = subprocess.Popen([sys.executable, "-m", "attnalign", "align", "statistical", "--src", str(src),
+                          "--tgt", str(tgt), "-o", str(out)], stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    time.sleep(3)  # inside the teacher's passes
+    p.send_signal(getattr(signal, sig))
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err[-2000:]
+    assert f"stopped by {sig}" in err and "Traceback" not in err
+    assert out.read_text() == "0-0\n" and not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*"))

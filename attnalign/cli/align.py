@@ -211,6 +211,8 @@ def align_statistical_cmd(
     gold_format: GoldFormatOpt = GoldFormat.auto, gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False, lowercase: LowercaseOpt = False, encoding: EncodingOpt = "utf-8",
     quiet: QuietOpt = False,
+    threads: Annotated[int | None, typer.Option("--threads", help="CPU cores for its compiled loops "
+                                                                   "[default: every core].")] = None,
 ) -> None:
     """Align a parallel corpus with the built-in statistical aligner alone (no NMT model): the links
     that `train --guide auto` learns from. One Pharaoh line (0-based) per pair.
@@ -227,7 +229,7 @@ def align_statistical_cmd(
             src=src, tgt=tgt, corpus=corpus, output=output, model=model.value, sym=sym.value, prefix=prefix,
             identical=identical, gold=gold,
             gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
-            lowercase=lowercase, encoding=encoding, progress=progress)
+            lowercase=lowercase, encoding=encoding, progress=progress, threads=threads)
     if rank:
         return
     e = err()

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -53,6 +52,8 @@ from .ids import CHUNK_PAIRS, IdCorpus, LexTable
 from .progress import report
 
 _BUCKET = 3000  # at most this many sentences resampled together
+_BYTES_PER_CELL = 48  # a direction's peak memory per cell: IBM2's cached cells, the sampler's buckets
+PARALLEL_BYTES = 2**30  # the most the two directions may take to sample at once
 
 
 @dataclass
@@ -217,14 +218,16 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
 
 class FertilityModel:
     """Both directions' sampled links, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`).
-    In one process the two directions run at once in two threads where the machine has two cores
-    (the sampler's loops release the GIL); under torchrun one after the other, since each exchanges
-    counts with the other processes."""
+    In one process the two directions run at once in two threads where two cores are given
+    (the sampler's loops release the GIL) and their state takes at most :data:`PARALLEL_BYTES`; else,
+    and under torchrun (each direction exchanges counts with the other processes), one after the
+    other, so that memory stays that of one direction."""
 
     def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS, **kw):
         sides = ((corpus, "forward"), (corpus.swapped(), "reverse"))
         jobs = [functools.partial(_sample_side, side, name, seed, chunk, kw) for side, name in sides]
-        if world()[1] == 1 and _cores() >= 2:
+        cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
+        if world()[1] == 1 and kernels.threads() >= 2 and 2 * _BYTES_PER_CELL * cells <= PARALLEL_BYTES:
             with ThreadPoolExecutor(2) as pool:  # each thread reports progress to this context's listener
                 futures = [pool.submit(contextvars.copy_context().run, job) for job in jobs]
                 self.marginals = [f.result() for f in futures]
@@ -234,10 +237,6 @@ class FertilityModel:
     def posteriors(self, lo: int, hi: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Forward link frequencies ``[T, S + 1]`` and reverse ones ``[S, T + 1]`` of pairs ``lo..hi``."""
         return self.marginals[0].frequencies(lo, hi), self.marginals[1].frequencies(lo, hi)
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _sample_side(side: IdCorpus, name: str, seed: int, chunk: int, kw: dict) -> Marginals:

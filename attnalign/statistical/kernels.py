@@ -12,8 +12,25 @@ release the GIL, so the two directions of a model sample at once in two threads.
 
 from __future__ import annotations
 
+import os
+
+import numba
 import numpy as np
 from numba import njit, prange
+
+
+def set_threads(threads: int | None = None) -> None:
+    """Run the parallel loops on ``threads`` cores (None: every core, or under torchrun the cores
+    divided among the machine's processes, as torch's threads are)."""
+    most = numba.config.NUMBA_NUM_THREADS
+    if threads is None:
+        threads = most // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    numba.set_num_threads(max(1, min(threads, most)))
+
+
+def threads() -> int:
+    """The cores the parallel loops run on (:func:`set_threads`)."""
+    return numba.get_num_threads()
 
 
 @njit(cache=True)

@@ -167,6 +167,9 @@ def train(
     model_config = asdict(options.check(has_guide_links=guide is not None))
     device = _device(options.device)
     set_threads(options.threads)
+    from ..statistical import kernels
+
+    kernels.set_threads(options.threads)  # the teacher's loops
     data = _data_record(pairs, dev, files)
     if resume:
         _check_same_data(model_dir, data)

@@ -91,8 +91,10 @@ def align_corpus_files(
     from ..data.attnfile import AttentionWriter
     from ..nmt.aligner import Aligner, AlignOptions
     from ..nmt.device import set_threads
+    from ..statistical import kernels
 
     set_threads(threads)
+    kernels.set_threads(threads)  # the teacher's loops
     from ..nmt.checkpoint import model_files
 
     outputs = {"--output": output, "--save-attention": save_attention}
@@ -270,14 +272,21 @@ def align_statistical_files(
     lowercase: bool = False,
     encoding: str = "utf-8",
     progress: Callable[[str, str, int, int], None] | None = None,
+    threads: int | None = None,
 ) -> AlignSummary:
     """Align a corpus file with the built-in statistical aligner (no NMT model; the teacher of
     ``train --guide auto``; settings as :class:`~attnalign.statistical.TeacherOptions`) to ``output``
     (stdout when None). The corpus is read once into token ids and the links are written as they are
     decoded (README, ``align statistical``). ``progress(stage, step, done, total)`` hears every pass
-    (:mod:`attnalign.statistical.progress`). Under torchrun every process trains and rank 0 writes."""
+    (:mod:`attnalign.statistical.progress`). ``threads``: the cores its compiled loops use (None: every
+    core). Under torchrun every process trains and rank 0 writes."""
 
+    from ..errors import require
+    from ..statistical.kernels import set_threads
+
+    require("--threads", threads, low=1, optional=True)
     teacher = TeacherOptions(model, sym, prefix, identical).check((*SYMS, "none"))
+    set_threads(threads)
     check_distinct({"--output": output}, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold})
     writer = world()[0] == 0
     if output is not None and writer:

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The ``--preset align`` pipeline end to end on a GPU: ``attnalign train --preset align``, then ``align
+corpus`` with its default (the student and its teacher) and with ``--teacher off`` (the student alone),
+on the En-Fr 10k protocol corpus of bench/quality.py and on the first 160k and 310k pairs of the raw
+Hansards (bench/scale.py's corpora); the 10k row also on the CPU. One CSV row per (corpus, device):
+seconds per stage (the teacher, the network's training, each align corpus), peak host and GPU memory,
+and AER on the 447 En-Fr test sentences.
+
+    python bench/gpu.py                              # every row (needs a CUDA GPU for the cuda rows)
+    python bench/gpu.py --sizes 10000 --devices cuda cpu
+
+Each stage is a fresh process (its peak memory is its own). Writes bench/results/gpu.{csv,json}
+(``--results NAME``). A benchmark: it prints numbers and asserts nothing; rows whose device torch does
+not see are skipped with a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+from common import ROOT, emit, parse_result  # noqa: E402
+
+WORK = ROOT / "bench" / "work" / "gpu"
+SIZES = [10000, 160000, 310000]
+
+
+def corpus(n: int) -> tuple[Path, Path]:
+    """10,000: the En-Fr protocol corpus of bench/quality.py (test, trial, train10k: 10,484 pairs);
+    larger: bench/scale.py's test pairs followed by the first ``n`` raw Hansards pairs."""
+    if n == 10000:
+        import quality
+
+        d = quality.build("enfr")["dir"]
+        return d / "corpus.src", d / "corpus.tgt"
+    import scale
+
+    return scale.build(n)
+
+
+def worker(args) -> None:
+    """Run one attnalign command in this process; report its wall time, peak host and GPU memory."""
+    import torch
+
+    from attnalign.cli import main as attnalign
+
+    t0 = time.perf_counter()
+    sys.argv = ["attnalign", *args.command]
+    code = 0
+    try:
+        attnalign()
+    except SystemExit as e:
+        code = e.code or 0
+    gpu = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else 0.0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    emit({"seconds": time.perf_counter() - t0, "peak_rss_mb": rss, "peak_gpu_mb": gpu, "code": code})
+
+
+def run(command: list[str]) -> tuple[dict, str]:
+    p = subprocess.run([sys.executable, __file__, "--worker", "--", *map(str, command)],
+                       capture_output=True, text=True)
+    r = parse_result(p.stdout)
+    if r["code"]:
+        raise SystemExit(f"attnalign {' '.join(map(str, command[:2]))} failed:\n{p.stderr[-3000:]}")
+    return r, p.stderr
+
+
+def row(n: int, device: str) -> dict:
+    import scale
+
+    src, tgt = corpus(n)
+    model = WORK / f"{device}{n}"
+    train, log = run(["train", "--src", src, "--tgt", tgt, "--preset", "align", "--model", model,
+                      "--overwrite", "--device", device])  # not --quiet: its notes time the teacher
+    teacher = re.search(r"guide: \d+ links in (\d+) s", log)
+    out = {"pairs": len(src.read_text(encoding="utf-8").splitlines()), "device": device,
+           "train_s": round(train["seconds"], 1), "teacher_s": int(teacher.group(1)) if teacher else None,
+           "train_peak_rss_mb": round(train["peak_rss_mb"]),
+           "train_peak_gpu_mb": round(train["peak_gpu_mb"])}
+    for name, extra in (("default", []), ("student", ["--teacher", "off"])):
+        pred = WORK / f"{device}{n}.{name}.align"
+        r, _ = run(["align", "corpus", "--model", model, "--src", src, "--tgt", tgt, "-o", pred, "--device",
+                    device, "--quiet", *extra])
+        out.update({f"align_{name}_s": round(r["seconds"], 1),
+                    f"align_{name}_peak_rss_mb": round(r["peak_rss_mb"]),
+                    f"align_{name}_peak_gpu_mb": round(r["peak_gpu_mb"]),
+                    f"aer_{name}": round(scale.aer(pred), 2)})
+    out["end_to_end_s"] = round(out["train_s"] + out["align_default_s"], 1)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="10000: the En-Fr protocol corpus")
+    ap.add_argument("--devices", nargs="+", default=["cuda", "cpu"], choices=["cuda", "cpu"],
+                    help="cpu runs the 10k row only unless --sizes asks for more")
+    ap.add_argument("--results", default="gpu", help="name of the results files in bench/results")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("command", nargs="*", help=argparse.SUPPRESS)
+    common.add_data_option(ap)
+    args = ap.parse_args()
+    common.use_data(args.data)
+    if args.worker:
+        return worker(args)
+    import torch
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for device in args.devices:
+        if device == "cuda" and not torch.cuda.is_available():
+            print("SKIPPED: the cuda rows: torch sees no CUDA GPU", file=sys.stderr)
+            continue
+        for n in args.sizes:
+            if device == "cpu" and n != 10000 and args.sizes == SIZES:
+                continue  # the CPU takes hours beyond 10k; ask with --sizes
+            rows.append(row(n, device))
+            print(json.dumps(rows[-1]), flush=True)
+    if not rows:
+        return
+    res = ROOT / "bench" / "results"
+    with open(res / f"{args.results}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    (res / f"{args.results}.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
