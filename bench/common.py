@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import resource
@@ -35,6 +36,19 @@ def shared(*parts: str) -> Path:
               "holds enfr-hansards/, roen-wpt03/, esen-europarl/)", file=sys.stderr)
         sys.exit(0)
     return p
+
+
+def write_rows(name: str, rows: list[dict]) -> None:
+    """bench/results/NAME.csv and NAME.json, one row per measurement (nothing for no row)."""
+    if not rows:
+        return
+    res = ROOT / "bench" / "results"
+    res.mkdir(parents=True, exist_ok=True)
+    with open(res / f"{name}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    (res / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n")
 
 
 def peak_rss_mb() -> float:

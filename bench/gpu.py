@@ -17,7 +17,6 @@ not see are skipped with a message.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 import resource
@@ -124,14 +123,7 @@ def main() -> None:
                 continue  # the CPU takes hours beyond 10k; ask with --sizes
             rows.append(row(n, device))
             print(json.dumps(rows[-1]), flush=True)
-    if not rows:
-        return
-    res = ROOT / "bench" / "results"
-    with open(res / f"{args.results}.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    (res / f"{args.results}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    common.write_rows(args.results, rows)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ numbers and asserts nothing.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import re
@@ -210,13 +209,7 @@ def main() -> None:
             e = exponent(mine, key)
             if e is not None:
                 print(f"{system}: {key} grows as pairs^{e:.2f}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    if rows:
-        with open(RESULTS / f"{args.results}.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        (RESULTS / f"{args.results}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    common.write_rows(args.results, rows)
 
 
 if __name__ == "__main__":
