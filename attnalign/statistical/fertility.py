@@ -52,8 +52,8 @@ from .ids import CHUNK_PAIRS, IdCorpus, LexTable
 from .progress import report
 
 _BUCKET = 3000  # at most this many sentences resampled together
-_BYTES_PER_CELL = 48  # a direction's peak memory per cell: IBM2's cached cells, the sampler's buckets
-PARALLEL_BYTES = 2**30  # the most the two directions may take to sample at once
+_BYTES_PER_CELL = 16  # a sampler's state per cell (padding included): table entry, link count, scratch
+PARALLEL_BYTES = 768 * 2**20  # the most the two samplers may take at once
 
 
 @dataclass
@@ -218,14 +218,15 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
 
 class FertilityModel:
     """Both directions' sampled links, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`).
-    In one process the two directions run at once in two threads where two cores are given
-    (the sampler's loops release the GIL) and their state takes at most :data:`PARALLEL_BYTES`; else,
-    and under torchrun (each direction exchanges counts with the other processes), one after the
-    other, so that memory stays that of one direction."""
+    The two IBM2 models run one after the other (their cached cells are the memory's peak); in one
+    process the two samplers then run at once in two threads where two cores are given (their loops
+    release the GIL) and their state takes at most :data:`PARALLEL_BYTES`; else, and under torchrun
+    (each direction exchanges counts with the other processes), one after the other."""
 
     def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS, **kw):
         sides = ((corpus, "forward"), (corpus.swapped(), "reverse"))
-        jobs = [functools.partial(_sample_side, side, name, seed, chunk, kw) for side, name in sides]
+        jobs = [functools.partial(sample_marginals, side, _ibm2_links(side, name, chunk), seed=seed,
+                                  stage=f"fertility {name}", **kw) for side, name in sides]
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
         if world()[1] == 1 and kernels.threads() >= 2 and 2 * _BYTES_PER_CELL * cells <= PARALLEL_BYTES:
             with ThreadPoolExecutor(2) as pool:  # each thread reports progress to this context's listener
@@ -239,16 +240,14 @@ class FertilityModel:
         return self.marginals[0].frequencies(lo, hi), self.marginals[1].frequencies(lo, hi)
 
 
-def _sample_side(side: IdCorpus, name: str, seed: int, chunk: int, kw: dict) -> Marginals:
-    """One direction: IBM2's Viterbi links, then the sampler from them."""
+def _ibm2_links(side: IdCorpus, name: str, chunk: int) -> np.ndarray:
+    """One direction's IBM2 Viterbi links, flat over the target words (S: NULL): the sampler's start."""
     ibm2 = IBM2(side, 5, stage=f"fertility {name}")
     init = np.zeros(len(side.tgt), dtype=np.int32)
     for lo, hi in my_chunks(len(side), chunk):
         best = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]  # S: NULL
         init[side.tgt_off[lo]:side.tgt_off[hi]] = np.concatenate(best) if best else 0
-    del ibm2
-    return sample_marginals(side, all_reduce(init.astype(np.float64)).astype(np.int64), seed=seed,
-                            stage=f"fertility {name}", **kw)
+    return all_reduce(init.astype(np.float64)).astype(np.int64)
 
 
 def train_fertility_posteriors(pairs: Pairs, seed: int = 1, **kw
