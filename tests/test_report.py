@@ -131,6 +131,10 @@ def test_gallery_pictures_are_what_their_caption_commands_draw(models, tmp_path,
         again = invoke(*words)
         assert again.exit_code == 0, again.stderr
         assert (tmp_path / "again.png").read_bytes() == (out / img).read_bytes(), (img, cmd)
+    # the words that lose their gold links to EOS, counted by hand from the saved forward matrices
+    lost = pd.read_csv(out / "eos_losses.csv")
+    assert list(lost.columns) == ["target word", "to EOS", "gold-linked"] and "eos_losses.csv" in page
+    assert (lost["to EOS"] <= lost["gold-linked"]).all() and lost["to EOS"].is_monotonic_decreasing
     # the worst come first: the most wrong and missed links
     per = pd.read_csv(out / "per_sentence.csv")
     errors = per.links - per.hits_possible + per.sure - per.hits_sure

@@ -260,6 +260,8 @@ def _build(out: Path, gold, model, pairs, attention, device, batch_tokens, galle
     best = min(results, key=lambda r: r.total.aer)
     fwd, _ = mats[(best.config.layer, best.config.shift)]
     tables = _write_tables(out, results, best, pairs, gold, top)
+    tables["eos_losses"] = _eos_losses(fwd, pairs, gold, top)
+    tables["eos_losses"].to_csv(out / "eos_losses.csv", index=False)
     stats = _attention_stats(fwd)
     draw = _gallery_panel(best.config, model, attention, options if attention is None else None, pairs, gold)
     images = _write_plots(out, tables, best, draw, stats, pairs, gold, tf, gallery)
@@ -354,6 +356,23 @@ def _write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, 
                                      for (a, b), n in counter.most_common(top)])
         frames[name].to_csv(out / f"{name}.csv", index=False)
     return frames
+
+
+def _eos_losses(fwd, pairs: Pairs, gold, top: int):
+    """The target words whose forward attention puts more on the source EOS than on any source word (an
+    argmax reads that as "no link") although the gold links them: per word, how often, and how often it
+    occurs with a gold link; the most frequent first."""
+    import pandas as pd
+
+    lost, linked = Counter(), Counter()
+    for (m, eos), (_, t), g in zip(fwd, pairs, gold, strict=True):
+        gold_tgt = {j for _, j in g.sure}
+        for j in gold_tgt:
+            linked[t[j]] += 1
+            if m.size and eos[j] > m[j].max():
+                lost[t[j]] += 1
+    return pd.DataFrame([{"target word": w, "to EOS": n, "gold-linked": linked[w]}
+                         for w, n in lost.most_common(top)], columns=["target word", "to EOS", "gold-linked"])
 
 
 def _write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs, gold, tf: bool,
@@ -517,6 +536,11 @@ symmetrization of the two directions:</p>{glossary()}
 (uniform over a {float(np.mean([m.shape[1] for m, _ in fwd if m.size])):.1f}-word source:
 {math.log(max(1.0, float(np.mean([m.shape[1] + 1 for m, _ in fwd if m.size])))):.3f}); mean EOS mass
 {100 * float(eos.mean()):.2f}%.</p><img src="attention_stats.png" alt="attention statistics">
+<p>Words lose their links to EOS: a target word whose forward attention puts more on the end of the
+sentence than on any source word gets no link from an argmax. The target words the gold links that go
+to EOS most often (<a href="eos_losses.csv">eos_losses.csv</a>; "gold-linked": how often the word has a
+sure gold link):</p>
+{html_table(tables["eos_losses"]) if len(tables["eos_losses"]) else "<p>none</p>"}
 <h2>Most frequent wrongly linked word pairs</h2><p><a href="wrong_pairs.csv">wrong_pairs.csv</a></p>
 {html_table(wrong_df) if len(wrong_df) else "<p>none</p>"}
 <h2>Most frequently missed sure gold pairs</h2><p><a href="missed_pairs.csv">missed_pairs.csv</a></p>
