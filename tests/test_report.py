@@ -65,6 +65,7 @@ def test_report_from_a_bidirectional_rnn(models, tmp_path):
     assert aers == sorted(aers) and abs(aers[0] - 100 * scores.aer.min()) <= 0.005  # 2 decimals
     assert "<code>argmax-src</code>" in page and "<code>grow-diag-final-and</code>" in page
     assert page.count('<th class="sort"') >= 11 and "<script>" in page  # sortable by a header click
+    assert '<th class="sort" data-up="1" title="sort by this column">AER</th>' in page  # 1st click reverses
     # each gallery sentence's matrix as a table whose cells say their words, weight and status on hover
     assert page.count('<table class="hm">') == 4
     tips = re.findall(r'<td(?: class="[\w ]+")? style="[^"]*" title="([^"]*)">', page)

@@ -70,15 +70,17 @@ SORT_JS = """for (const th of document.querySelectorAll("table.t th.sort")) th.o
 };"""
 
 
-def html_table(df, highlight: int | None = None) -> str:
-    """A frame as a sortable HTML table (class ``t``); row ``highlight`` (by position) marked ``best``."""
+def html_table(df, highlight: int | None = None, sorted_by: str | None = None) -> str:
+    """A frame as a sortable HTML table (class ``t``); row ``highlight`` (by position) marked ``best``;
+    ``sorted_by``: the column the rows already ascend by (its first click reverses them)."""
     def cell(v) -> str:
         if isinstance(v, float | np.floating):
             return f"{v:.2f}" if math.isfinite(v) else ""
         return html.escape(str(v))
 
-    head = "".join(f'<th class="sort" title="sort by this column">{html.escape(str(c))}</th>'
-                   for c in df.columns)
+    up = ' data-up="1"'
+    head = "".join(f'<th class="sort"{up if c == sorted_by else ""} title="sort by this column">'
+                   f"{html.escape(str(c))}</th>" for c in df.columns)
     best = ' class="best"'
     rows = "".join(
         f"<tr{best if k == highlight else ''}>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>"
@@ -526,7 +528,7 @@ sentence (EOS, "no link") in its last column, the sentences with the most errors
 (★ = best). A configuration names the attention read (<code>layer N</code> of a Transformer;
 <code>shift 1</code>: Shift-Att, each target word read at the next step), the decoder and the
 symmetrization of the two directions:</p>{glossary()}
-<div class="wrap">{html_table(shown, highlight=0)}</div>
+<div class="wrap">{html_table(shown, highlight=0, sorted_by=HEADERS["aer"])}</div>
 {'<h2>AER by layer</h2><img src="aer_by_layer.png" alt="AER by layer">' if tf else ""}
 <h2>By sentence length</h2><p><a href="by_length.csv">by_length.csv</a>,
 <a href="per_sentence.csv">per_sentence.csv</a>; scores in %</p>
