@@ -115,8 +115,8 @@ def test_html_heatmap_cells_say_words_weight_and_status():
     page = html_heatmap(p)
     assert "<b>" not in page  # user words are text, never markup
     assert "&lt;b&gt;" in page and "&amp;" in page and "&quot;q&quot;" in page
-    cells = re.findall(r'<td(?: class="([\w ]+)")? style="background:rgb\((\d+),(\d+),(\d+)\);color:(#\w+)" '
-                       r'title="([^"]*)">([^<]*)</td>', page)
+    cells = re.findall(r'<td(?: class="([\w ]+)")? style="background:rgb\((\d+),(\d+),(\d+)\)'
+                       r'(?:;color:(#\w+))?" title="([^"]*)">([^<]*)</td>', page)
     assert len(cells) == 6  # T x S, in row order
     tips = [html.unescape(c[5]) for c in cells]
     assert tips == ["<b> → x: 0.900; right link (gold sure)", "a&b → x: 0.100", '"q" → x: 0.000',
@@ -124,10 +124,12 @@ def test_html_heatmap_cells_say_words_weight_and_status():
                     '"q" → y: 0.000']
     assert [c[6] for c in cells] == ["●", "", "", "✗", "◇", ""]
     assert [c[0] for c in cells] == ["r gs", "", "", "w", "gp", ""]  # link colour, gold border
-    # shaded as the PNG: darker for more weight, white text on dark cells
+    # shaded as the PNG: darker for more weight; a link's mark in its class's colour (green, red), other
+    # marks white on dark cells and black on light ones; a legend says what the marks mean
     shade = [sum(map(int, c[1:4])) for c in cells]
     assert shade[0] < shade[4] < shade[3] < shade[1] < shade[2]
-    assert cells[0][4] == "#fff" and cells[1][4] == "#000"
+    assert [c[4] for c in cells] == ["", "#000", "#000", "", "#fff", "#000"]
+    assert "<caption>darker: more attention; ● right link, ✗ wrong link" in page
 
 
 def test_cli_saved_attention(models, tmp_path):

@@ -71,6 +71,10 @@ def test_report_from_a_bidirectional_rnn(models, tmp_path):
     tips = re.findall(r'<td(?: class="[\w ]+")? style="[^"]*" title="([^"]*)">', page)
     assert tips and all(re.fullmatch(r"\S+ → \S+: [01]\.\d{3}(; .+)?", html.unescape(t)) for t in tips)
     assert any("right link (gold sure)" in t for t in tips) and any("wrong link" in t for t in tips)
+    # a link's mark keeps its class's colour (no inline colour overrides it), and the matrix has a legend
+    marked = re.findall(r'<td class="(?:r|w)[^"]*" style="([^"]*)"', page)
+    assert marked and not any("color" in st for st in marked)
+    assert page.count("<caption>darker: more attention; ● right link, ✗ wrong link") == 4
     # each gallery caption's command draws that very sentence with the links pictured: same scores
 
     found = re.findall(r"<code>(attnalign plot sentence [^<]*)</code>\): AER ([\d.]+)", page)

@@ -282,9 +282,13 @@ def html_heatmap(p: Panel) -> str:
                      "" if p.gold is None else "gs" if (i, j) in p.gold.sure
                      else "gp" if (i, j) in p.gold.possible else ""]
             cls = f' class="{" ".join(filter(None, names))}"' if any(names) else ""
-            fg = "#fff" if v > 0.55 else "#000"
-            cells.append(f'<td{cls} style="background:rgb({r * 255:.0f},{g * 255:.0f},{b * 255:.0f});'
-                         f'color:{fg}" title="{esc(tip)}">{mark}</td>')
+            # a link's mark keeps its class's colour (green, red); other marks contrast with the cell
+            fg = "" if names[0] else f";color:{'#fff' if v > 0.55 else '#000'}"
+            cells.append(f'<td{cls} style="background:rgb({r * 255:.0f},{g * 255:.0f},{b * 255:.0f})'
+                         f'{fg}" title="{esc(tip)}">{mark}</td>')
         rows.append(f"<tr><th>{esc(tw)}</th>{''.join(cells)}</tr>")
-    return (f'<table class="hm"><thead><tr><th></th>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
-            "</table>")
+    legend = ("darker: more attention; ● right link, ✗ wrong link, □ missed sure link, ◇ missed possible "
+              "link; gold links framed (solid: sure, dashed: possible)" if p.gold is not None else
+              "darker: more attention; ● link")
+    return (f'<table class="hm"><caption>{legend}</caption><thead><tr><th></th>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
