@@ -33,10 +33,6 @@ class Batch:
         return Batch(self.index, self.src.to(device), self.src_mask.to(device),
                      self.tgt_in.to(device), self.tgt_out.to(device), self.src_len, self.tgt_len)
 
-    @property
-    def n_tgt_tokens(self) -> int:
-        return sum(self.tgt_len) + len(self.tgt_len)
-
 
 def make_batch(index: Sequence[int], src_ids: Sequence[Sequence[int]],
                tgt_ids: Sequence[Sequence[int]]) -> Batch:
