@@ -114,13 +114,21 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def clean_stale_temps(target: Path) -> None:
-    """Remove temporary files of ``target`` left by writers that were killed (their process is gone)."""
+def _left_by_killed_writers(target: Path, suffix: str) -> list[Path]:
+    """The ``.NAME.PID.*SUFFIX`` files or folders beside ``target`` whose writer's process is gone."""
+    left = []
     with contextlib.suppress(OSError):
-        for tmp in target.parent.glob(f".{target.name}.*.tmp"):
+        for tmp in target.parent.glob(f".{target.name}.*{suffix}"):
             pid = tmp.name[len(target.name) + 2:].split(".", 1)[0]
             if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-                tmp.unlink(missing_ok=True)
+                left.append(tmp)
+    return left
+
+
+def clean_stale_temps(target: Path) -> None:
+    """Remove temporary files of ``target`` left by writers that were killed (their process is gone)."""
+    for tmp in _left_by_killed_writers(target, ".tmp"):
+        tmp.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -190,10 +198,8 @@ def atomic_dir(path: str | os.PathLike, what: str = "output folder", marker: str
     if not parent.is_dir():
         raise AttnAlignError(f"the folder for the {what} does not exist", path=p,
                              hint=f"create it: mkdir -p {parent}")
-    for old in parent.glob(f".{target.name}.*.new"):  # left by a killed run
-        pid = old.name[len(target.name) + 2:].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-            shutil.rmtree(old, ignore_errors=True)
+    for old in _left_by_killed_writers(target, ".new"):
+        shutil.rmtree(old, ignore_errors=True)
     try:
         stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".new", dir=parent))
     except OSError as e:

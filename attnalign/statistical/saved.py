@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -68,15 +69,22 @@ class SavedTeacher:
                 for k in range(lo, hi)]
 
 
-def load_matching(model_dir: str | os.PathLike, meta: dict) -> SavedTeacher | None:
-    """The model directory's kept teacher if its ``meta`` (options, corpus fingerprint) is ``meta``;
-    None if there is none, it was kept for other data or options, or it cannot be read (the teacher is
-    then trained again, as if none were kept)."""
+def load_matching(model_dir: str | os.PathLike, options: dict, pairs: int,
+                  fingerprint: Callable[[], str]) -> SavedTeacher | None:
+    """The model directory's kept teacher if it was kept with these teacher ``options`` for a corpus of
+    ``pairs`` pairs whose fingerprint is ``fingerprint()`` (asked only when the rest matches: it reads
+    the corpus); None if there is none, it was kept for other data or options, or it cannot be read
+    (the teacher is then trained again, as if none were kept)."""
     path = Path(model_dir) / FILE
     if not path.is_file():
         return None
     try:
-        saved = SavedTeacher(path)
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+        if meta != teacher_meta(options, meta.get("fingerprint"), pairs):
+            return None
+        if meta["fingerprint"] != fingerprint():
+            return None
+        return SavedTeacher(path)
+    except (OSError, ValueError, KeyError, EOFError, AttributeError, zipfile.BadZipFile):
         return None
-    return saved if saved.meta == meta else None

@@ -186,10 +186,10 @@ def _kept_teacher(model, pairs, aligner):
     from ..statistical import saved
     from ..training.model_dir import pairs_fingerprint
 
-    if is_hf_model(model) or not (os.path.isfile(os.path.join(model, saved.FILE))):
+    if is_hf_model(model):
         return None
-    meta = saved.teacher_meta(asdict(aligner.teacher_options), pairs_fingerprint(pairs), len(pairs))
-    return saved.load_matching(model, meta)
+    return saved.load_matching(model, asdict(aligner.teacher_options), len(pairs),
+                               lambda: pairs_fingerprint(pairs))
 
 
 def _fit_teacher(aligner, pairs, extra, progress) -> None:
