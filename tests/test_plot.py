@@ -191,3 +191,47 @@ def test_cli_errors(models, tmp_path, args, message):
         args += ["--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr"]
     r = invoke("plot", "sentence", "--model", models / "rnn", *args)
     assert r.exit_code == 2 and message in r.stderr, r.stderr  # options that do not go together
+
+
+def _media_box(path) -> tuple[float, float]:
+    import re
+
+    box = re.search(rb"/MediaBox \[\s*0 0 ([\d.]+) ([\d.]+)", path.read_bytes())
+    return float(box.group(1)), float(box.group(2))
+
+
+def test_paper_figures_title_width_and_font_size(models, tmp_path):
+    base = ["plot", "sentence", "--model", models / "rnn", "--src", "the red car is here .", "--tgt",
+            "la voiture rouge est ici .", "--sym", "none"]
+    r = invoke(*base, "-o", tmp_path / "default.pdf")
+    assert r.exit_code == 0, r.stderr
+    w, _ = _media_box(tmp_path / "default.pdf")
+    assert w <= 3.4 * 72  # a short pair prints at its own size in a 3.3-inch column
+    r = invoke(*base, "-o", tmp_path / "column.pdf", "--width", "3.3", "--title", "")
+    assert r.exit_code == 0, r.stderr
+    assert _media_box(tmp_path / "column.pdf")[0] == pytest.approx(3.3 * 72, abs=0.5)  # exactly the width
+    assert invoke(*base, "-o", tmp_path / "x.pdf", "--width", "0.2").exit_code == 2
+    assert invoke(*base, "-o", tmp_path / "x.pdf", "--font-size", "0").exit_code == 2
+
+
+def test_figure_style_reaches_the_labels_and_title():
+    from attnalign.eval.plot import FONT_SIZE, FigureStyle
+
+    ax = figure_for([diag_panel(title="forward")]).axes[0]
+    assert {t.get_fontsize() for t in ax.get_yticklabels()} == {FONT_SIZE}
+    assert ax.get_title() == "forward"
+    ax = figure_for([diag_panel(title="forward")], style=FigureStyle(title="", font_size=11)).axes[0]
+    assert {t.get_fontsize() for t in ax.get_xticklabels()} == {11} and ax.get_title() == ""
+    ax = figure_for([diag_panel(title="forward")], style=FigureStyle(title="Figure 2: $x$")).axes[0]
+    assert ax.get_title() == "Figure 2: $x$"
+    long = Panel(np.eye(30), [f"w{i}" for i in range(30)], [f"v{i}" for i in range(30)])
+    ax = figure_for([long], style=FigureStyle(width=3.3)).axes[0]  # the default font shrinks to fit
+    assert max(t.get_fontsize() for t in ax.get_yticklabels()) < FONT_SIZE
+
+
+def test_words_are_never_tex(tmp_path):
+    from attnalign.eval.plot import save_figure
+
+    p = Panel(np.eye(2), ["$\\notacommand$", "$5"], ["costs", "$"])  # mathtext would fail to parse it
+    save_figure(figure_for([p]), tmp_path / "money.svg")
+    assert "$\\notacommand$" in (tmp_path / "money.svg").read_text()

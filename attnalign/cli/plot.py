@@ -52,6 +52,12 @@ GridLayerOpt = Annotated[
 GridHeadOpt = Annotated[str, typer.Option("--head", help="Transformer head: index, mean or all (a grid).")]
 CompareOpt = Annotated[bool, typer.Option("--compare", help="Decoders (or both directions) side by side.")]
 EosOpt = Annotated[bool, typer.Option("--eos", help="Show the attention on the source EOS as a column.")]
+TitleOpt = Annotated[str | None, typer.Option("--title", help="The figure's title ('' for none) "
+                                              "[default: the settings and, with --gold, the scores].")]
+WidthOpt = Annotated[float | None, typer.Option("--width", help="Figure width in inches, e.g. 3.3 for a "
+                                                "paper's column [default: from the sentence length].")]
+FontSizeOpt = Annotated[float | None, typer.Option("--font-size", help="Word labels in points [default: 8, "
+                                                   "smaller where --width leaves small cells].")]
 TerminalOpt = Annotated[bool, typer.Option("--terminal", help="Draw the matrix in the terminal.")]
 
 
@@ -68,6 +74,7 @@ def plot_sentence(
     compare: CompareOpt = False, eos: EosOpt = False, terminal: TerminalOpt = False,
     lowercase: ModelLowercaseOpt = None, device: DeviceOpt = "auto", encoding: EncodingOpt = "utf-8",
     reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
+    title: TitleOpt = None, width: WidthOpt = None, font_size: FontSizeOpt = None,
 ) -> None:
     """Draw one pair's attention heatmap with its links (and the gold's, if given).
 
@@ -75,11 +82,12 @@ def plot_sentence(
     -o pair.png
     """
     from ..data.fileio import check_distinct, check_writable
-    from ..eval.plot import save_figure, terminal_view
+    from ..eval.plot import FigureStyle, save_figure, terminal_view
     from ..workflows.views import sentence_figure, sentence_panels
 
     if output is None and not terminal:
         raise OptionError("give --output FILE (.png, .svg, .pdf) or --terminal")
+    style = FigureStyle(title, width, font_size).check()
     if output is not None:
         files = {"--src": src, "--tgt": tgt} if index is not None else {}
         from ..nmt.checkpoint import model_files
@@ -103,5 +111,6 @@ def plot_sentence(
         for p in panels:  # colours are lost in a file or a pipe: print the weights as digits there
             console.print(terminal_view(p, plain=not console.is_terminal))
     if output is not None:
-        save_figure(sentence_figure(panels, grid_layers or grid_heads), output)
+        figure = sentence_figure(panels, grid_layers or grid_heads, style)
+        save_figure(figure, output, exact=width is not None)
         err().print(f"figure written to {output}")

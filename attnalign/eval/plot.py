@@ -36,6 +36,28 @@ class Panel:
 
 
 MAX_INCHES = 36.0  # the largest side of a figure (5,400 pixels at the 150 dpi of save_figure)
+FONT_SIZE = 8.0  # points: word labels; printed at the figure's own size (a 3.3-inch column for ~15 words)
+LINE = 1.35  # a cell is this many label heights: labels of neighbouring rows never touch
+MIN_MATRIX = 2.0  # inches: a short pair's matrix is not smaller than this
+
+
+@dataclass
+class FigureStyle:
+    """What ``plot sentence --title/--width/--font-size`` set. ``title``: None keeps the settings and
+    scores line, "" draws none; ``width``: inches, None sizes the cells from the font; ``font_size``:
+    points of the word labels (titles one point more, the legend one less), None: FONT_SIZE, or smaller
+    where a given width leaves cells too small for it."""
+
+    title: str | None = None
+    width: float | None = None
+    font_size: float | None = None
+
+    def check(self) -> FigureStyle:
+        from ..errors import require
+
+        require("--width", self.width, low=1.0, high=MAX_INCHES, optional=True)
+        require("--font-size", self.font_size, low=2.0, high=72.0, optional=True)
+        return self
 
 
 def _mpl():
@@ -45,8 +67,9 @@ def _mpl():
     import matplotlib.pyplot as plt
 
     # TrueType (Type 42) fonts in PDF and PostScript: camera-ready checkers reject Type 3; SVG text
-    # stays text, so labels can be edited
-    plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"})
+    # stays text, so labels can be edited; words are data: "$x$" in a sentence is not TeX
+    plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none",
+                         "text.parse_math": False})
     return plt
 
 
@@ -57,12 +80,10 @@ def pair_score_text(links: Sequence[Link], gold: Alignment | None) -> str:
     return f"AER {100 * c.aer:.1f}  P {100 * c.precision:.1f}  R {100 * c.recall:.1f}"
 
 
-def _font(n: int) -> float:
-    return max(5.0, min(10.0, 220 / max(1, n)))
-
-
-def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False):
-    """Draw one panel on a matplotlib Axes; return the image (for a shared colour bar)."""
+def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: float = FONT_SIZE,
+               title: str | None = None):
+    """Draw one panel on a matplotlib Axes with ``fs``-point labels and ``title`` (None: the panel's
+    title and scores); return the image (for a shared colour bar)."""
     from matplotlib.patches import Rectangle
 
     m = p.matrix
@@ -71,7 +92,6 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False):
     im = ax.imshow(data, cmap="Blues", vmin=0.0, vmax=1.0, aspect="equal", interpolation="nearest")
     T, S = m.shape
     xlabels = list(p.src) + (["</s>"] if show_eos else [])
-    fs = _font(max(T, S))
     if compact:
         ax.set_xticks([])
         ax.set_yticks([])
@@ -95,21 +115,24 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False):
                                    path_effects=halo))
     hits = [(i, j) for i, j in p.links if gold is None or (i, j) in gold.possible]
     wrong = [(i, j) for i, j in p.links if gold is not None and (i, j) not in gold.possible]
-    ms = max(2.0, min(7.0, 120 / max(1, max(T, S))))
+    ms = max(2.0, min(7.0, 0.75 * fs))
     if hits:
         ax.plot([i for i, _ in hits], [j for _, j in hits], "o", color="#1a9641" if gold else "#d95f02",
                 ms=ms, mec="white", mew=0.6, ls="none")
     if wrong:
         ax.plot([i for i, _ in wrong], [j for _, j in wrong], "x", color="#d7191c", ms=ms + 1, mew=1.6,
                 ls="none")
-    title = p.title
-    score = pair_score_text(p.links, gold)
-    if score:
-        title = f"{title}\n{score}" if title else score
+    if title is None:
+        title = p.title
+        score = pair_score_text(p.links, gold)
+        if score:
+            title = f"{title}\n{score}" if title else score
     if title:
-        ax.set_title(title, fontsize=max(6.0, fs), pad=4 if compact else 10)
+        ax.set_title(title, fontsize=fs + 1, pad=4 if compact else 0.8 * fs, wrap=True)
     if colorbar:
-        ax.figure.colorbar(im, ax=ax, fraction=0.035, pad=0.02, label="attention")
+        bar = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        bar.set_label("attention", fontsize=fs)
+        bar.ax.tick_params(labelsize=fs - 1)
     return im
 
 
@@ -125,41 +148,72 @@ def shared_settings(panels: Sequence[Panel]) -> dict:
 
 
 def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool = False,
-               suptitle: str = ""):
-    """A figure with one or more panels, sized so long sentences stay readable."""
+               suptitle: str = "", style: FigureStyle | None = None):
+    """A figure with one or more panels: cells of LINE label heights (or as wide as ``style.width``
+    allows), the figure growing with the sentence up to MAX_INCHES a side."""
     plt = _mpl()
+    style = style or FigureStyle()
     n = len(panels)
     cols = cols or n
     rows = (n + cols - 1) // cols
-    T = max(p.matrix.shape[0] for p in panels)
-    S = max(p.matrix.shape[1] + (p.eos is not None) for p in panels)
-    margin_w, margin_h = (0.4, 0.6) if compact else (2.2, 2.0)
-    # cells shrink for long sentences so that a figure stays under MAX_INCHES a side (a 150-word pair
-    # must not become a 200-megapixel PNG)
-    cell = min(0.12 if compact else 0.32, (MAX_INCHES / cols - margin_w) / S,
-               (MAX_INCHES / rows - margin_h) / T)
-    w = max(2.2 if compact else 4.5, cell * S + margin_w)
-    h = max(2.0 if compact else 3.5, cell * T + margin_h)
-    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False,
-                             layout="constrained" if n > 1 else None)
+    fs, cell, (w, h) = _sizes(panels, cols, rows, compact, style)
+    fig, axes = plt.subplots(rows, cols, figsize=(w, h), squeeze=False, layout="constrained")
     im = None
+    # --title is the figure's title: the one panel's, or above several (their own titles name what differs)
+    titles = [style.title if n == 1 else None] * n
     for k, ax in enumerate(axes.flat):
         if k < n:
-            im = draw_panel(ax, panels[k], colorbar=not compact and n == 1, compact=compact)
+            im = draw_panel(ax, panels[k], colorbar=not compact and n == 1, compact=compact, fs=fs,
+                            title=titles[k])
         else:
             ax.axis("off")
     if im is not None and (compact or n > 1):
-        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="attention")
+        bar = fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6)
+        bar.set_label("attention", fontsize=fs)
+        bar.ax.tick_params(labelsize=fs - 1)
+    suptitle = suptitle if style.title is None or n == 1 else style.title
     if suptitle:
-        fig.suptitle(suptitle, fontsize=9)
+        fig.suptitle(suptitle, fontsize=fs + 1)
     if not compact:
-        _legend(fig, panels)
-    if not compact and n == 1:
-        fig.tight_layout()
+        _legend(fig, panels, fs - 1)
     return fig
 
 
-def _legend(fig, panels: Sequence[Panel]) -> None:
+def _sizes(panels: Sequence[Panel], cols: int, rows: int, compact: bool, style: FigureStyle
+           ) -> tuple[float, float, tuple[float, float]]:
+    """The label size in points, the cell side and the figure's (width, height) in inches."""
+    T = max(p.matrix.shape[0] for p in panels)
+    S = max(p.matrix.shape[1] + (p.eos is not None) for p in panels)
+    fs = style.font_size or FONT_SIZE
+    longest = max((len(w) for p in panels for w in [*p.src, *p.tgt, "</s>"]), default=4)
+
+    def margins(fs: float) -> tuple[float, float]:  # labels, title, colour bar and legend around a panel
+        if compact:
+            return 0.3, 0.4
+        label = min(longest, 30) * 0.55 * fs / 72
+        title = 3 * fs / 72 * (style.title != "" or rows * cols > 1)
+        return label + 0.1, 0.87 * label + title + 0.2
+
+    bar = 0.8  # the colour bar, the panel's or the figure's
+    if style.width is not None:
+        cell = ((style.width - bar) / cols - margins(fs)[0]) / S
+        if style.font_size is None:  # the default font shrinks to fit the cells the width leaves
+            fs = max(2.0, min(fs, cell * 72 / LINE))
+            cell = ((style.width - bar) / cols - margins(fs)[0]) / S
+        cell = max(cell, 0.01)
+    else:
+        cell = 0.12 if compact else max(LINE * fs / 72, MIN_MATRIX / max(S, T))
+    mw, mh = margins(fs)
+    # a long pair shrinks its cells (and labels) so that a figure stays under MAX_INCHES a side: a
+    # 150-word pair must not become a 200-megapixel PNG
+    fit = min(cell, ((MAX_INCHES - bar) / cols - mw) / S, (MAX_INCHES / rows - mh - 0.3) / T)
+    if fit < cell:
+        fs, cell = (fs * fit / cell if style.font_size is None else fs), fit
+    width = style.width if style.width is not None else cols * (cell * S + mw) + bar
+    return fs, cell, (width, rows * (cell * T + mh) + (0 if compact else 0.3))
+
+
+def _legend(fig, panels: Sequence[Panel], fs: float) -> None:
     """The overlay's marks, explained under the figure (only those the panels can show)."""
     from matplotlib.lines import Line2D
 
@@ -173,20 +227,19 @@ def _legend(fig, panels: Sequence[Panel]) -> None:
                     Line2D([], [], marker="s", ls="none", mfc="none", mec="black", label="gold sure"),
                     Line2D([], [], marker="s", ls="none", mfc="none", mec="0.35",
                            label="gold possible (dashed)")]
-    if fig.get_layout_engine() is not None:  # constrained layout makes room for it
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=7, frameon=False)
-    else:  # below the figure; save_figure's tight bounding box takes it in
-        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=len(handles),
-                   fontsize=7, frameon=False)
+    # constrained layout makes room for it; two rows of marks where one would be wider than the figure
+    ncols = len(handles) if fig.get_figwidth() >= 1.1 * len(handles) * fs * 9 / 72 else 2
+    fig.legend(handles=handles, loc="outside lower center", ncols=ncols, fontsize=fs, frameon=False)
 
 
-def save_figure(fig, path: str | os.PathLike) -> None:
-    """Save by the file's extension (png, svg, pdf), atomically."""
+def save_figure(fig, path: str | os.PathLike, exact: bool = False) -> None:
+    """Save by the file's extension (png, svg, pdf), atomically: cropped to what is drawn, or with
+    ``exact`` at the figure's own size (a width the user asked for)."""
     from ..data.fileio import atomic_open
 
     ext = os.path.splitext(str(path))[1].lower().lstrip(".") or "png"
     with atomic_open(path, "wb") as f:
-        fig.savefig(f, format=ext, dpi=150, bbox_inches="tight")
+        fig.savefig(f, format=ext, dpi=150, bbox_inches=None if exact else "tight")
     _mpl().close(fig)
 
 

@@ -198,10 +198,11 @@ def sentence_panels(
                         all_heads=all_heads, show_eos=show_eos)
 
 
-def sentence_figure(panels: list[Panel], grid: bool):
-    """The matplotlib figure of ``plot sentence``'s panels (a layer x head grid when ``grid``)."""
+def sentence_figure(panels: list[Panel], grid: bool, style=None):
+    """The matplotlib figure of ``plot sentence``'s panels (a layer x head grid when ``grid``) in
+    ``style`` (:class:`~attnalign.eval.plot.FigureStyle`; None: the defaults)."""
     from ..eval.plot import figure_for, settings_text, shared_settings
 
     cols = panels[0].settings.get("grid_cols") if grid else (2 if len(panels) == 4 else None)
     return figure_for(panels, cols=cols, compact=grid,
-                      suptitle=settings_text(shared_settings(panels)) if len(panels) > 1 else "")
+                      suptitle=settings_text(shared_settings(panels)) if len(panels) > 1 else "", style=style)
