@@ -20,7 +20,7 @@ from attnalign.data.fileio import atomic_open
 from attnalign.errors import AttnAlignError, OptionError
 from attnalign.nmt.checkpoint import load_checkpoint, load_model
 from attnalign.training import DevSet, TrainOptions, train
-from attnalign.training import loop as loop_mod
+from attnalign.training import run as run_mod
 
 runner = CliRunner()
 
@@ -141,7 +141,7 @@ def test_overwrite_that_fails_mid_training_keeps_the_old_model(tmp_path, pairs, 
     def crash(*a, **k):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(loop_mod._DirectionRun, "_validate", crash)
+    monkeypatch.setattr(run_mod.DirectionRun, "validate", crash)
     with pytest.raises(RuntimeError):
         train(pairs, tmp_path / "m", tiny(epochs=1, seed=5), overwrite=True)
     monkeypatch.undo()
@@ -168,7 +168,7 @@ def test_resume_restores_the_dev_options_and_refuses_another_corpus(texts, tmp_p
     dev = ["--dev-src", SAMPLE / "dev.en", "--dev-tgt", SAMPLE / "dev.fr",
            "--dev-gold", SAMPLE / "dev.gold.pharaoh"]
     seen = []
-    run = loop_mod._DirectionRun
+    run = run_mod.DirectionRun
     real_train, real_update = run.train, run._update
 
     def interrupt(self, group, reporter):

@@ -10,7 +10,7 @@ import torch
 from helpers import SAMPLE, write
 from typer.testing import CliRunner
 
-import attnalign.training.loop as train_mod
+import attnalign.training.run as train_mod
 from attnalign.cli import app
 from attnalign.data.alignments import Alignment
 from attnalign.errors import AttnAlignError, OptionError
@@ -191,14 +191,14 @@ def test_resume_of_a_run_older_than_the_teacher_options_keeps_its_teacher(tmp_pa
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, sample_pairs, monkeypatch):
     probe = train(sample_pairs, tmp_path / "probe", tiny_options(epochs=1))
     per_epoch = probe["directions"]["forward"]["steps"]
-    real = train_mod._loss
+    real = train_mod.token_loss
     calls = iter(range(10**6))
 
     def poisoned(logits, target, smoothing):  # NaN from the 4th update of the second epoch on
         loss, n = real(logits, target, smoothing)
         return (loss * float("nan"), n) if next(calls) >= per_epoch + 3 else (loss, n)
 
-    monkeypatch.setattr(train_mod, "_loss", poisoned)
+    monkeypatch.setattr(train_mod, "token_loss", poisoned)
     with pytest.raises(AttnAlignError, match=f"loss became nan at step {per_epoch + 4}"):
         train(sample_pairs, tmp_path / "m", tiny_options(epochs=2, save_every=2))
     # the best checkpoint (end of epoch 1) and the last resumable state are intact and loadable

@@ -84,7 +84,7 @@ def _die_with_parent() -> None:
 
 
 def _child(run, dev, resume: bool, threads: int, events) -> None:
-    """One direction's training in a spawned process (``run`` is a ``loop._DirectionRun``)."""
+    """One direction's training in a spawned process (``run`` is a :class:`~.run.DirectionRun`)."""
     _die_with_parent()
     torch.set_num_threads(threads)
     warnings.showwarning = lambda message, category, *_a, **_k: events.put(

@@ -1,0 +1,346 @@
+"""One direction's training run (:class:`DirectionRun`): vocabularies, model, optimizer, batches,
+validation and resumable checkpoints; and the pieces every run shares (the progress protocol, the dev
+set, the learning-rate schedule, the translation loss, dev evaluation)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import torch
+
+from .. import dist
+from ..data.alignments import Link
+from ..data.corpus import Pairs
+from ..errors import AttnAlignError, warn
+from ..nmt.batching import bucket_batches, make_batch
+from ..nmt.checkpoint import LoadedModel, load_checkpoint, save_checkpoint
+from ..nmt.device import flushed_denormals
+from ..nmt.extract import AttentionSpec, reduce_attention
+from ..nmt.models import build_model
+from ..nmt.subword import Segmenter, train_segmenter
+from ..nmt.vocab import Vocab
+from .dev import DevSet, encode, evaluate, token_loss
+from .guide import guide_loss, guide_targets, token_links
+from .model_dir import (
+    append_log,
+)
+from .objectives import Lexicon, lexical_loss
+from .options import TrainOptions
+
+
+class Reporter(Protocol):
+    """Receives progress; the CLI draws it with rich, a notebook may ignore it. A reporter may also have
+    ``note(message)``, told of stages before training (the guide alignment)."""
+
+    def start(self, direction: str, total_steps: int, done_steps: int) -> None: ...
+    def step(self, step: int, loss: float, tokens_per_s: float) -> None: ...
+    def validation(self, row: dict) -> None: ...
+    def end(self) -> None: ...
+
+
+class Silent:
+    def start(self, direction, total_steps, done_steps): pass
+    def step(self, step, loss, tokens_per_s): pass
+    def validation(self, row): pass
+    def end(self): pass
+
+
+def lr_at(step: int, total: int, base: float, warmup: int) -> float:
+    """Linear warm-up over ``warmup`` steps, then linear decay to 10% of ``base`` at ``total``."""
+    warm = min(1.0, (step + 1) / max(1, warmup))
+    progress = min(1.0, step / max(1, total))
+    return base * warm * (1.0 - 0.9 * progress)
+
+
+def _adam(params, lr: float) -> torch.optim.Adam:
+    """Adam with its fused kernel where torch has one for the device (one pass over each parameter
+    instead of a dozen small operations); the same updates up to rounding."""
+    params = list(params)
+    try:
+        return torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), fused=True)
+    except (RuntimeError, TypeError):  # torch < 2.4 on a CPU
+        return torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98))
+
+
+@dataclass
+class _Progress:
+    """Where a direction's training stands: what a resumable checkpoint saves besides the weights."""
+
+    step: int = 0
+    epoch: int = 0
+    offset: int = 0  # batches of the current epoch already done
+    best: float | None = None
+    elapsed: float = 0.0
+    ep_loss: float = 0.0  # training loss of the current epoch (for the log and no-dev selection)
+    ep_tok: int = 0
+
+
+class DirectionRun:
+    """One direction's training: vocabularies, model, optimizer, data and progress, resumable."""
+
+    def __init__(self, pairs: Pairs, model_dir: Path, direction: str, o: TrainOptions, model_config: dict,
+                 device: torch.device, links: Sequence[Sequence[Link]] | None):
+        self.pairs, self.direction, self.o, self.device = pairs, direction, o, device
+        self.model_config = model_config
+        self.model_dir = model_dir
+        self.last_path = model_dir / f"{direction}.last.pt"
+        self.best_path = model_dir / f"{direction}.pt"
+        self.links = links
+
+    def _build(self, state: dict | None) -> None:
+        o, pairs = self.o, self.pairs
+        if state is not None:
+            src_vocab, tgt_vocab = Vocab(state["src_vocab"]), Vocab(state["tgt_vocab"])
+            src_seg = Segmenter.from_tensor(state["src_spm"])
+            tgt_seg = Segmenter.from_tensor(state["tgt_spm"])
+        else:
+            src_seg = tgt_seg = Segmenter()
+            if o.subword:
+                src_seg = train_segmenter((s for s, _ in pairs), o.subword, o.subword_type)
+                tgt_seg = train_segmenter((t for _, t in pairs), o.subword, o.subword_type)
+            src_vocab = Vocab.build((src_seg.segment(s)[0] for s, _ in pairs), o.min_freq, o.max_vocab)
+            tgt_vocab = Vocab.build((tgt_seg.segment(t)[0] for _, t in pairs), o.min_freq, o.max_vocab)
+        torch.manual_seed(o.seed)
+        model = build_model(o.model_type, self.model_config, len(src_vocab), len(tgt_vocab))
+        self.model = model.to(self.device)
+        self.rank, self.procs = dist.world()
+        self.net = self.model  # what the updates run through: the model, or DDP around it
+        if self.procs > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.net = DistributedDataParallel(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.lm = LoadedModel(self.model, o.model_type, self.model_config, src_vocab, tgt_vocab,
+                              self.direction, o.lowercase, None, src_seg, tgt_seg)
+        self.lexicon = None  # the self-supervised lexicon of --lexicon-weight (training only; objectives)
+        if o.lexicon_weight > 0:
+            self.lexicon = Lexicon(self.model.src_emb.embedding_dim, len(tgt_vocab)).to(self.device)
+        self.params = [*self.model.parameters(), *(self.lexicon.parameters() if self.lexicon else ())]
+        self.opt = _adam(self.params, o.base_lr)
+        self.src_ids, self.tgt_ids = encode(self.lm, pairs)
+        self.tok_links = (token_links(src_seg, tgt_seg, pairs, self.links) if self.links is not None
+                          else None)
+        self._drop_long()
+        self.lengths = [(len(s), len(t)) for s, t in zip(self.src_ids, self.tgt_ids, strict=True)]
+        per_epoch = len(self._mine(bucket_batches(self.lengths, o.batch_tokens)))
+        self.total = o.total_steps(per_epoch, len(pairs))
+        self.p = _Progress()
+        if state is not None:
+            self.model.load_state_dict(state["state_dict"])
+            if self.lexicon is not None:
+                self.lexicon.load_state_dict(state["lexicon"])
+            self.opt.load_state_dict(state["optimizer"])
+            self.p = _Progress(*(state[k] for k in ("step", "epoch", "offset", "best", "elapsed", "ep_loss",
+                                                    "ep_tok")))
+            torch.set_rng_state(state["torch_rng"])
+            if self.device.type == "cuda" and state.get("cuda_rng") is not None:
+                torch.cuda.set_rng_state(state["cuda_rng"], self.device)
+        self.meta = {"model_type": o.model_type, "config": self.model_config, "src_vocab": src_vocab.itos,
+                     "tgt_vocab": tgt_vocab.itos, "direction": self.direction, "src_spm": src_seg.to_tensor(),
+                     "tgt_spm": tgt_seg.to_tensor()}
+
+    def _mine(self, batches: list) -> list:
+        """This process's batches: all of them, or under torchrun every N-th, as many for each process
+        (an epoch leaves out up to N-1 batches, other ones each epoch as batches are shuffled)."""
+        if self.procs == 1:
+            return batches
+        n = max(1, len(batches) // self.procs)
+        return [batches[(self.rank + k * self.procs) % len(batches)] for k in range(n)]
+
+    def _drop_long(self) -> None:
+        """Leave out the pairs longer than ``--max-length`` model tokens on either side (EOS included):
+        one very long pair makes a batch of its own and can cost more than an epoch of the rest."""
+        limit = self.o.max_length
+        keep = [k for k, (s, t) in enumerate(zip(self.src_ids, self.tgt_ids, strict=True))
+                if len(s) + 1 <= limit and len(t) + 1 <= limit]
+        if len(keep) == len(self.src_ids):
+            return
+        if self.direction == self.o.directions[0]:  # the same pairs in both directions: say it once
+            warn(f"{len(self.src_ids) - len(keep)} of {len(self.src_ids)} training pairs are longer than "
+                 f"--max-length {limit} model tokens: left out")
+        self.src_ids = [self.src_ids[k] for k in keep]
+        self.tgt_ids = [self.tgt_ids[k] for k in keep]
+        if self.tok_links is not None:
+            self.tok_links = [self.tok_links[k] for k in keep]
+
+    def snapshot(self, finished: bool = False, summary: dict | None = None) -> None:
+        p = self.p
+        save_checkpoint(self.last_path, {
+            **self.meta, "state_dict": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+            "step": p.step, "epoch": p.epoch, "offset": p.offset, "best": p.best, "elapsed": p.elapsed,
+            "ep_loss": p.ep_loss, "ep_tok": p.ep_tok, "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+            "finished": finished, "summary": summary or {},
+            **({"lexicon": self.lexicon.state_dict()} if self.lexicon is not None else {}),
+        })
+
+    def prepare(self, resume: bool) -> dict | None:
+        """Build the run, or restore it from its resumable checkpoint; the summary of a run that had
+        already finished (nothing left to do), else None."""
+        state = load_checkpoint(self.last_path) if resume and self.last_path.exists() else None
+        if state is not None and state.get("finished"):
+            return state["summary"]
+        self._build(state)
+        self.model.train()
+        self.t0 = time.perf_counter() - self.p.elapsed
+        self.run_seconds, self.run_tokens, self.run_pairs = 0.0, 0, 0  # this process's updates
+        self.win_loss, self.win_tok, self.win_t, self.tok_rate = 0.0, 0, time.perf_counter(), 0.0
+        return None
+
+    def epoch_batches(self) -> list[list[int]]:
+        """The batches of the current epoch not yet done (shuffled by seed and epoch)."""
+        p = self.p
+        batches = self._mine(bucket_batches(self.lengths, self.o.batch_tokens,
+                                            random.Random(self.o.seed * 100_003 + p.epoch)))
+        return batches[p.offset:]
+
+    def train(self, dev: DevSet | None, resume: bool, reporter: Reporter) -> dict:
+        done = self.prepare(resume)
+        if done is not None:
+            return done
+        p = self.p
+        reporter.start(self.direction, self.total, p.step)
+        while p.step < self.total:
+            for group in self.epoch_batches():
+                if p.step >= self.total:
+                    break
+                self._update(group, reporter)
+            else:
+                p.epoch, p.offset = p.epoch + 1, 0
+            self.validate(dev, reporter)  # end of an epoch (or of training)
+        reporter.end()
+        return self.finish()
+
+    def finish(self) -> dict:
+        """The run's summary, once its best and last checkpoints are written (rank 0's; others None)."""
+        p = self.p
+        dist.barrier()  # rank 0 has written the best and last checkpoints
+        if self.rank != 0:
+            return {"best_step": None, "steps": p.step}
+        best_ck = load_checkpoint(self.best_path)
+        summary = {"best_step": best_ck["step"], **best_ck["dev"], "steps": p.step,
+                   "tokens_per_s": round(self.run_tokens / self.run_seconds) if self.run_seconds else None,
+                   "pairs_per_s": round(self.run_pairs / self.run_seconds, 1) if self.run_seconds else None,
+                   "train_tokens": self.run_tokens, "train_s": round(self.run_seconds, 2),
+                   "elapsed_s": round(time.perf_counter() - self.t0, 1)}
+        self.snapshot(finished=True, summary=summary)
+        return summary
+
+    def objective(self, b, group: list[int]) -> tuple[torch.Tensor, torch.Tensor, int, torch.Tensor | None]:
+        """The training objective of one batch, its translation loss (summed), its target tokens and the
+        alignment head's rows (None without a head)."""
+        o = self.o
+        out = self.net(b.src, b.src_mask, b.tgt_in)
+        loss, n = token_loss(out.logits, b.tgt_out, o.label_smoothing)
+        objective = loss / n
+        if self.tok_links is not None:  # supervise the alignment head, else the attention read
+            target = guide_targets(b, [self.tok_links[k] for k in group],
+                                   null_to_eos=out.align is not None).to(self.device)
+            read = out.align if out.align is not None else reduce_attention(out.attention, AttentionSpec())
+            objective = objective + o.guide_weight * guide_loss(read, target)
+        if self.lexicon is not None:
+            lex = self.lexicon(self.model.src_emb(b.src))
+            objective = objective + o.lexicon_weight * lexical_loss(out.align, lex, b.src_mask, b.tgt_out)
+        return objective, loss, n, out.align
+
+    def check_finite(self, objective: torch.Tensor, what: str) -> None:
+        if not torch.isfinite(objective):
+            raise AttnAlignError(
+                f"the training loss became {objective.item()} at step {self.p.step + 1} ({what})",
+                hint=f"lower --lr (now {self.o.base_lr}) or raise --warmup; the last good checkpoint "
+                     f"is kept in {self.model_dir}")
+
+    def apply(self) -> None:
+        """Clip this run's gradients and update its weights (after backward)."""
+        torch.nn.utils.clip_grad_norm_(self.params, self.o.clip)
+        self.opt.step()
+
+    def _step(self, b, group: list[int]) -> tuple[torch.Tensor, int]:
+        """One optimizer update on batch ``b``: its translation loss (summed) and target tokens."""
+        objective, loss, n, _ = self.objective(b, group)
+        self.check_finite(objective, self.direction)
+        self.opt.zero_grad(set_to_none=True)
+        objective.backward()
+        self.apply()
+        return loss, n
+
+    def batch(self, group: list[int]):
+        """Batch ``group`` on the device, the learning rate set for the coming update."""
+        o, p = self.o, self.p
+        for g in self.opt.param_groups:
+            g["lr"] = lr_at(p.step, self.total, o.base_lr, min(o.warmup, self.total // 10))
+        return make_batch(group, [self.src_ids[k] for k in group], [self.tgt_ids[k] for k in group]
+                          ).to(self.device)
+
+    def out_of_memory(self, b) -> AttnAlignError:
+        return AttnAlignError(f"out of memory on a batch of {b.src.numel() + b.tgt_in.numel()} padded tokens",
+                              hint=f"lower --batch-tokens (now {self.o.batch_tokens})")
+
+    def _update(self, group: list[int], reporter: Reporter) -> None:
+        t_step = time.perf_counter()
+        b = self.batch(group)
+        try:
+            with flushed_denormals():
+                loss, n = self._step(b, group)
+        except torch.OutOfMemoryError:
+            raise self.out_of_memory(b) from None
+        self.account(loss.item(), n, len(group), time.perf_counter() - t_step)
+        self.tell(reporter)
+
+    def account(self, loss_value: float, n: int, pairs: int, seconds: float) -> None:
+        """Count an update done: its summed loss, target tokens, pairs and seconds; a resumable
+        checkpoint every ``save_every`` steps."""
+        o, p = self.o, self.p
+        p.step += 1
+        p.offset += 1
+        self.run_seconds += seconds
+        self.run_tokens += n
+        self.run_pairs += pairs
+        self.win_loss += loss_value
+        self.win_tok += n
+        p.ep_loss += loss_value
+        p.ep_tok += n
+        p.elapsed = time.perf_counter() - self.t0
+        if o.save_every and p.step % o.save_every == 0 and p.step < self.total and self.rank == 0:
+            self.snapshot()
+
+    def tell(self, reporter: Reporter, steps: int = 0, procs: int | None = None) -> None:
+        """Report the step (plus ``steps`` done elsewhere) about once a second: its loss per token and
+        the tokens per second of ``procs`` (default: this run's processes) like this one."""
+        now = time.perf_counter()
+        if now - self.win_t >= 1.0 or self.p.step == self.total:
+            self.tok_rate = (procs or self.procs) * self.win_tok / (now - self.win_t)
+            reporter.step(self.p.step + steps, self.win_loss / max(1, self.win_tok), self.tok_rate)
+            self.win_loss, self.win_tok, self.win_t = 0.0, 0, now
+
+    def validate(self, dev: DevSet | None, reporter: Reporter) -> None:
+        """Log the epoch, keep the checkpoint if it is the best so far, save a resumable state (rank 0
+        only under torchrun)."""
+        p = self.p
+        if self.rank != 0:
+            p.ep_loss, p.ep_tok = 0.0, 0
+            return
+        # the epoch a fractional --epochs (or --max-steps) stopped inside counts as the last one
+        row = {"direction": self.direction, "epoch": p.epoch + (p.offset > 0), "step": p.step,
+               "train_loss": p.ep_loss / max(1, p.ep_tok),
+               "tokens_per_s": round(self.tok_rate), "elapsed_s": round(time.perf_counter() - self.t0, 1)}
+        if dev is not None:
+            row.update(evaluate(self.lm, dev, self.o.batch_tokens, self.device))
+        key = row["dev_aer"] if row.get("dev_aer") is not None else row.get("dev_loss", row["train_loss"])
+        row["best"] = p.best is None or key <= p.best
+        if row["best"]:
+            p.best = key
+            save_checkpoint(self.best_path, {**self.meta, "state_dict": self.model.state_dict(),
+                                             "step": p.step,
+                                             "dev": {k: row.get(k) for k in ("dev_loss", "dev_aer")}})
+        append_log(self.model_dir, {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()})
+        reporter.validation(row)
+        p.ep_loss, p.ep_tok = 0.0, 0
+        p.elapsed = time.perf_counter() - self.t0
+        self.snapshot()
+
