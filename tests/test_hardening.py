@@ -126,7 +126,7 @@ def test_a_failing_report_keeps_the_old_folder_whole(models, tmp_path, monkeypat
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(report_mod, "_write_page", interrupted)  # after the tables and plots
+    monkeypatch.setattr(report_mod, "write_page", interrupted)  # after the tables and plots
     r = invoke("report", "--model", models / "rnn", *TEST, *REPORT, "--gallery", "2", "-o", out)
     assert r.exit_code == 130 and "no output was written" in r.stderr
     assert snapshot(out) == before

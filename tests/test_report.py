@@ -58,6 +58,17 @@ def test_report_from_a_bidirectional_rnn(models, tmp_path):
         assert f" --index {k} -o sentence{k}.png" in page and " ".join(src[k].split()).lower() in page.lower()
     assert "max-width:100%" in page and "Made by attnalign" in page
     assert "Model: rnn, directions forward, reverse; architecture <code>" in page and "epochs=" in page
+    # the default output of align corpus is scored beside the attention's readings, as score scores it
+    default = scores[scores.configuration.str.startswith("align corpus default output")]
+    assert len(default) == 1 and not default.best.iloc[0]
+    r = invoke("align", "corpus", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt",
+               SAMPLE / "test.fr", "-o", tmp_path / "default.align")
+    assert r.exit_code == 0, r.stderr
+    r = invoke("score", SAMPLE / "test.gold.pharaoh", tmp_path / "default.align", "--json")
+    import json
+
+    assert json.loads(r.stdout)["aer"] == pytest.approx(default.aer.iloc[0], abs=1e-6)
+    assert f"{default.configuration.iloc[0]}: AER" in page
     # the scores on the page: sorted by AER, in %, the best first, every decoder and symmetrization named
     rows = re.findall(r"<tr( class=\"best\")?>\s*<td>(★?)</td>\s*<td>([^<]*)</td>\s*<td>([\d.]+)</td>", page)
     assert rows[0][:2] == (' class="best"', "★") and not any(b or star for b, star, *_ in rows[1:])

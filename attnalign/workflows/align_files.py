@@ -88,7 +88,6 @@ def align_corpus_files(
     (:meth:`~attnalign.nmt.aligner.Aligner.wants_teacher`), it is first trained on the corpus (and the
     model's training corpus: :func:`training_corpus`), ``teacher_progress(stage, step, done, total)``
     hearing its passes."""
-    from ..data.attnfile import AttentionWriter
     from ..nmt.aligner import Aligner, AlignOptions
     from ..nmt.device import set_threads
     from ..statistical import kernels
@@ -112,15 +111,30 @@ def align_corpus_files(
     pairs = open_corpus(src, tgt, corpus, encoding=encoding,
                         lowercase=aligner.lowercase if lowercase is None else lowercase)
     golds, gold_info = read_gold_for(gold, gold_options, pairs) if gold else ([], None)
-    _with_teacher(aligner, model, pairs, outputs, teacher_progress)
+    with_teacher(aligner, model, pairs, outputs, teacher_progress)
     summary = AlignSummary(settings=aligner.description)
     if world()[0] != 0:  # under torchrun: align this process's share; rank 0 writes
         for _ in aligner.align(pairs):
             pass
         return summary
+    t0 = time.perf_counter()
+    per_sentence, eos_total, tgt_words = _write_pairs(aligner, pairs, model, output, save_attention,
+                                                      json_lines, scores, golds, progress, summary)
+    summary.seconds = time.perf_counter() - t0
+    summary.eos_mass = eos_total / tgt_words if tgt_words else 0.0
+    if gold is not None:
+        summary.report = _report(gold_info, output, per_sentence)
+    return summary
+
+
+def _write_pairs(aligner, pairs, model, output, save_attention, json_lines: bool, scores: bool, golds,
+                 progress, summary: AlignSummary) -> tuple[list[Counts], float, int]:
+    """Align ``pairs`` and write each line (and its matrices with ``save_attention``) as it comes,
+    counting into ``summary``; each gold sentence's counts, the EOS mass and the target words."""
+    from ..data.attnfile import AttentionWriter
+
     per_sentence: list[Counts] = []
     eos_total, tgt_words = 0.0, 0
-    t0 = time.perf_counter()
     with contextlib.ExitStack() as stack:
         out = sys.stdout if output is None else stack.enter_context(atomic_open(output))
         writer = None
@@ -151,14 +165,10 @@ def align_corpus_files(
                 progress(summary.pairs, len(pairs))
         if output is None:
             out.flush()
-    summary.seconds = time.perf_counter() - t0
-    summary.eos_mass = eos_total / tgt_words if tgt_words else 0.0
-    if gold is not None:
-        summary.report = _report(gold_info, output, per_sentence)
-    return summary
+    return per_sentence, eos_total, tgt_words
 
 
-def _with_teacher(aligner, model, pairs, outputs: dict, progress) -> None:
+def with_teacher(aligner, model, pairs, outputs: dict, progress) -> None:
     """Combine the aligner with its teacher where it wants one: the teacher kept in the model directory
     when ``pairs`` are its training corpus, else one trained now on ``pairs`` (and the model's training
     corpus, per ``--teacher-corpus``: an input too, which no output may name)."""

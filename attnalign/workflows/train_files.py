@@ -15,8 +15,8 @@ from ..data.corpus import read_corpus
 from ..errors import OptionError
 from ..eval.scoring import GoldOptions, read_gold
 from ..training import DevSet, TrainOptions, train
-from ..training.loop import Reporter
 from ..training.model_dir import run_config, saved_options
+from ..training.run import Reporter
 
 PathLike = str | os.PathLike
 

@@ -1,0 +1,74 @@
+"""The report's pictures (matplotlib): AER by layer and by length, attention statistics, the gallery."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..data.corpus import Pairs
+from ..eval.plot import html_heatmap, save_figure
+from .report_sweep import Result
+from .report_tables import gallery_order
+
+
+def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs, gold, tf: bool,
+                 gallery: int) -> dict:
+    """The PNGs: AER by layer (Transformers), AER by length, attention statistics, the gallery."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scores, by_length = tables["scores"], tables["by_length"]
+    images = {}
+    if tf:
+        fig, ax = plt.subplots(figsize=(5, 3.2), layout="constrained")
+        for shift, style in ((0, "o-"), (1, "s--")):
+            sub = scores[
+                (scores.shift == shift)
+                & (scores.decoder == "argmax")
+                & (scores.sym == "none")
+                & scores.layer.apply(lambda v: isinstance(v, int | np.integer))
+            ]
+            ax.plot(sub.layer.astype(int), 100 * sub.aer, style, label=f"shift {shift}")
+        ax.set_xlabel("decoder layer")
+        ax.set_ylabel("AER (%)")
+        ax.legend()
+        ax.set_title("AER by layer (argmax, heads averaged)")
+        save_figure(fig, out / "aer_by_layer.png")
+        images["aer_by_layer"] = "aer_by_layer.png"
+    fig, ax = plt.subplots(figsize=(5, 3.2), layout="constrained")
+    bars = ax.bar(by_length.length.astype(str), 100 * by_length.aer, color="#4a78b5")
+    ax.bar_label(bars, labels=[f"n={n}" for n in by_length.sentences], fontsize=7)  # sentences per bin
+    ax.set_xlabel("target length (words)")
+    ax.set_ylabel("AER (%)")
+    ax.set_title(f"AER by sentence length ({best.config.name})")
+    save_figure(fig, out / "aer_by_length.png")
+    images["aer_by_length"] = "aer_by_length.png"
+    ent, eos = stats
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
+    axes[0].hist(ent, bins=40, color="#4a78b5")
+    axes[0].set_xlabel("attention entropy per target word (nats)")
+    axes[0].set_title("forward direction: entropy", fontsize=9)
+    axes[1].hist(eos, bins=40, color="#d95f02")
+    axes[1].set_yscale("log")  # most words put almost nothing on EOS; the tail is what matters
+    axes[1].set_xlabel("attention mass on EOS per target word")
+    axes[1].set_title("forward direction: EOS mass (log count)", fontsize=9)
+    for a in axes:
+        a.set_ylabel("target words")
+    save_figure(fig, out / "attention_stats.png")
+    images["attention_stats"] = "attention_stats.png"
+    from .views import sentence_figure
+
+    images["gallery"] = gallery_order(best, pairs, gallery)
+    for kind, ks in images["gallery"].items():
+        for n, k in enumerate(ks):
+            p = draw(k)
+            name = f"{kind}_{n + 1}.png"
+            save_figure(sentence_figure([p], False), out / name)
+            images[f"{kind}_{n + 1}"] = name
+            images[f"{kind}_{n + 1}_html"] = html_heatmap(p)
+    return images
+
+
