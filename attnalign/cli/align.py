@@ -20,6 +20,7 @@ from ..decoding import (
     TEACHER_MIN_PAIRS,
 )
 from .common import (
+    PRETRAINED,
     TEACHER,
     TEACHER_MODEL,
     TEACHER_SYM,
@@ -32,7 +33,9 @@ from .common import (
     GoldBaseOpt,
     GoldFormat,
     GoldFormatOpt,
+    GoldGiven,
     GoldOpt,
+    Group,
     HeadOpt,
     IdenticalOpt,
     LayerOpt,
@@ -56,10 +59,13 @@ from .common import (
     ThresholdOpt,
     align_options,
     choices,
+    decoding_group,
     err,
+    gold_group,
     gold_options,
     handle_errors,
     out,
+    takes,
 )
 
 app = typer.Typer(help="Align a corpus or one sentence pair with a trained model.", no_args_is_help=True)
@@ -157,20 +163,24 @@ def _written(output: Path | None, report) -> None:
         (out() if to_file else err()).print(score_table(report))
 
 
+TEACHER_GROUP = Group("teacher", (("teacher", TeacherOpt, Teacher.auto),
+                                  ("teacher_weight", TeacherWeightOpt, None),
+                                  ("teacher_corpus", TeacherCorpusOpt, TeacherCorpus.auto)),
+                      lambda teacher, teacher_weight, teacher_corpus: {
+                          "teacher": teacher.value, "teacher_weight": teacher_weight,
+                          "teacher_corpus": teacher_corpus.value})
+
+
 @app.command("corpus")
 @handle_errors
+@takes(decoding_group(), gold_group(GoldOpt), PRETRAINED, TEACHER_GROUP)
 def align_corpus(
     model: ModelDirOpt, src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None,
-    output: OutputOpt = None, decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto,
-    threshold: ThresholdOpt = None, layer: LayerOpt = None, head: HeadOpt = "mean", shift: ShiftOpt = 0,
-    scores: ScoresOpt = False, json_lines: JsonLinesOpt = False, save_attention: SaveAttentionOpt = None,
-    gold: GoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto, gold_one_based: GoldBaseOpt = None,
-    reverse_gold: ReverseGoldOpt = False, lowercase: ModelLowercaseOpt = None,
-    batch_tokens: BatchTokensOpt = 4000, max_length: MaxLengthOpt = 250, device: DeviceOpt = "auto",
-    threads: ThreadsOpt = None, quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8",
-    reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
-    teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = None,
-    teacher_corpus: TeacherCorpusOpt = TeacherCorpus.auto,
+    output: OutputOpt = None, decoding: dict = None, scores: ScoresOpt = False,
+    json_lines: JsonLinesOpt = False, save_attention: SaveAttentionOpt = None, gold: GoldGiven = None,
+    lowercase: ModelLowercaseOpt = None, batch_tokens: BatchTokensOpt = 4000, max_length: MaxLengthOpt = 250,
+    device: DeviceOpt = "auto", threads: ThreadsOpt = None, quiet: QuietOpt = False,
+    encoding: EncodingOpt = "utf-8", pretrained: dict = None, teacher: dict = None,
 ) -> None:
     """Align a parallel corpus: one Pharaoh line (0-based, source first) per input pair.
 
@@ -182,17 +192,16 @@ def align_corpus(
     from ..workflows.align_files import align_corpus_files
     from .render import align_summary_text
 
-    options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens, device, max_length,
-                            reverse_model=reverse_model, src_lang=src_lang, tgt_lang=tgt_lang)
-    options = replace(options, teacher=teacher.value, teacher_weight=teacher_weight,
-                      teacher_corpus=teacher_corpus.value)
+    options = align_options(**decoding, batch_tokens=batch_tokens, device=device, max_length=max_length,
+                            **pretrained)
+    options = replace(options, **teacher)
     rank = world()[0]  # under torchrun rank 0 writes and reports
     bar, progress = _progress_bar(quiet or rank != 0)
     with bar:
         summary = align_corpus_files(
             model, src=src, tgt=tgt, corpus=corpus, output=output, options=options, scores=scores,
-            json_lines=json_lines, save_attention=save_attention, gold=gold,
-            gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
+            json_lines=json_lines, save_attention=save_attention, gold=gold.path,
+            gold_options=gold.options(encoding),
             lowercase=lowercase, encoding=encoding, progress=progress, threads=threads,
             teacher_progress=_stage_bar(quiet or rank != 0, bar)[1])
     if rank:

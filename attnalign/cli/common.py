@@ -10,10 +10,12 @@ else 1. Nothing here imports torch.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -81,6 +83,42 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper
+
+
+@dataclass(frozen=True)
+class Group:
+    """Options declared once and given to a command as one parameter, ``name``: typer sees every option
+    of ``params`` (name, ``Annotated`` type, default); the command receives ``build(**values)``."""
+
+    name: str
+    params: tuple
+    build: Callable[..., Any] = dict
+
+
+def takes(*groups: Group) -> Callable:
+    """Let a command take each of ``groups`` as the one parameter of that name, its options declared
+    once in the group: the command line is the same, the function's signature short."""
+
+    def decorate(fn: Callable) -> Callable:
+        sig = inspect.signature(fn, eval_str=True)
+        by_name = {g.name: g for g in groups}
+        params = []
+        for p in sig.parameters.values():
+            g = by_name.get(p.name)
+            params += ([inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=t)
+                        for n, t, d in g.params] if g else [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)])
+
+        @functools.wraps(fn)
+        def wrapper(**values: Any) -> Any:
+            for g in groups:
+                values[g.name] = g.build(**{n: values.pop(n) for n, _, _ in g.params})
+            return fn(**values)
+
+        wrapper.__signature__ = sig.replace(parameters=params)  # what typer reads
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return decorate
 
 
 def choices(name: str, values) -> type[Enum]:
@@ -238,3 +276,39 @@ AlignerOpt, StatSymOpt, PrefixOpt, IdenticalOpt = _teacher_opts(
 GuideModelOpt, GuideSymOpt, GuidePrefixOpt, GuideIdenticalOpt = _teacher_opts(
     "--guide-model", "--guide-sym", "--guide-prefix", "--guide-identical", "--guide auto: ")
 TEACHER_MODEL, TEACHER_SYM = TeacherModel(TEACHER.model), TeacherSym(TEACHER.sym)
+
+
+# Option groups shared by commands (see `takes`).
+@dataclass(frozen=True)
+class GoldGiven:
+    """A gold file and how to read it, as given on the command line (the encoding is the command's)."""
+
+    path: Path | None
+    fmt: GoldFormat = GoldFormat.auto
+    one_based: bool | None = None
+    reverse: bool = False
+
+    def options(self, encoding: str):
+        return gold_options(self.fmt, self.one_based, self.reverse, encoding)
+
+
+GOLD_READING = (("gold_format", GoldFormatOpt, GoldFormat.auto), ("gold_one_based", GoldBaseOpt, None),
+                ("reverse_gold", ReverseGoldOpt, False))
+
+
+def gold_group(gold_opt) -> Group:
+    """``--gold FILE`` (declared by ``gold_opt``) with the options that say how to read it."""
+    return Group("gold", (("gold", gold_opt, None), *GOLD_READING),
+                 lambda gold, gold_format, gold_one_based, reverse_gold: GoldGiven(
+                     gold, gold_format, gold_one_based, reverse_gold))
+
+
+PRETRAINED = Group("pretrained", (("reverse_model", ReverseModelOpt, None), ("src_lang", SrcLangOpt, None),
+                                  ("tgt_lang", TgtLangOpt, None)))
+
+
+def decoding_group(layer_opt=LayerOpt, head_opt=HeadOpt) -> Group:
+    """--decoder, --sym, --threshold, --layer, --head, --shift as ``align_options`` keywords."""
+    return Group("decoding", (("decoder", DecoderOpt, Decoder.auto), ("sym", SymOpt, Sym.auto),
+                              ("threshold", ThresholdOpt, None), ("layer", layer_opt, None),
+                              ("head", head_opt, "mean"), ("shift", ShiftOpt, 0)))

@@ -9,29 +9,21 @@ import typer
 
 from ..errors import OptionError
 from .common import (
+    PRETRAINED,
     CorpusOpt,
-    Decoder,
-    DecoderOpt,
     DeviceOpt,
     EncodingOpt,
-    GoldBaseOpt,
-    GoldFormat,
-    GoldFormatOpt,
+    GoldGiven,
+    Group,
     ModelLowercaseOpt,
     OptionalModelOpt,
-    ReverseGoldOpt,
-    ReverseModelOpt,
-    ShiftOpt,
-    SrcLangOpt,
-    Sym,
-    SymOpt,
-    TgtLangOpt,
-    ThresholdOpt,
     align_options,
+    decoding_group,
     err,
-    gold_options,
+    gold_group,
     handle_errors,
     out,
+    takes,
 )
 
 app = typer.Typer(help="Draw attention heatmaps with their alignments.", no_args_is_help=True)
@@ -61,20 +53,25 @@ FontSizeOpt = Annotated[float | None, typer.Option("--font-size", help="Word lab
 TerminalOpt = Annotated[bool, typer.Option("--terminal", help="Draw the matrix in the terminal.")]
 
 
+def _style(title: str | None, width: float | None, font_size: float | None):
+    from ..eval.plot import FigureStyle
+
+    return FigureStyle(title, width, font_size).check()
+
+
+STYLE = Group("style", (("title", TitleOpt, None), ("width", WidthOpt, None),
+                        ("font_size", FontSizeOpt, None)), _style)
+
+
 @app.command("sentence")
 @handle_errors
+@takes(decoding_group(GridLayerOpt, GridHeadOpt), gold_group(PlotGoldOpt), PRETRAINED, STYLE)
 def plot_sentence(
     output: ImageOpt = None, model: OptionalModelOpt = None, src: PlotSrcOpt = None, tgt: PlotTgtOpt = None,
     corpus: CorpusOpt = None, index: IndexOpt = None, attention: AttentionFileOpt = None,
-    gold: PlotGoldOpt = None,
-    gold_format: GoldFormatOpt = GoldFormat.auto, gold_one_based: GoldBaseOpt = None,
-    reverse_gold: ReverseGoldOpt = False, decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto,
-    threshold: ThresholdOpt = None, layer: GridLayerOpt = None, head: GridHeadOpt = "mean",
-    shift: ShiftOpt = 0,
-    compare: CompareOpt = False, eos: EosOpt = False, terminal: TerminalOpt = False,
-    lowercase: ModelLowercaseOpt = None, device: DeviceOpt = "auto", encoding: EncodingOpt = "utf-8",
-    reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
-    title: TitleOpt = None, width: WidthOpt = None, font_size: FontSizeOpt = None,
+    gold: GoldGiven = None, decoding: dict = None, compare: CompareOpt = False, eos: EosOpt = False,
+    terminal: TerminalOpt = False, lowercase: ModelLowercaseOpt = None, device: DeviceOpt = "auto",
+    encoding: EncodingOpt = "utf-8", pretrained: dict = None, style=None,
 ) -> None:
     """Draw one pair's attention heatmap with its links (and the gold's, if given).
 
@@ -82,29 +79,30 @@ def plot_sentence(
     -o pair.png
     """
     from ..data.fileio import check_distinct, check_writable
-    from ..eval.plot import FigureStyle, save_figure, terminal_view
+    from ..eval.plot import save_figure, terminal_view
     from ..workflows.views import sentence_figure, sentence_panels
 
     if output is None and not terminal:
         raise OptionError("give --output FILE (.png, .svg, .pdf) or --terminal")
-    style = FigureStyle(title, width, font_size).check()
     if output is not None:
         files = {"--src": src, "--tgt": tgt} if index is not None else {}
         from ..nmt.checkpoint import model_files
 
         check_distinct({"--output": output}, {**files, "--corpus": corpus, "--attention": attention,
-                                              "--gold": gold, **model_files(model),
-                                              **model_files(reverse_model, "--reverse-model")})
+                                              "--gold": gold.path, **model_files(model),
+                                              **model_files(pretrained["reverse_model"], "--reverse-model")})
         check_writable(output, "image file")
         if output.suffix.lower() not in IMAGE_TYPES:
             raise OptionError(f"unknown image type {output.suffix!r}", hint="use .png, .svg or .pdf")
-    grid_layers, grid_heads = layer == "all", head == "all"
-    options = align_options(decoder, sym, threshold, None if grid_layers else layer,
-                            "mean" if grid_heads else head, shift, device=device, resolve=attention is None,
-                            reverse_model=reverse_model, src_lang=src_lang, tgt_lang=tgt_lang)
+    grid_layers, grid_heads = decoding["layer"] == "all", decoding["head"] == "all"
+    if grid_layers:
+        decoding["layer"] = None
+    if grid_heads:
+        decoding["head"] = "mean"
+    options = align_options(**decoding, device=device, resolve=attention is None, **pretrained)
     panels = sentence_panels(
-        options, model=model, src=src, tgt=tgt, corpus=corpus, index=index, attention=attention, gold=gold,
-        gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding), compare=compare,
+        options, model=model, src=src, tgt=tgt, corpus=corpus, index=index, attention=attention,
+        gold=gold.path, gold_options=gold.options(encoding), compare=compare,
         all_layers=grid_layers, all_heads=grid_heads, show_eos=eos, lowercase=lowercase, encoding=encoding)
     if terminal:
         console = out()
@@ -112,5 +110,5 @@ def plot_sentence(
             console.print(terminal_view(p, plain=not console.is_terminal))
     if output is not None:
         figure = sentence_figure(panels, grid_layers or grid_heads, style)
-        save_figure(figure, output, exact=width is not None)
+        save_figure(figure, output, exact=style.width is not None)
         err().print(f"figure written to {output}")

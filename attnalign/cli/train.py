@@ -10,15 +10,15 @@ import typer
 
 from ..errors import OptionError
 from .common import (
+    GOLD_READING,
     TEACHER,
     TEACHER_MODEL,
     TEACHER_SYM,
     CorpusOpt,
     DeviceOpt,
     EncodingOpt,
-    GoldBaseOpt,
-    GoldFormat,
-    GoldFormatOpt,
+    GoldGiven,
+    Group,
     GuideIdenticalOpt,
     GuideModelOpt,
     GuidePrefixOpt,
@@ -26,16 +26,15 @@ from .common import (
     LowercaseOpt,
     ModelDirOpt,
     QuietOpt,
-    ReverseGoldOpt,
     SrcLangOpt,
     SrcOpt,
     TgtLangOpt,
     TgtOpt,
     ThreadsOpt,
     err,
-    gold_options,
     handle_errors,
     out,
+    takes,
 )
 
 
@@ -100,6 +99,12 @@ DevGoldOpt = _opt(Path | None, "--dev-gold", "Dev gold alignment: select by dev 
 GuideOpt = _opt(str | None, "--guide", "Guided alignment: 'auto' (the built-in statistical aligner, see "
                 "--guide-model and --guide-sym) or a Pharaoh file of links for the training corpus.")
 GuideWeightOpt = _opt(float, "--guide-weight", "Weight of the guide loss.")
+LexiconWeightOpt = _opt(float | None, "--lexicon-weight", "Weight of the alignment head's self-supervised "
+                       "loss: each target word explained by the source words its row weights, through a "
+                       "lexicon learnt beside it (needs --align-head) [default: 0, off].")
+AgreeWeightOpt = _opt(float | None, "--agree-weight", "Weight of the agreement loss between the two "
+                      "directions' alignment heads, trained together in one process (needs --direction both "
+                      "and --align-head) [default: 0, off].")
 AlignHeadOpt = _opt(bool | None, "--align-head/--no-align-head", "Add an alignment head (sees the whole "
                     "target sentence; trained by --guide only) and align with it.")
 PresetOpt = _opt(str | None, "--preset", "Named options; others given beside it override it. align: "
@@ -144,27 +149,67 @@ def resume_hint(model: Path) -> str:
     return f"continue this run with: attnalign train --model {model} --resume"
 
 
+def _network(model_type: ModelType, attention, cell, hidden, emb_dim, d_model, heads, layers, dropout,
+             align_head) -> dict:
+    return {"model_type": model_type.value, "model_config": network_options(
+        model_type, layers, attention=attention.value if attention else None, cell=cell, hidden=hidden,
+        emb_dim=emb_dim, d_model=d_model, heads=heads, dropout=dropout, align_head=align_head)}
+
+
+def _schedule(epochs: str, **given) -> dict:
+    from ..training.options import parse_epochs
+
+    return {"epochs": parse_epochs(epochs), **given}
+
+
+def _guidance(guide_model, guide_sym, **given) -> dict:
+    return {"guide_model": guide_model.value, "guide_sym": guide_sym.value, **given}
+
+
+def _dev(dev_src, dev_tgt, dev_gold, gold_format, gold_one_based, reverse_gold) -> dict:
+    return {"dev_src": dev_src, "dev_tgt": dev_tgt,
+            "gold": GoldGiven(dev_gold, gold_format, gold_one_based, reverse_gold)}
+
+
+def _data(direction, **given) -> dict:
+    return {"direction": direction.value if direction else None, **given}
+
+
+NETWORK = Group("network", (
+    ("model_type", ModelTypeOpt, ModelType.rnn), ("attention", AttentionOpt, None), ("cell", CellOpt, None),
+    ("hidden", HiddenOpt, None), ("emb_dim", EmbDimOpt, None), ("d_model", DModelOpt, None),
+    ("heads", HeadsOpt, None), ("layers", LayersOpt, None), ("dropout", DropoutOpt, None),
+    ("align_head", AlignHeadOpt, None)), _network)
+SCHEDULE = Group("schedule", (
+    ("epochs", EpochsOpt, "auto"), ("max_steps", MaxStepsOpt, None), ("batch_tokens", BatchTokensOpt, None),
+    ("lr", LrOpt, None), ("warmup", WarmupOpt, 200), ("clip", ClipOpt, 1.0),
+    ("label_smoothing", SmoothingOpt, 0.1), ("seed", SeedOpt, 1)), _schedule)
+DATA = Group("data", (
+    ("min_freq", MinFreqOpt, 1), ("max_vocab", MaxVocabOpt, None), ("lowercase", LowercaseOpt, False),
+    ("direction", DirectionOpt, None), ("subword", SubwordOpt, None),
+    ("subword_type", SubwordTypeOpt, "unigram"), ("max_length", TrainMaxLengthOpt, None)), _data)
+DEV = Group("dev", (("dev_src", DevSrcOpt, None), ("dev_tgt", DevTgtOpt, None),
+                    ("dev_gold", DevGoldOpt, None), *GOLD_READING), _dev)
+GUIDANCE = Group("guidance", (
+    ("guide", GuideOpt, None), ("guide_weight", GuideWeightOpt, 1.0),
+    ("guide_model", GuideModelOpt, TEACHER_MODEL),
+    ("guide_sym", GuideSymOpt, TEACHER_SYM), ("guide_prefix", GuidePrefixOpt, TEACHER.prefix),
+    ("guide_identical", GuideIdenticalOpt, TEACHER.identical), ("lexicon_weight", LexiconWeightOpt, None),
+    ("agree_weight", AgreeWeightOpt, None)), _guidance)
+PRETRAINED_INIT = Group("pretrained", (
+    ("init_from", InitFromOpt, None), ("reverse_init_from", ReverseInitFromOpt, None),
+    ("src_lang", SrcLangOpt, None), ("tgt_lang", TgtLangOpt, None)))
+RUN = Group("run", (("device", DeviceOpt, "auto"), ("threads", ThreadsOpt, None),
+                    ("parallel_directions", ParallelOpt, None), ("save_every", SaveEveryOpt, None)))
+
+
 @handle_errors
+@takes(NETWORK, SCHEDULE, DATA, DEV, GUIDANCE, PRETRAINED_INIT, RUN)
 def train(
     model: ModelDirOpt, src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None,
-    model_type: ModelTypeOpt = ModelType.rnn, attention: AttentionOpt = None, cell: CellOpt = None,
-    hidden: HiddenOpt = None, emb_dim: EmbDimOpt = None, d_model: DModelOpt = None, heads: HeadsOpt = None,
-    layers: LayersOpt = None, dropout: DropoutOpt = None, epochs: EpochsOpt = "auto",
-    max_steps: MaxStepsOpt = None,
-    batch_tokens: BatchTokensOpt = None, lr: LrOpt = None, warmup: WarmupOpt = 200, clip: ClipOpt = 1.0,
-    label_smoothing: SmoothingOpt = 0.1, seed: SeedOpt = 1, device: DeviceOpt = "auto",
-    threads: ThreadsOpt = None, min_freq: MinFreqOpt = 1, max_vocab: MaxVocabOpt = None,
-    lowercase: LowercaseOpt = False, direction: DirectionOpt = None, dev_src: DevSrcOpt = None,
-    dev_tgt: DevTgtOpt = None, dev_gold: DevGoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto,
-    gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False, guide: GuideOpt = None,
-    guide_weight: GuideWeightOpt = 1.0, guide_model: GuideModelOpt = TEACHER_MODEL,
-    guide_sym: GuideSymOpt = TEACHER_SYM, guide_prefix: GuidePrefixOpt = TEACHER.prefix,
-    guide_identical: GuideIdenticalOpt = TEACHER.identical, align_head: AlignHeadOpt = None,
-    preset: PresetOpt = None, subword: SubwordOpt = None, subword_type: SubwordTypeOpt = "unigram",
-    save_every: SaveEveryOpt = None, resume: ResumeOpt = False, overwrite: OverwriteOpt = False,
-    quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8", max_length: TrainMaxLengthOpt = None,
-    init_from: InitFromOpt = None, parallel_directions: ParallelOpt = None,
-    reverse_init_from: ReverseInitFromOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
+    network: dict = None, schedule: dict = None, data: dict = None, dev: dict = None, guidance: dict = None,
+    preset: PresetOpt = None, run: dict = None, resume: ResumeOpt = False, overwrite: OverwriteOpt = False,
+    quiet: QuietOpt = False, encoding: EncodingOpt = "utf-8", pretrained: dict = None,
 ) -> None:
     """Train an attention NMT model (one or both directions) into a model directory, or fine-tune a
     pretrained Hugging Face model's cross-attention head on a guide (--init-from).
@@ -173,32 +218,19 @@ def train(
     """
     from ..dist import own_rank
     from ..training import preset_options
-    from ..training.options import parse_epochs
     from ..workflows.train_files import train_files
     from .progress import RichTrainReporter
     from .render import train_table
 
-    network = network_options(model_type, layers, attention=attention.value if attention else None, cell=cell,
-                              hidden=hidden, emb_dim=emb_dim, d_model=d_model, heads=heads, dropout=dropout,
-                              align_head=align_head)
-    options = preset_options(
-        preset, model_type=model_type.value, model_config=network, epochs=parse_epochs(epochs),
-        max_steps=max_steps,
-        batch_tokens=batch_tokens, lr=lr, warmup=warmup, clip=clip, label_smoothing=label_smoothing,
-        seed=seed,
-        device=device, threads=threads, min_freq=min_freq, max_vocab=max_vocab, lowercase=lowercase,
-        direction=direction.value if direction else ("both" if reverse_init_from else None),
-        save_every=save_every, subword=subword, max_length=max_length,
-        subword_type=subword_type, guide=guide, guide_weight=guide_weight, guide_model=guide_model.value,
-        guide_sym=guide_sym.value, guide_prefix=guide_prefix, guide_identical=guide_identical,
-        init_from=None if init_from is None else str(init_from),
-        reverse_init_from=None if reverse_init_from is None else str(reverse_init_from),
-        src_lang=src_lang, tgt_lang=tgt_lang, parallel_directions=parallel_directions)
+    if data["direction"] is None and pretrained["reverse_init_from"]:
+        data["direction"] = "both"
+    hf = {k: None if v is None else str(v) for k, v in pretrained.items()}
+    options = preset_options(preset, **network, **schedule, **data, **guidance, **run, **hf)
+    gold = dev.pop("gold")
     rank = own_rank()  # read before the process group exists: training chooses its backend
     try:
-        summary = train_files(model, options, src=src, tgt=tgt, corpus=corpus, dev_src=dev_src,
-                              dev_tgt=dev_tgt, dev_gold=dev_gold,
-                              gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
+        summary = train_files(model, options, src=src, tgt=tgt, corpus=corpus, **dev, dev_gold=gold.path,
+                              gold_options=gold.options(encoding),
                               overwrite=overwrite, resume=resume,
                               reporter=None if quiet or rank else RichTrainReporter(err()))
     except KeyboardInterrupt:
