@@ -105,6 +105,7 @@ CONFIGS = {
     # the two directions trained together under the agreement loss (train --agree-weight 1)
     "agree-fert-head-sp-e5-b2k-d0-lex": _preset(**{**B2K, "epochs": 5}, **D0, lexicon_weight=1.0),
     "agree-fert-head-sp-e5-b2k-d0-agr": _preset(**{**B2K, "epochs": 5}, **D0, agree_weight=1.0),
+    "agree-fert-head-sp-e5-b2k-d0-agr5": _preset(**{**B2K, "epochs": 5}, **D0, agree_weight=5.0),
     # the preset with 8 passes (--preset align --epochs 8): does the student pass its teacher?
     "agree-fert-head-sp-e8-b2k-d0": _preset(**{**B2K, "epochs": 8}, **D0),
     # the preset's student at half the width (128-unit GRUs and embeddings): about twice as fast, far worse

@@ -38,7 +38,7 @@ class Panel:
 MAX_INCHES = 36.0  # the largest side of a figure (5,400 pixels at the 150 dpi of save_figure)
 FONT_SIZE = 8.0  # points: word labels; printed at the figure's own size (a 3.3-inch column for ~15 words)
 LINE = 1.35  # a cell is this many label heights: labels of neighbouring rows never touch
-MIN_MATRIX = 2.0  # inches: a short pair's matrix is not smaller than this
+MIN_MATRIX = 1.9  # inches: a short pair's matrix is not smaller than this
 
 
 @dataclass
@@ -81,7 +81,7 @@ def pair_score_text(links: Sequence[Link], gold: Alignment | None) -> str:
 
 
 def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: float = FONT_SIZE,
-               title: str | None = None):
+               title: str | None = None, title_chars: int = 60):
     """Draw one panel on a matplotlib Axes with ``fs``-point labels and ``title`` (None: the panel's
     title and scores); return the image (for a shared colour bar)."""
     from matplotlib.patches import Rectangle
@@ -128,7 +128,7 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: f
         if score:
             title = f"{title}\n{score}" if title else score
     if title:
-        ax.set_title(title, fontsize=fs + 1, pad=4 if compact else 0.8 * fs, wrap=True)
+        ax.set_title(wrap_title(title, title_chars), fontsize=fs + 1, pad=4 if compact else 0.8 * fs)
     if colorbar:
         bar = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
         bar.set_label("attention", fontsize=fs)
@@ -156,7 +156,7 @@ def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool =
     n = len(panels)
     cols = cols or n
     rows = (n + cols - 1) // cols
-    fs, cell, (w, h) = _sizes(panels, cols, rows, compact, style)
+    fs, chars, (w, h) = _sizes(panels, cols, rows, compact, style)
     fig, axes = plt.subplots(rows, cols, figsize=(w, h), squeeze=False, layout="constrained")
     im = None
     # --title is the figure's title: the one panel's, or above several (their own titles name what differs)
@@ -164,7 +164,7 @@ def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool =
     for k, ax in enumerate(axes.flat):
         if k < n:
             im = draw_panel(ax, panels[k], colorbar=not compact and n == 1, compact=compact, fs=fs,
-                            title=titles[k])
+                            title=titles[k], title_chars=chars)
         else:
             ax.axis("off")
     if im is not None and (compact or n > 1):
@@ -173,7 +173,7 @@ def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool =
         bar.ax.tick_params(labelsize=fs - 1)
     suptitle = suptitle if style.title is None or n == 1 else style.title
     if suptitle:
-        fig.suptitle(suptitle, fontsize=fs + 1)
+        fig.suptitle(wrap_title(suptitle, chars * cols), fontsize=fs + 1)
     if not compact:
         _legend(fig, panels, fs - 1)
     return fig
@@ -181,36 +181,48 @@ def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool =
 
 def _sizes(panels: Sequence[Panel], cols: int, rows: int, compact: bool, style: FigureStyle
            ) -> tuple[float, float, tuple[float, float]]:
-    """The label size in points, the cell side and the figure's (width, height) in inches."""
+    """The label size in points, a title's characters a line and the figure's (width, height) in
+    inches."""
     T = max(p.matrix.shape[0] for p in panels)
     S = max(p.matrix.shape[1] + (p.eos is not None) for p in panels)
     fs = style.font_size or FONT_SIZE
     longest = max((len(w) for p in panels for w in [*p.src, *p.tgt, "</s>"]), default=4)
+    titles = [p.title + ("\nAER 00.0  P 00.0  R 00.0" if p.gold is not None else "") for p in panels]
+    if style.title is not None:
+        titles = [style.title] if len(panels) == 1 else titles
 
-    def margins(fs: float) -> tuple[float, float]:  # labels, title, colour bar and legend around a panel
-        if compact:
-            return 0.3, 0.4
-        label = min(longest, 30) * 0.55 * fs / 72
-        title = 3 * fs / 72 * (style.title != "" or rows * cols > 1)
-        return label + 0.1, 0.87 * label + title + 0.2
+    def labels(fs: float) -> float:  # the word labels' extent beside (and, rotated, above) the matrix
+        return 0.3 if compact else min(longest, 30) * 0.55 * fs / 72 + 0.1
 
     bar = 0.8  # the colour bar, the panel's or the figure's
     if style.width is not None:
-        cell = ((style.width - bar) / cols - margins(fs)[0]) / S
+        cell = ((style.width - bar) / cols - labels(fs)) / S
         if style.font_size is None:  # the default font shrinks to fit the cells the width leaves
             fs = max(2.0, min(fs, cell * 72 / LINE))
-            cell = ((style.width - bar) / cols - margins(fs)[0]) / S
+            cell = ((style.width - bar) / cols - labels(fs)) / S
         cell = max(cell, 0.01)
     else:
         cell = 0.12 if compact else max(LINE * fs / 72, MIN_MATRIX / max(S, T))
-    mw, mh = margins(fs)
     # a long pair shrinks its cells (and labels) so that a figure stays under MAX_INCHES a side: a
     # 150-word pair must not become a 200-megapixel PNG
-    fit = min(cell, ((MAX_INCHES - bar) / cols - mw) / S, (MAX_INCHES / rows - mh - 0.3) / T)
+    fit = min(cell, ((MAX_INCHES - bar) / cols - labels(fs)) / S, (MAX_INCHES / rows - 2.0) / T)
     if fit < cell:
         fs, cell = (fs * fit / cell if style.font_size is None else fs), fit
-    width = style.width if style.width is not None else cols * (cell * S + mw) + bar
-    return fs, cell, (width, rows * (cell * T + mh) + (0 if compact else 0.3))
+    panel = cell * S + labels(fs)
+    width = style.width if style.width is not None else cols * panel + bar
+    chars = max(12, int(panel / (0.6 * (fs + 1) / 72)))  # a title's characters a line
+    lines = max(len(wrap_title(t, chars).split("\n")) for t in titles) if any(titles) else 0
+    title = 0.0 if compact else lines * 1.4 * (fs + 1) / 72 + 0.8 * fs / 72
+    legend = 0.0 if compact else 2 * 1.6 * fs / 72
+    return fs, chars, (width, rows * (cell * T + 0.87 * labels(fs) + title) + legend + 0.2)
+
+
+def wrap_title(text: str, chars: int) -> str:
+    """``text`` in lines of at most ``chars`` characters, broken at spaces, and inside words (a path)
+    longer than a line."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) or line for line in text.split("\n"))
 
 
 def _legend(fig, panels: Sequence[Panel], fs: float) -> None:
