@@ -208,3 +208,21 @@ def test_the_teacher_is_trained_once_and_kept_in_the_model_directory(recorded, t
     (m / saved.FILE).write_bytes(b"not a zip")
     r = runner.invoke(app, [*base, "-o", str(tmp_path / "damaged.align")])
     assert r.exit_code == 0 and fits == [1, 1]
+
+
+def test_an_old_guided_model_is_combined_with_the_teacher_that_guided_it(guided, tmp_path):
+    # a model trained before --guide-prefix/--guide-identical existed: align's teacher is the one train
+    # --resume would rebuild (whole words, no prior), not today's defaults
+    import json
+    import shutil
+
+    from attnalign.statistical.options import TeacherOptions
+
+    d, _ = guided
+    old = tmp_path / "old"
+    shutil.copytree(d, old)
+    config = json.loads((old / "config.json").read_text())
+    del config["train_options"]["guide_prefix"], config["train_options"]["guide_identical"]
+    (old / "config.json").write_text(json.dumps(config))
+    resumed = TrainOptions.from_saved(config["train_options"]).teacher
+    assert Aligner(old).teacher_options == resumed == TeacherOptions(COMBINED, "posterior", 0, 0.0)

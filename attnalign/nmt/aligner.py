@@ -213,13 +213,9 @@ class Aligner:
     def teacher_options(self):
         """The statistical teacher to combine with: the one that guided the model (``train --guide
         auto``'s ``--guide-*`` options), else the built-in default."""
-        from ..statistical.options import DEFAULT, TeacherOptions
+        from ..statistical.options import DEFAULT, saved_teacher
 
-        if not self._guided:
-            return DEFAULT
-        t = self.meta["train_options"]
-        return TeacherOptions(*(t.get(f"guide_{f}", getattr(DEFAULT, f))
-                                for f in ("model", "sym", "prefix", "identical")))
+        return saved_teacher(self.meta["train_options"]) if self._guided else DEFAULT
 
     @property
     def may_want_teacher(self) -> bool:

@@ -15,8 +15,8 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import OptionError, require
+from ..statistical.options import BEFORE_PREFIX, TeacherOptions
 from ..statistical.options import DEFAULT as TEACHER
-from ..statistical.options import TeacherOptions
 
 DIRECTIONS = ("forward", "reverse")
 PARALLEL_CHOICES = ("auto", "on", "off")  # --parallel-directions
@@ -175,8 +175,7 @@ class TrainOptions:
         """The options a model directory recorded (``config.json``'s ``train_options``). A run started
         before the teacher options existed saw whole words and had no identical-word prior; one before
         --max-length had no length filter."""
-        saved = {"guide_prefix": 0, "guide_identical": 0.0, "max_length": 10**9, "parallel_directions": "off",
-                 **saved}
+        saved = {**BEFORE_PREFIX, "max_length": 10**9, "parallel_directions": "off", **saved}
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in saved.items() if k in known})
 
