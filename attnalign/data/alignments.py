@@ -217,14 +217,8 @@ def _build(
     ]
 
 
-def _first_out_of_range(
-    raw: list[_RawLink],
-    src_lengths: Sequence[int],
-    tgt_lengths: Sequence[int],
-    one_based: bool,
-    reverse: bool,
-    drop_null: bool,
-) -> _RawLink | None:
+def _first_out_of_range(raw: list[_RawLink], src_lengths: Sequence[int], tgt_lengths: Sequence[int],
+                        one_based: bool, reverse: bool, drop_null: bool) -> _RawLink | None:
     off = 1 if one_based else 0
     for r in raw:
         if drop_null and (r.a == 0 or r.b == 0):
@@ -237,16 +231,8 @@ def _first_out_of_range(
     return None
 
 
-def _range_check(
-    raw: list[_RawLink],
-    p: Path,
-    src_lengths: Sequence[int],
-    tgt_lengths: Sequence[int],
-    one_based: bool,
-    reverse: bool,
-    fmt: str,
-    role: str,
-) -> None:
+def _range_check(raw: list[_RawLink], p: Path, src_lengths: Sequence[int], tgt_lengths: Sequence[int],
+                 one_based: bool, reverse: bool, fmt: str, role: str) -> None:
     drop_null = fmt == "naacl" and one_based
     bad = _first_out_of_range(raw, src_lengths, tgt_lengths, one_based, reverse, drop_null)
     if bad is None:
