@@ -19,6 +19,7 @@ from ..decoding import (
     TEACHER_DECODING,
     TEACHER_MIN_PAIRS,
 )
+from ..nmt.limits import BATCH_TOKENS, MAX_LENGTH
 from .common import (
     PRETRAINED,
     TEACHER,
@@ -178,7 +179,8 @@ def align_corpus(
     model: ModelDirOpt, src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None,
     output: OutputOpt = None, decoding: dict = None, scores: ScoresOpt = False,
     json_lines: JsonLinesOpt = False, save_attention: SaveAttentionOpt = None, gold: GoldGiven = None,
-    lowercase: ModelLowercaseOpt = None, batch_tokens: BatchTokensOpt = 4000, max_length: MaxLengthOpt = 250,
+    lowercase: ModelLowercaseOpt = None, batch_tokens: BatchTokensOpt = BATCH_TOKENS,
+    max_length: MaxLengthOpt = MAX_LENGTH,
     device: DeviceOpt = "auto", threads: ThreadsOpt = None, quiet: QuietOpt = False,
     encoding: EncodingOpt = "utf-8", pretrained: dict = None, teacher: dict = None,
 ) -> None:

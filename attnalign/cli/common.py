@@ -26,6 +26,7 @@ from rich.text import Text
 
 from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS
 from ..errors import AttnAlignError, AttnAlignWarning, OptionError
+from ..nmt.limits import BATCH_TOKENS
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import SYMS as TEACHER_SYMS
 from ..statistical.registry import MODELS as TEACHER_MODELS
@@ -229,7 +230,7 @@ def _layer_head(value: str | None, what: str) -> int | str | None:
         raise OptionError(f"--{what} must be {choices}, not {value!r}") from None
 
 
-def align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=4000, device="auto",
+def align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=BATCH_TOKENS, device="auto",
                   max_length=10**6, resolve: bool = True, reverse_model=None, src_lang=None, tgt_lang=None):
     """The :class:`~attnalign.nmt.aligner.AlignOptions` of the parsed decoding options; ``resolve``:
     the device named for torch (imports torch)."""

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ..errors import OptionError
+from ..nmt.limits import MAX_LENGTH
 from .common import (
     GOLD_READING,
     TEACHER,
@@ -66,7 +67,7 @@ CellOpt = _opt(str | None, "--cell", "RNN cell: gru or lstm [default: gru].")
 HiddenOpt = _opt(int | None, "--hidden", "RNN hidden size [default: 256].")
 EmbDimOpt = _opt(int | None, "--emb-dim", "RNN embedding size [default: 256].")
 TrainMaxLengthOpt = _opt(int | None, "--max-length", "Training pairs longer than this many model tokens "
-                         "on either side are left out, with a warning [default: 250].")
+                         f"on either side are left out, with a warning [default: {MAX_LENGTH}].")
 InitFromOpt = Annotated[Path | None, typer.Option(
     "--init-from", help="Fine-tune this pretrained Hugging Face translation model (a save_pretrained "
     "directory or hf:NAME) instead of training a new network: one cross-attention head learns the guide "

@@ -32,6 +32,7 @@ from ..decoding import (
 from ..errors import AttnAlignError, OptionError, require, warn
 from .checkpoint import LoadedModel, is_hf_model, load_model, read_model_config
 from .extract import AttentionSpec, iter_attention, reduce_attention, uses_align_head
+from .limits import BATCH_TOKENS, MAX_LENGTH
 
 AUTO = "auto"  # --decoder / --sym / --teacher: chosen per model by resolve_decoding and Aligner.wants_teacher
 
@@ -44,9 +45,9 @@ class AlignOptions:
     layer: int | str | None = None
     head: int | str = "mean"
     shift: int = 0
-    batch_tokens: int = 4000
+    batch_tokens: int = BATCH_TOKENS
     device: str = "cpu"
-    max_length: int = 250  # model tokens per side; longer pairs are skipped (empty line, warning)
+    max_length: int = MAX_LENGTH  # model tokens per side; longer pairs are skipped (empty line, warning)
     chunk_size: int = 5000  # pairs extracted at once (bounds memory)
     # pretrained (Hugging Face) models only: the tgt->src model for both directions, and the language
     # codes a multilingual model needs

@@ -17,6 +17,7 @@ import torch
 from ..errors import OptionError
 from .batching import bucket_batches, make_batch
 from .device import flushed_denormals
+from .limits import BATCH_TOKENS
 from .subword import Segmenter
 from .words import select_rows, tokens_to_words
 
@@ -85,7 +86,7 @@ def iter_attention(
     lm: LoadedModel,
     pairs: Sequence[tuple[Sequence[str], Sequence[str]]],
     spec: AttentionSpec = AttentionSpec(),
-    batch_tokens: int = 4000,
+    batch_tokens: int = BATCH_TOKENS,
     device: str | torch.device = "cpu",
 ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """Yield ``(index, matrix [T, S], eos_mass [T])`` over words for every pair, in length-bucket order.

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import AttnAlignError, OptionError
 from .checkpoint import HF_PREFIX
+from .limits import BATCH_TOKENS
 
 INSTALL_HINT = 'install the optional dependencies: pip install "attnalign[hf]"'
 
@@ -216,7 +217,7 @@ class HFModel:
                   output_attentions=True, use_cache=False)
         return torch.stack(out.cross_attentions, dim=1)
 
-    def iter_attention(self, pairs, spec, batch_tokens: int = 4000, device="cpu"
+    def iter_attention(self, pairs, spec, batch_tokens: int = BATCH_TOKENS, device="cpu"
                        ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """As :func:`attnalign.nmt.extract.iter_attention`: ``(index, matrix [T, S], eos_mass [T])`` per
         pair over words; non-word tokens' mass is the EOS mass."""

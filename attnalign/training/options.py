@@ -15,6 +15,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import OptionError, require
+from ..nmt.limits import MAX_LENGTH
 from ..statistical.options import BEFORE_PREFIX, TeacherOptions
 from ..statistical.options import DEFAULT as TEACHER
 
@@ -76,7 +77,7 @@ class TrainOptions:
     guide_identical: float = TEACHER.identical
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
-    max_length: int = 250  # model tokens per side (EOS included); longer pairs are left out, with a warning
+    max_length: int = MAX_LENGTH  # model tokens per side (EOS included); longer pairs are left out
     parallel_directions: str = "auto"  # both directions at once, a process each (training/parallel.py)
     # guided fine-tuning of a pretrained Hugging Face model instead of a new network (training/finetune.py)
     init_from: str | None = None  # the source-to-target model: a save_pretrained directory or hf:NAME

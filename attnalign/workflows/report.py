@@ -27,6 +27,7 @@ from ..data.corpus import Pairs
 from ..data.fileio import atomic_dir, inside, is_stdio
 from ..errors import AttnAlignError, OptionError
 from ..eval.plot import settings_text
+from ..nmt.limits import BATCH_TOKENS
 from .report_page import write_page
 from .report_plots import write_plots
 from .report_sweep import Config, attention_stats, default_output, model_results, saved_results
@@ -41,7 +42,7 @@ def build_report(
     pairs: Pairs | None = None,
     attention: str | os.PathLike | None = None,
     device: str = "cpu",
-    batch_tokens: int = 4000,
+    batch_tokens: int = BATCH_TOKENS,
     gallery: int = 4,
     top: int = 20,
     command: str | None = None,
