@@ -31,7 +31,7 @@ from ..decoding import (
 )
 from ..errors import AttnAlignError, OptionError, require, warn
 from .checkpoint import LoadedModel, is_hf_model, load_model, read_model_config
-from .extract import AttentionSpec, iter_attention, reduce_attention, uses_align_head
+from .extract import AttentionSpec, default_layer, iter_attention, reduce_attention, uses_align_head
 from .limits import BATCH_TOKENS, MAX_LENGTH
 
 AUTO = "auto"  # --decoder / --sym / --teacher: chosen per model by resolve_decoding and Aligner.wants_teacher
@@ -276,7 +276,7 @@ class Aligner:
         head_read = _reads_align(self.forward, self.spec)
         layer = "align" if head_read else o.layer
         if layer is None:
-            layer = -2 if self.forward.config.get("dec_layers", 1) > 1 else -1
+            layer = default_layer(self.forward.config.get("dec_layers", 1))
         return {"model_type": self.forward.model_type, "directions": self.meta["directions"],
                 "sym": self.sym, "decoder": o.decoder, "layer": layer if tf or head_read else None,
                 "head": o.head if tf and not head_read else None, "shift": o.shift,

@@ -55,6 +55,12 @@ def model_attention(model, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: to
     return reduce_attention(model.attention(src, src_mask, tgt_in), spec)
 
 
+def default_layer(n_layers: int) -> int:
+    """The decoder layer read when none is named: the penultimate one (the last of a 1-layer model),
+    whose cross-attention aligns best in Transformers (README, "Alignment quality")."""
+    return -2 if n_layers > 1 else -1
+
+
 def reduce_attention(att: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
     """Model attention -> one matrix per example, [B, T, S].
 
@@ -67,7 +73,7 @@ def reduce_attention(att: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
     if layer == "align":
         raise OptionError("--layer align reads the alignment head, not a decoder layer")
     if layer is None:
-        layer = -2 if n_layers > 1 else -1
+        layer = default_layer(n_layers)
     if layer == "mean":
         att = att.mean(1)
     else:

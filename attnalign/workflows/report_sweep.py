@@ -91,7 +91,7 @@ def model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int):
     the :class:`~attnalign.nmt.aligner.AlignOptions` naming the device and, for a pretrained model, its
     reverse model and languages."""
     from ..nmt.aligner import load_directions, model_meta
-    from ..nmt.extract import AttentionSpec, corpus_attention
+    from ..nmt.extract import AttentionSpec, corpus_attention, default_layer
 
     device = options.device
     meta = model_meta(model_dir, options)
@@ -105,7 +105,7 @@ def model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int):
             layers = ["align", *layers]
     mats = {}
     results = []
-    default_layer = (-2 if tf and fwd_model.config["dec_layers"] > 1 else -1) if tf else None
+    default = default_layer(fwd_model.config["dec_layers"]) if tf else None
     for layer in layers:
         for shift in (0, 1) if tf else (0,):  # an RNN's attention query already reads the decoder input
             spec = AttentionSpec(layer, "mean", shift)
@@ -117,7 +117,7 @@ def model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int):
             mats[(layer, shift)] = (fwd, rev)
             is_default = layer in (None, "align") or (
                 isinstance(layer, int)
-                and layer % fwd_model.config["dec_layers"] == default_layer % fwd_model.config["dec_layers"]
+                and layer % fwd_model.config["dec_layers"] == default % fwd_model.config["dec_layers"]
             )
             results += _sweep(layer, shift, fwd, rev, gold, is_default)
     return results, mats, tf
