@@ -1,41 +1,23 @@
-"""The alignment objectives beside the guide (training/objectives.py): hand-computed losses, a
-known-answer task the lexical loss solves with no teacher, the agreement loss's effect on the two
-directions, joint training's resume, and the options' errors."""
+"""The agreement objective (training/objectives.py, training/joint.py): the loss by hand, its effect on
+the two directions trained together, joint training's resume, and the options' errors."""
 
 from __future__ import annotations
 
-import math
+import csv
 
 import pytest
 import torch
 from helpers import SAMPLE
-from test_align_head import shuffle_aers
 from test_train import Kill, KillAt
 from typer.testing import CliRunner
 
 import attnalign.training.run as train_mod
 from attnalign.cli import app
 from attnalign.errors import OptionError
-from attnalign.nmt.batching import make_batch
 from attnalign.nmt.checkpoint import load_checkpoint, load_model
 from attnalign.nmt.extract import corpus_attention
 from attnalign.training import TrainOptions, train
-from attnalign.training.objectives import agreement_loss, lexical_loss
-
-
-def test_lexical_loss_by_hand():
-    # one pair: source a b (+ EOS, the null word), target y (+ EOS); a second pair one word shorter on the
-    # source side, whose padded column must not count
-    b = make_batch([0, 1], [[5, 6], [5]], [[4], [4]])
-    align = torch.tensor([[[0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3]],
-                          [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]]])  # [B, T+1, S+1]
-    probs = torch.full((2, 3, 5), 0.15)  # p(y | x_j), V = 5: word 4 is y
-    probs[0, :, 4] = torch.tensor([0.4, 0.2, 0.1])
-    probs[1, :, 4] = torch.tensor([0.8, 0.3, 0.9])  # position 2 is padding in pair 1: never read
-    got = lexical_loss(align, probs.log(), b.src_mask, b.tgt_out)
-    pair0 = -math.log(0.5 * 0.4 + 0.25 * 0.2 + 0.25 * 0.1)  # 0.275
-    pair1 = -math.log(0.5 * 0.8 + 0.5 * 0.3)  # 0.55
-    assert got.item() == pytest.approx((pair0 + pair1) / 2, rel=1e-6)  # EOS rows left out
+from attnalign.training.objectives import agreement_loss
 
 
 def test_agreement_loss_by_hand():
@@ -49,15 +31,6 @@ def test_agreement_loss_by_hand():
     assert agreement_loss(same, rev, [2], [1]).item() == 0.0
 
 
-def test_known_answer_the_lexical_loss_aligns_with_no_teacher(tmp_path):
-    # the shuffle task: the translation attention cannot align it; the head, told nothing but to explain
-    # each target word by the source words it weights, aligns it exactly
-    head, attention = shuffle_aers(tmp_path / "m", guided=False, lexicon_weight=1.0)
-    assert head < 0.05
-    assert attention > 0.3
-    assert "lexicon" not in load_checkpoint(tmp_path / "m" / "forward.pt")["state_dict"]  # training only
-
-
 @pytest.fixture(scope="module")
 def sample_pairs():
     from attnalign.data.corpus import read_corpus
@@ -65,9 +38,14 @@ def sample_pairs():
     return read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:300]
 
 
+def csv_rows(path) -> list[dict]:
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
 def _joint(**kw) -> TrainOptions:
     base = dict(direction="both", model_config={"hidden": 32, "emb_dim": 16, "align_head": True}, epochs=2,
-                batch_tokens=300, seed=3, lexicon_weight=1.0)
+                batch_tokens=300, seed=3, guide="auto")
     return TrainOptions(**{**base, **kw})
 
 
@@ -82,7 +60,7 @@ def test_agreement_brings_the_two_directions_together(tmp_path, sample_pairs):
     train(sample_pairs, tmp_path / "together", _joint(agree_weight=20.0))
     apart = _disagreement(tmp_path / "apart", sample_pairs[:50])
     together = _disagreement(tmp_path / "together", sample_pairs[:50])
-    assert together < 0.5 * apart
+    assert together < 0.8 * apart  # 0.69 here: the shared guide already brings them close
 
 
 def test_joint_resume_equals_an_uninterrupted_run(tmp_path, sample_pairs, monkeypatch):
@@ -104,9 +82,9 @@ def test_joint_resume_equals_an_uninterrupted_run(tmp_path, sample_pairs, monkey
 @pytest.mark.parametrize(("options", "message"), [
     ({"agree_weight": 1.0, "direction": "forward"}, "--direction both"),
     ({"agree_weight": 1.0, "parallel_directions": "on"}, "one process"),
-    ({"lexicon_weight": -1.0}, "--lexicon-weight"),
+    ({"agree_weight": -1.0}, "--agree-weight"),
     ({"agree_weight": float("nan")}, "--agree-weight"),
-    ({"lexicon_weight": 1.0, "model_config": {}}, "--align-head"),
+    ({"agree_weight": 1.0, "model_config": {}}, "--align-head"),
 ])
 def test_objective_options_are_checked_before_any_work(tmp_path, options, message):
     with pytest.raises(OptionError, match=message):
@@ -118,14 +96,12 @@ def test_cli_objectives_reach_the_run(tmp_path):
     base = ["train", "--src", str(SAMPLE / "dev.en"), "--tgt", str(SAMPLE / "dev.fr"), "--model",
             str(tmp_path / "m"), "--align-head", "--hidden", "16", "--emb-dim", "8", "--max-steps", "2",
             "--quiet"]
-    # no --guide: the lexical loss alone teaches the head
-    r = CliRunner().invoke(app, [*base, "--lexicon-weight", "0.5", "--agree-weight", "2",
-                                 "--direction", "both"])
+    r = CliRunner().invoke(app, [*base, "--guide", "auto", "--agree-weight", "2", "--direction", "both"])
     assert r.exit_code == 0, r.output
     import json
 
     saved = json.loads((tmp_path / "m" / "config.json").read_text())["train_options"]
-    assert (saved["lexicon_weight"], saved["agree_weight"]) == (0.5, 2.0)
-    assert "lexicon" in load_checkpoint(tmp_path / "m" / "reverse.last.pt")  # resumable with its lexicon
-    r = CliRunner().invoke(app, [*base, "--lexicon-weight", "1", "--agree-weight", "1", "--overwrite"])
+    assert saved["agree_weight"] == 2.0
+    assert {r["direction"] for r in csv_rows(tmp_path / "m" / "log.csv")} == {"forward", "reverse"}
+    r = CliRunner().invoke(app, [*base, "--guide", "auto", "--agree-weight", "1", "--overwrite"])
     assert r.exit_code == 2 and "--direction both" in r.output

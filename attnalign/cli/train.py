@@ -100,9 +100,6 @@ DevGoldOpt = _opt(Path | None, "--dev-gold", "Dev gold alignment: select by dev 
 GuideOpt = _opt(str | None, "--guide", "Guided alignment: 'auto' (the built-in statistical aligner, see "
                 "--guide-model and --guide-sym) or a Pharaoh file of links for the training corpus.")
 GuideWeightOpt = _opt(float, "--guide-weight", "Weight of the guide loss.")
-LexiconWeightOpt = _opt(float | None, "--lexicon-weight", "Weight of the alignment head's self-supervised "
-                       "loss: each target word explained by the source words its row weights, through a "
-                       "lexicon learnt beside it (needs --align-head) [default: 0, off].")
 AgreeWeightOpt = _opt(float | None, "--agree-weight", "Weight of the agreement loss between the two "
                       "directions' alignment heads, trained together in one process (needs --direction both "
                       "and --align-head) [default: 0, off].")
@@ -195,8 +192,8 @@ GUIDANCE = Group("guidance", (
     ("guide", GuideOpt, None), ("guide_weight", GuideWeightOpt, 1.0),
     ("guide_model", GuideModelOpt, TEACHER_MODEL),
     ("guide_sym", GuideSymOpt, TEACHER_SYM), ("guide_prefix", GuidePrefixOpt, TEACHER.prefix),
-    ("guide_identical", GuideIdenticalOpt, TEACHER.identical), ("lexicon_weight", LexiconWeightOpt, None),
-    ("agree_weight", AgreeWeightOpt, None)), _guidance)
+    ("guide_identical", GuideIdenticalOpt, TEACHER.identical), ("agree_weight", AgreeWeightOpt, None)),
+    _guidance)
 PRETRAINED_INIT = Group("pretrained", (
     ("init_from", InitFromOpt, None), ("reverse_init_from", ReverseInitFromOpt, None),
     ("src_lang", SrcLangOpt, None), ("tgt_lang", TgtLangOpt, None)))

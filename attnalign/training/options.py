@@ -69,7 +69,6 @@ class TrainOptions:
     subword: int | None = None  # sentencepiece vocabulary size per side; None or 0: words
     guide: str | None = None  # guided alignment: "auto" (built-in statistical aligner) or a file
     guide_weight: float = 1.0  # weight of the guided-alignment loss
-    lexicon_weight: float = 0.0  # weight of the alignment head's self-supervised lexical loss (objectives)
     agree_weight: float = 0.0  # weight of the two directions' agreement loss, trained together (objectives)
     guide_model: str = TEACHER.model  # the teacher of guide="auto": TeacherOptions, field by field
     guide_sym: str = TEACHER.sym
@@ -143,10 +142,9 @@ class TrainOptions:
         require("--subword-type", self.subword_type, choices=("unigram", "bpe"))
         require("--parallel-directions", self.parallel_directions, choices=PARALLEL_CHOICES)
         network = self.network().check()
-        if network.align_head and not has_guide_links and self.guide is None and not self.lexicon_weight:
-            raise OptionError("the alignment head learns from a guide alignment or the lexical loss",
-                              hint="add --guide auto (or --guide FILE) or --lexicon-weight 1, or leave out "
-                                   "--align-head")
+        if network.align_head and not has_guide_links and self.guide is None:
+            raise OptionError("the alignment head learns from a guide alignment only",
+                              hint="add --guide auto (or --guide FILE), or leave out --align-head")
         self._check_objectives(network)
         if self.guide == "auto" and not has_guide_links:
             self.teacher.check(prefix_flag="--guide-prefix", identical_flag="--guide-identical")
@@ -155,19 +153,19 @@ class TrainOptions:
     def _check_objectives(self, network) -> None:
         from .. import dist
 
-        require("--lexicon-weight", self.lexicon_weight, low=0)
         require("--agree-weight", self.agree_weight, low=0)
-        for flag, weight in (("--lexicon-weight", self.lexicon_weight),
-                             ("--agree-weight", self.agree_weight)):
-            if weight and not network.align_head:
-                raise OptionError(f"{flag} trains the alignment head", hint="add --align-head (and --guide)")
-            if weight and dist.launched():
-                raise OptionError(f"{flag} is not available under torchrun",
-                                  hint=f"train in one process, or leave out {flag}")
-        if self.agree_weight and self.direction != "both":
+        if not self.agree_weight:
+            return
+        if not network.align_head:
+            raise OptionError("--agree-weight trains the alignment heads",
+                              hint="add --align-head (and --guide)")
+        if dist.launched():
+            raise OptionError("--agree-weight is not available under torchrun",
+                              hint="train in one process, or leave out --agree-weight")
+        if self.direction != "both":
             raise OptionError("--agree-weight trains the two directions together",
                               hint="add --direction both")
-        if self.agree_weight and self.parallel_directions == "on":
+        if self.parallel_directions == "on":
             raise OptionError("--agree-weight trains the two directions together, in one process",
                               hint="leave out --parallel-directions on")
 

@@ -29,7 +29,6 @@ from .guide import guide_loss, guide_targets, token_links
 from .model_dir import (
     append_log,
 )
-from .objectives import Lexicon, lexical_loss
 from .options import TrainOptions
 
 
@@ -117,11 +116,7 @@ class DirectionRun:
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.lm = LoadedModel(self.model, o.model_type, self.model_config, src_vocab, tgt_vocab,
                               self.direction, o.lowercase, None, src_seg, tgt_seg)
-        self.lexicon = None  # the self-supervised lexicon of --lexicon-weight (training only; objectives)
-        if o.lexicon_weight > 0:
-            self.lexicon = Lexicon(self.model.src_emb.embedding_dim, len(tgt_vocab)).to(self.device)
-        self.params = [*self.model.parameters(), *(self.lexicon.parameters() if self.lexicon else ())]
-        self.opt = _adam(self.params, o.base_lr)
+        self.opt = _adam(self.model.parameters(), o.base_lr)
         self.src_ids, self.tgt_ids = encode(self.lm, pairs)
         self.tok_links = (token_links(src_seg, tgt_seg, pairs, self.links) if self.links is not None
                           else None)
@@ -132,8 +127,6 @@ class DirectionRun:
         self.p = _Progress()
         if state is not None:
             self.model.load_state_dict(state["state_dict"])
-            if self.lexicon is not None:
-                self.lexicon.load_state_dict(state["lexicon"])
             self.opt.load_state_dict(state["optimizer"])
             self.p = _Progress(*(state[k] for k in ("step", "epoch", "offset", "best", "elapsed", "ep_loss",
                                                     "ep_tok")))
@@ -176,7 +169,6 @@ class DirectionRun:
             "ep_loss": p.ep_loss, "ep_tok": p.ep_tok, "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
             "finished": finished, "summary": summary or {},
-            **({"lexicon": self.lexicon.state_dict()} if self.lexicon is not None else {}),
         })
 
     def prepare(self, resume: bool) -> dict | None:
@@ -243,9 +235,6 @@ class DirectionRun:
                                    null_to_eos=out.align is not None).to(self.device)
             read = out.align if out.align is not None else reduce_attention(out.attention, AttentionSpec())
             objective = objective + o.guide_weight * guide_loss(read, target)
-        if self.lexicon is not None:
-            lex = self.lexicon(self.model.src_emb(b.src))
-            objective = objective + o.lexicon_weight * lexical_loss(out.align, lex, b.src_mask, b.tgt_out)
         return objective, loss, n, out.align
 
     def check_finite(self, objective: torch.Tensor, what: str) -> None:
@@ -257,7 +246,7 @@ class DirectionRun:
 
     def apply(self) -> None:
         """Clip this run's gradients and update its weights (after backward)."""
-        torch.nn.utils.clip_grad_norm_(self.params, self.o.clip)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.o.clip)
         self.opt.step()
 
     def _step(self, b, group: list[int]) -> tuple[torch.Tensor, int]:
