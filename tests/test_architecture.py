@@ -144,3 +144,24 @@ def test_teacher_defaults_are_stated_once():
     params = inspect.signature(align_statistical_files).parameters
     assert tuple(params[k].default for k in ("model", "sym", "prefix", "identical")) == \
         (DEFAULT.model, DEFAULT.sym, DEFAULT.prefix, DEFAULT.identical)
+
+
+def test_train_options_are_stated_once():
+    # the train command's defaults and help are read from TrainOptions and PRESETS, not copied
+    import inspect
+
+    from typer.testing import CliRunner
+
+    from attnalign.cli import app
+    from attnalign.cli.train import train
+    from attnalign.training.options import PRESETS, TrainOptions
+
+    defaults = TrainOptions()
+    params = inspect.signature(train).parameters
+    for name in ("warmup", "clip", "label_smoothing", "seed", "min_freq", "guide_weight", "subword_type",
+                 "epochs", "lowercase"):
+        assert params[name].default == getattr(defaults, name), name
+    r = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "300"})
+    text = " ".join(r.output.split())
+    assert f"--batch-tokens {PRESETS['align']['batch_tokens']}" in text
+    assert f"[default: {defaults.batch_tokens};" in text

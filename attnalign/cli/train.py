@@ -10,6 +10,7 @@ import typer
 
 from ..errors import OptionError
 from ..nmt.limits import MAX_LENGTH
+from ..training.options import EPOCHS, EPOCHS_FULL_PAIRS, PRESETS, TrainOptions, preset_flags
 from .common import (
     GOLD_READING,
     TEACHER,
@@ -57,6 +58,10 @@ class Direction(str, Enum):
     both = "both"
 
 
+DEFAULTS = TrainOptions()  # the CLI's defaults are the library's
+_ALIGN, _FAST = PRESETS["align"], PRESETS["align-fast"]
+
+
 def _opt(kind, flag: str, help: str, **kw):
     return Annotated[kind, typer.Option(flag, help=help, **kw)]
 
@@ -77,16 +82,19 @@ ReverseInitFromOpt = Annotated[Path | None, typer.Option(
 DModelOpt = _opt(int | None, "--d-model", "Transformer width [default: 256].")
 HeadsOpt = _opt(int | None, "--heads", "Transformer heads [default: 4].")
 LayersOpt = _opt(int | None, "--layers", "Encoder and decoder layers [default: rnn 1, transformer 3].")
-DropoutOpt = _opt(float | None, "--dropout", "Dropout [default: rnn 0.2, transformer 0.1; 0 "
-                 "with --preset align or align-fast].")
+DropoutOpt = _opt(float | None, "--dropout", "Dropout [default: rnn 0.2, transformer 0.1; "
+                 f"{_ALIGN['model_config']['dropout']:g} with --preset align or align-fast].")
 EpochsOpt = _opt(str, "--epochs", "Passes over the training data: a number (1.5 ends halfway through the "
-                 "second) or auto: 8 for up to 20,000 pairs, 8 x sqrt(20,000 / pairs) for more (5 and "
-                 "5 x sqrt(...) with --preset align, 3 and 3 x sqrt(...) with --preset align-fast).")
+                 f"second) or auto: {EPOCHS} for up to {EPOCHS_FULL_PAIRS:,} pairs, {EPOCHS} x "
+                 f"sqrt({EPOCHS_FULL_PAIRS:,} / pairs) for more ({_ALIGN['auto_epochs']} and "
+                 f"{_ALIGN['auto_epochs']} x sqrt(...) with --preset align, {_FAST['auto_epochs']} and "
+                 f"{_FAST['auto_epochs']} x sqrt(...) with --preset align-fast).")
 MaxStepsOpt = _opt(int | None, "--max-steps", "Stop after this many updates.")
-BatchTokensOpt = _opt(int | None, "--batch-tokens", "Padded tokens per batch [default: 1000; 2000 with "
-                      "--preset align or align-fast].")
-LrOpt = _opt(float | None, "--lr", "Peak learning rate [default: rnn 1e-3, transformer 5e-4; 2e-3 with "
-             "--preset align or align-fast].")
+BatchTokensOpt = _opt(int | None, "--batch-tokens", "Padded tokens per batch [default: "
+                      f"{DEFAULTS.batch_tokens}; {_ALIGN['batch_tokens']} with --preset align or "
+                      "align-fast].")
+LrOpt = _opt(float | None, "--lr", "Peak learning rate [default: rnn 1e-3, transformer 5e-4; "
+             f"{_ALIGN['lr']:g} with --preset align or align-fast].")
 WarmupOpt = _opt(int, "--warmup", "Warm-up steps (at most 10% of training).")
 ClipOpt = _opt(float, "--clip", "Gradient norm clipping.")
 SmoothingOpt = Annotated[float, typer.Option("--label-smoothing")]
@@ -106,12 +114,11 @@ AgreeWeightOpt = _opt(float | None, "--agree-weight", "Weight of the agreement l
 AlignHeadOpt = _opt(bool | None, "--align-head/--no-align-head", "Add an alignment head (sees the whole "
                     "target sentence; trained by --guide only) and align with it.")
 PresetOpt = _opt(str | None, "--preset", "Named options; others given beside it override it. align: "
-                 "--direction both --guide auto --align-head --subword 4000 --batch-tokens 2000 --lr 2e-3 "
-                 "--dropout 0 and 5 passes under --epochs auto (the benchmarked aligner); align-fast: the "
-                 "same with 3 passes, for aligning the training corpus with align corpus's default teacher "
-                 "(its student alone is weaker).")
+                 f"{preset_flags('align')} (the benchmarked aligner); align-fast: the same with "
+                 f"{_FAST['auto_epochs']} passes, for aligning the training corpus with align corpus's "
+                 "default teacher (its student alone is weaker).")
 SubwordOpt = _opt(int | None, "--subword", "Sentencepiece vocabulary size per side; 0: whole words "
-                  "[default: whole words; 4000 with --preset align or align-fast].")
+                  f"[default: whole words; {_ALIGN['subword']} with --preset align or align-fast].")
 SubwordTypeOpt = _opt(str, "--subword-type", "unigram or bpe.")
 ParallelOpt = _opt(str | None, "--parallel-directions", "auto, on or off: with --direction both, train "
                    "the two directions at once, each in a process of its own with half of --threads (auto: "
@@ -179,17 +186,19 @@ NETWORK = Group("network", (
     ("heads", HeadsOpt, None), ("layers", LayersOpt, None), ("dropout", DropoutOpt, None),
     ("align_head", AlignHeadOpt, None)), _network)
 SCHEDULE = Group("schedule", (
-    ("epochs", EpochsOpt, "auto"), ("max_steps", MaxStepsOpt, None), ("batch_tokens", BatchTokensOpt, None),
-    ("lr", LrOpt, None), ("warmup", WarmupOpt, 200), ("clip", ClipOpt, 1.0),
-    ("label_smoothing", SmoothingOpt, 0.1), ("seed", SeedOpt, 1)), _schedule)
+    ("epochs", EpochsOpt, DEFAULTS.epochs), ("max_steps", MaxStepsOpt, None),
+    ("batch_tokens", BatchTokensOpt, None),
+    ("lr", LrOpt, None), ("warmup", WarmupOpt, DEFAULTS.warmup), ("clip", ClipOpt, DEFAULTS.clip),
+    ("label_smoothing", SmoothingOpt, DEFAULTS.label_smoothing), ("seed", SeedOpt, DEFAULTS.seed)), _schedule)
 DATA = Group("data", (
-    ("min_freq", MinFreqOpt, 1), ("max_vocab", MaxVocabOpt, None), ("lowercase", LowercaseOpt, False),
+    ("min_freq", MinFreqOpt, DEFAULTS.min_freq), ("max_vocab", MaxVocabOpt, None),
+    ("lowercase", LowercaseOpt, DEFAULTS.lowercase),
     ("direction", DirectionOpt, None), ("subword", SubwordOpt, None),
-    ("subword_type", SubwordTypeOpt, "unigram"), ("max_length", TrainMaxLengthOpt, None)), _data)
+    ("subword_type", SubwordTypeOpt, DEFAULTS.subword_type), ("max_length", TrainMaxLengthOpt, None)), _data)
 DEV = Group("dev", (("dev_src", DevSrcOpt, None), ("dev_tgt", DevTgtOpt, None),
                     ("dev_gold", DevGoldOpt, None), *GOLD_READING), _dev)
 GUIDANCE = Group("guidance", (
-    ("guide", GuideOpt, None), ("guide_weight", GuideWeightOpt, 1.0),
+    ("guide", GuideOpt, None), ("guide_weight", GuideWeightOpt, DEFAULTS.guide_weight),
     ("guide_model", GuideModelOpt, TEACHER_MODEL),
     ("guide_sym", GuideSymOpt, TEACHER_SYM), ("guide_prefix", GuidePrefixOpt, TEACHER.prefix),
     ("guide_identical", GuideIdenticalOpt, TEACHER.identical), ("agree_weight", AgreeWeightOpt, None)),

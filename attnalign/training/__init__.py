@@ -1,13 +1,22 @@
-"""Training (torch): options and presets (:mod:`.options`), the loop (:mod:`.loop`; one direction's
-run in :mod:`.run`, both trained together in :mod:`.joint`), the alignment objectives
+"""Training (torch): options and presets (:mod:`.options`, torch-free), the loop (:mod:`.loop`; one
+direction's run in :mod:`.run`, both trained together in :mod:`.joint`), the agreement objective
 (:mod:`.objectives`), the guided-alignment loss (:mod:`.guide`) and the model directory's config and
-log (:mod:`.model_dir`)."""
+log (:mod:`.model_dir`).
 
-from .dev import DevSet, evaluate
-from .guide import guide_loss, guide_targets
-from .loop import train
-from .options import PRESETS, TrainOptions, preset_options
-from .run import Reporter, lr_at
+The names below are imported on first use, so that ``attnalign.training.options`` (what the CLI
+declares its defaults from) can be read without importing torch.
+"""
 
-__all__ = ["PRESETS", "DevSet", "Reporter", "TrainOptions", "evaluate", "guide_loss", "guide_targets",
-           "lr_at", "preset_options", "train"]
+from importlib import import_module
+
+_WHERE = {"guide_loss": ".guide", "guide_targets": ".guide", "train": ".loop", "PRESETS": ".options",
+          "TrainOptions": ".options", "preset_options": ".options", "DevSet": ".dev", "evaluate": ".dev",
+          "Reporter": ".run", "lr_at": ".run"}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_WHERE[name], __name__), name)
