@@ -35,7 +35,8 @@ CSS = (
     "table.hm caption{caption-side:bottom;font-size:85%;text-align:left} "
     "table.hm td.gp{border:2px dashed #555} "
     "table.hm th{font-weight:normal;text-align:right;padding-right:4px} "
-    "table.hm th.s{writing-mode:vertical-rl;transform:rotate(180deg);text-align:left;padding:0} "
+    "table.hm th.s{writing-mode:vertical-rl;transform:rotate(180deg);text-align:left;padding:4px 0;"
+    "white-space:nowrap;vertical-align:bottom;line-height:1.2} "
     "details{margin:4px 0}"
 )
 
