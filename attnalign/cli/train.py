@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ..errors import OptionError
+from ..nmt.configs import CELLS, RNNConfig, TransformerConfig
 from ..nmt.limits import MAX_LENGTH
 from ..training.options import EPOCHS, EPOCHS_FULL_PAIRS, PRESETS, TrainOptions, preset_flags
 from .common import (
@@ -58,7 +59,7 @@ class Direction(str, Enum):
     both = "both"
 
 
-DEFAULTS = TrainOptions()  # the CLI's defaults are the library's
+DEFAULTS, RNN, TRANSFORMER = TrainOptions(), RNNConfig(), TransformerConfig()  # the library's defaults
 _ALIGN, _FAST = PRESETS["align"], PRESETS["align-fast"]
 
 
@@ -67,10 +68,10 @@ def _opt(kind, flag: str, help: str, **kw):
 
 
 ModelTypeOpt = _opt(ModelType, "--model-type", "Network.")
-AttentionOpt = _opt(AttentionType | None, "--attention", "RNN attention [default: general].")
-CellOpt = _opt(str | None, "--cell", "RNN cell: gru or lstm [default: gru].")
-HiddenOpt = _opt(int | None, "--hidden", "RNN hidden size [default: 256].")
-EmbDimOpt = _opt(int | None, "--emb-dim", "RNN embedding size [default: 256].")
+AttentionOpt = _opt(AttentionType | None, "--attention", f"RNN attention [default: {RNN.attention}].")
+CellOpt = _opt(str | None, "--cell", f"RNN cell: {' or '.join(CELLS)} [default: {RNN.cell}].")
+HiddenOpt = _opt(int | None, "--hidden", f"RNN hidden size [default: {RNN.hidden}].")
+EmbDimOpt = _opt(int | None, "--emb-dim", f"RNN embedding size [default: {RNN.emb_dim}].")
 TrainMaxLengthOpt = _opt(int | None, "--max-length", "Training pairs longer than this many model tokens "
                          f"on either side are left out, with a warning [default: {MAX_LENGTH}].")
 InitFromOpt = Annotated[Path | None, typer.Option(
@@ -79,10 +80,12 @@ InitFromOpt = Annotated[Path | None, typer.Option(
     "(needs --guide).")]
 ReverseInitFromOpt = Annotated[Path | None, typer.Option(
     "--reverse-init-from", help="With --init-from and --direction both: the target-to-source model.")]
-DModelOpt = _opt(int | None, "--d-model", "Transformer width [default: 256].")
-HeadsOpt = _opt(int | None, "--heads", "Transformer heads [default: 4].")
-LayersOpt = _opt(int | None, "--layers", "Encoder and decoder layers [default: rnn 1, transformer 3].")
-DropoutOpt = _opt(float | None, "--dropout", "Dropout [default: rnn 0.2, transformer 0.1; "
+DModelOpt = _opt(int | None, "--d-model", f"Transformer width [default: {TRANSFORMER.d_model}].")
+HeadsOpt = _opt(int | None, "--heads", f"Transformer heads [default: {TRANSFORMER.heads}].")
+LayersOpt = _opt(int | None, "--layers", "Encoder and decoder layers [default: rnn "
+                 f"{RNN.enc_layers}, transformer {TRANSFORMER.enc_layers}].")
+DropoutOpt = _opt(float | None, "--dropout", f"Dropout [default: rnn {RNN.dropout:g}, transformer "
+                  f"{TRANSFORMER.dropout:g}; "
                  f"{_ALIGN['model_config']['dropout']:g} with --preset align or align-fast].")
 EpochsOpt = _opt(str, "--epochs", "Passes over the training data: a number (1.5 ends halfway through the "
                  f"second) or auto: {EPOCHS} for up to {EPOCHS_FULL_PAIRS:,} pairs, {EPOCHS} x "

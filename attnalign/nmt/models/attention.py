@@ -17,7 +17,7 @@ import math
 import torch
 from torch import nn
 
-ATTENTION_TYPES = ("additive", "dot", "general", "scaled-dot")
+from ..configs import ATTENTION_TYPES
 
 
 class Attention(nn.Module):

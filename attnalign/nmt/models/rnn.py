@@ -8,47 +8,16 @@ is computed knowing the target prefix up to the input token t, before seeing the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ...errors import require
+from ..configs import RNNConfig
 from ..vocab import PAD_ID
 from .align_head import AlignHead
-from .attention import ATTENTION_TYPES as ATTENTIONS
 from .attention import Attention
 from .output import ModelOutput
-
-CELLS = ("gru", "lstm")
-
-
-@dataclass
-class RNNConfig:
-    """Fully determines the network (with the two vocabulary sizes)."""
-
-    emb_dim: int = 256
-    hidden: int = 256
-    enc_layers: int = 1
-    dec_layers: int = 1
-    cell: str = "gru"  # gru | lstm
-    attention: str = "general"  # additive | dot | general | scaled-dot
-    dropout: float = 0.2
-    input_feeding: bool = True
-    tie_embeddings: bool = False
-    align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
-
-    def check(self) -> RNNConfig:
-        """Raise an OptionError naming the ``train`` option that is out of range."""
-        for flag, value in (("--emb-dim", self.emb_dim), ("--hidden", self.hidden),
-                            ("--layers", self.enc_layers), ("--layers", self.dec_layers)):
-            require(flag, value, low=1)
-        require("--cell", self.cell, choices=CELLS)
-        require("--attention", self.attention, choices=ATTENTIONS)
-        require("--dropout", self.dropout, low=0, high=1, high_open=True)
-        return self
 
 
 class RNNModel(nn.Module):

@@ -7,41 +7,14 @@ No fused attention kernels: weights are computed explicitly (softmax of q k^T / 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from ...errors import OptionError, require
+from ..configs import TransformerConfig
 from ..vocab import PAD_ID
 from .align_head import AlignHead
 from .output import ModelOutput
-
-
-@dataclass
-class TransformerConfig:
-    """Fully determines the network (with the two vocabulary sizes)."""
-
-    d_model: int = 256
-    heads: int = 4
-    enc_layers: int = 3
-    dec_layers: int = 3
-    ff_dim: int = 1024
-    dropout: float = 0.1
-    max_len: int = 512
-    align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
-
-    def check(self) -> TransformerConfig:
-        """Raise an OptionError naming the ``train`` option that is out of range."""
-        for flag, value in (("--d-model", self.d_model), ("--heads", self.heads),
-                            ("--layers", self.enc_layers), ("--layers", self.dec_layers),
-                            ("ff_dim", self.ff_dim), ("max_len", self.max_len)):
-            require(flag, value, low=1)
-        require("--dropout", self.dropout, low=0, high=1, high_open=True)
-        if self.d_model % self.heads:
-            raise OptionError(f"--d-model {self.d_model} is not divisible by --heads {self.heads}",
-                              hint="each head reads d_model / heads dimensions; e.g. --d-model 256 --heads 4")
-        return self
 
 
 class MultiHeadAttention(nn.Module):
