@@ -101,14 +101,6 @@ CONFIGS = {
     "agree-fert-head-sp-e3-b2k-gw3": _preset(**B2K, guide_weight=3.0),
     "agree-fert-head-sp-e3-b2k-d0": _preset(**B2K, **D0),
     "agree-fert-head-sp-e5-b2k-d0": _preset(**{**B2K, "epochs": 5}, **D0),
-    # the preset with the two directions trained together under the agreement loss (train --agree-weight
-    # 1, and 5)
-    "agree-fert-head-sp-e5-b2k-d0-agr": _preset(**{**B2K, "epochs": 5}, **D0, agree_weight=1.0),
-    "agree-fert-head-sp-e5-b2k-d0-agr5": _preset(**{**B2K, "epochs": 5}, **D0, agree_weight=5.0),
-    # self-training in the spirit of Shift-AET: a second agreement student guided by what align corpus
-    # writes with the first (-agr) and its teacher (SELF_TRAINED), instead of the teacher's own links
-    "agree-fert-head-sp-e5-b2k-d0-agr-self": _preset(**{**B2K, "epochs": 5}, **D0, agree_weight=1.0,
-                                                     guide=None),
     # the preset with 8 passes (--preset align --epochs 8): does the student pass its teacher?
     "agree-fert-head-sp-e8-b2k-d0": _preset(**{**B2K, "epochs": 8}, **D0),
     # the preset's student at half the width (128-unit GRUs and embeddings): about twice as fast, far worse
@@ -138,8 +130,7 @@ CONFIGS = {
     "eflomal-hmm": None,  # eflomal without its fertility model (IBM1 + HMM)
 }
 # self-trained configurations: the configuration whose model, with its teacher, writes their guide links
-SELF_TRAINED = {"agree-fert-head-sp-self": "agree-fert-head-sp",
-                "agree-fert-head-sp-e5-b2k-d0-agr-self": "agree-fert-head-sp-e5-b2k-d0-agr"}
+SELF_TRAINED = {"agree-fert-head-sp-self": "agree-fert-head-sp"}
 EFLOMAL = {"eflomal": 3, "eflomal-hmm": 2}  # eflomal's --model
 # the statistical configurations: (model, prefix length (0 = whole words), extra counts for identical
 # words); "hmm-agree-fert" is the default teacher (= attnalign align statistical)

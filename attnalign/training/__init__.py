@@ -1,7 +1,6 @@
 """Training (torch): options and presets (:mod:`.options`, torch-free), the loop (:mod:`.loop`; one
-direction's run in :mod:`.run`, both trained together in :mod:`.joint`), the agreement objective
-(:mod:`.objectives`), the guided-alignment loss (:mod:`.guide`) and the model directory's config and
-log (:mod:`.model_dir`).
+direction's run in :mod:`.run`, validation in :mod:`.dev`), the guided-alignment loss (:mod:`.guide`)
+and the model directory's config and log (:mod:`.model_dir`).
 
 The names below are imported on first use, so that ``attnalign.training.options`` (what the CLI
 declares its defaults from) can be read without importing torch.

@@ -84,8 +84,8 @@ def train(
         _check_same_data(model_dir, data)
     keep, train_pairs, guide = _usable_pairs(pairs, guide)
     # decided (and a torchrun conflict refused) before the teacher's minutes are spent
-    in_processes = not options.agree_weight and parallel.wanted(
-        options.parallel_directions, options.directions, device, options.threads, len(train_pairs))
+    in_processes = parallel.wanted(options.parallel_directions, options.directions, device, options.threads,
+                                   len(train_pairs))
     guide, teacher = _guide(train_pairs, guide, options, getattr(reporter, "note", None))
 
     def begin() -> Path:
@@ -145,14 +145,6 @@ def _run(jobs: list, options: TrainOptions, in_processes: bool, resume: bool, re
          work_dir: Path) -> dict:
     """Train the directions' runs (``jobs``: (run, dev set)): together under the agreement loss, each in
     a process, or one after the other; their summaries by direction."""
-    if options.agree_weight:
-        from .joint import train_jointly
-
-        done = train_jointly(jobs[0][0], jobs[1][0], (jobs[0][1], jobs[1][1]), resume, reporter,
-                             options.agree_weight)
-        for d in done:
-            dist.on_main(lambda d=d: mark_finished(work_dir, d))
-        return done
     if in_processes:
         return parallel.train_in_processes(jobs, resume, parallel.threads_each(options.threads), reporter,
                                            lambda d: mark_finished(work_dir, d))

@@ -69,7 +69,6 @@ class TrainOptions:
     subword: int | None = None  # sentencepiece vocabulary size per side; None or 0: words
     guide: str | None = None  # guided alignment: "auto" (built-in statistical aligner) or a file
     guide_weight: float = 1.0  # weight of the guided-alignment loss
-    agree_weight: float = 0.0  # weight of the two directions' agreement loss, trained together (objectives)
     guide_model: str = TEACHER.model  # the teacher of guide="auto": TeacherOptions, field by field
     guide_sym: str = TEACHER.sym
     guide_prefix: int = TEACHER.prefix
@@ -145,29 +144,9 @@ class TrainOptions:
         if network.align_head and not has_guide_links and self.guide is None:
             raise OptionError("the alignment head learns from a guide alignment only",
                               hint="add --guide auto (or --guide FILE), or leave out --align-head")
-        self._check_objectives(network)
         if self.guide == "auto" and not has_guide_links:
             self.teacher.check(prefix_flag="--guide-prefix", identical_flag="--guide-identical")
         return network
-
-    def _check_objectives(self, network) -> None:
-        from .. import dist
-
-        require("--agree-weight", self.agree_weight, low=0)
-        if not self.agree_weight:
-            return
-        if not network.align_head:
-            raise OptionError("--agree-weight trains the alignment heads",
-                              hint="add --align-head (and --guide)")
-        if dist.launched():
-            raise OptionError("--agree-weight is not available under torchrun",
-                              hint="train in one process, or leave out --agree-weight")
-        if self.direction != "both":
-            raise OptionError("--agree-weight trains the two directions together",
-                              hint="add --direction both")
-        if self.parallel_directions == "on":
-            raise OptionError("--agree-weight trains the two directions together, in one process",
-                              hint="leave out --parallel-directions on")
 
     @classmethod
     def from_saved(cls, saved: dict) -> TrainOptions:

@@ -223,9 +223,8 @@ class DirectionRun:
         self.snapshot(finished=True, summary=summary)
         return summary
 
-    def objective(self, b, group: list[int]) -> tuple[torch.Tensor, torch.Tensor, int, torch.Tensor | None]:
-        """The training objective of one batch, its translation loss (summed), its target tokens and the
-        alignment head's rows (None without a head)."""
+    def _objective(self, b, group: list[int]) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """The training objective of one batch, its translation loss (summed) and its target tokens."""
         o = self.o
         out = self.net(b.src, b.src_mask, b.tgt_in)
         loss, n = token_loss(out.logits, b.tgt_out, o.label_smoothing)
@@ -235,7 +234,7 @@ class DirectionRun:
                                    null_to_eos=out.align is not None).to(self.device)
             read = out.align if out.align is not None else reduce_attention(out.attention, AttentionSpec())
             objective = objective + o.guide_weight * guide_loss(read, target)
-        return objective, loss, n, out.align
+        return objective, loss, n
 
     def check_finite(self, objective: torch.Tensor, what: str) -> None:
         if not torch.isfinite(objective):
@@ -251,7 +250,7 @@ class DirectionRun:
 
     def _step(self, b, group: list[int]) -> tuple[torch.Tensor, int]:
         """One optimizer update on batch ``b``: its translation loss (summed) and target tokens."""
-        objective, loss, n, _ = self.objective(b, group)
+        objective, loss, n = self._objective(b, group)
         self.check_finite(objective, self.direction)
         self.opt.zero_grad(set_to_none=True)
         objective.backward()
