@@ -141,7 +141,7 @@ def test_overwrite_that_fails_mid_training_keeps_the_old_model(tmp_path, pairs, 
     def crash(*a, **k):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(run_mod.DirectionRun, "validate", crash)
+    monkeypatch.setattr(run_mod.DirectionRun, "_validate", crash)
     with pytest.raises(RuntimeError):
         train(pairs, tmp_path / "m", tiny(epochs=1, seed=5), overwrite=True)
     monkeypatch.undo()

@@ -36,7 +36,7 @@ class Panel:
 
 
 MAX_INCHES = 36.0  # the largest side of a figure (5,400 pixels at the 150 dpi of save_figure)
-FONT_SIZE = 8.0  # points: word labels; printed at the figure's own size (a 3.3-inch column for ~15 words)
+FONT_SIZE = 8.0  # points: word labels; printed at the figure's own size (a 3.3-inch column up to ~12 words)
 LINE = 1.35  # a cell is this many label heights: labels of neighbouring rows never touch
 MIN_MATRIX = 1.9  # inches: a short pair's matrix is not smaller than this
 

@@ -171,7 +171,7 @@ class DirectionRun:
             "finished": finished, "summary": summary or {},
         })
 
-    def prepare(self, resume: bool) -> dict | None:
+    def _prepare(self, resume: bool) -> dict | None:
         """Build the run, or restore it from its resumable checkpoint; the summary of a run that had
         already finished (nothing left to do), else None."""
         state = load_checkpoint(self.last_path) if resume and self.last_path.exists() else None
@@ -184,7 +184,7 @@ class DirectionRun:
         self.win_loss, self.win_tok, self.win_t, self.tok_rate = 0.0, 0, time.perf_counter(), 0.0
         return None
 
-    def epoch_batches(self) -> list[list[int]]:
+    def _epoch_batches(self) -> list[list[int]]:
         """The batches of the current epoch not yet done (shuffled by seed and epoch)."""
         p = self.p
         batches = self._mine(bucket_batches(self.lengths, self.o.batch_tokens,
@@ -192,23 +192,23 @@ class DirectionRun:
         return batches[p.offset:]
 
     def train(self, dev: DevSet | None, resume: bool, reporter: Reporter) -> dict:
-        done = self.prepare(resume)
+        done = self._prepare(resume)
         if done is not None:
             return done
         p = self.p
         reporter.start(self.direction, self.total, p.step)
         while p.step < self.total:
-            for group in self.epoch_batches():
+            for group in self._epoch_batches():
                 if p.step >= self.total:
                     break
                 self._update(group, reporter)
             else:
                 p.epoch, p.offset = p.epoch + 1, 0
-            self.validate(dev, reporter)  # end of an epoch (or of training)
+            self._validate(dev, reporter)  # end of an epoch (or of training)
         reporter.end()
-        return self.finish()
+        return self._finish()
 
-    def finish(self) -> dict:
+    def _finish(self) -> dict:
         """The run's summary, once its best and last checkpoints are written (rank 0's; others None)."""
         p = self.p
         dist.barrier()  # rank 0 has written the best and last checkpoints
@@ -236,51 +236,39 @@ class DirectionRun:
             objective = objective + o.guide_weight * guide_loss(read, target)
         return objective, loss, n
 
-    def check_finite(self, objective: torch.Tensor, what: str) -> None:
-        if not torch.isfinite(objective):
-            raise AttnAlignError(
-                f"the training loss became {objective.item()} at step {self.p.step + 1} ({what})",
-                hint=f"lower --lr (now {self.o.base_lr}) or raise --warmup; the last good checkpoint "
-                     f"is kept in {self.model_dir}")
-
-    def apply(self) -> None:
-        """Clip this run's gradients and update its weights (after backward)."""
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.o.clip)
-        self.opt.step()
-
     def _step(self, b, group: list[int]) -> tuple[torch.Tensor, int]:
         """One optimizer update on batch ``b``: its translation loss (summed) and target tokens."""
+        o, p = self.o, self.p
         objective, loss, n = self._objective(b, group)
-        self.check_finite(objective, self.direction)
+        if not torch.isfinite(objective):
+            raise AttnAlignError(
+                f"the training loss became {objective.item()} at step {p.step + 1} ({self.direction})",
+                hint=f"lower --lr (now {o.base_lr}) or raise --warmup; the last good checkpoint "
+                     f"is kept in {self.model_dir}")
         self.opt.zero_grad(set_to_none=True)
         objective.backward()
-        self.apply()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.clip)
+        self.opt.step()
         return loss, n
 
-    def batch(self, group: list[int]):
-        """Batch ``group`` on the device, the learning rate set for the coming update."""
+    def _update(self, group: list[int], reporter: Reporter) -> None:
         o, p = self.o, self.p
+        t_step = time.perf_counter()
+        b = make_batch(group, [self.src_ids[k] for k in group], [self.tgt_ids[k] for k in group])
+        b = b.to(self.device)
         for g in self.opt.param_groups:
             g["lr"] = lr_at(p.step, self.total, o.base_lr, min(o.warmup, self.total // 10))
-        return make_batch(group, [self.src_ids[k] for k in group], [self.tgt_ids[k] for k in group]
-                          ).to(self.device)
-
-    def out_of_memory(self, b) -> AttnAlignError:
-        return AttnAlignError(f"out of memory on a batch of {b.src.numel() + b.tgt_in.numel()} padded tokens",
-                              hint=f"lower --batch-tokens (now {self.o.batch_tokens})")
-
-    def _update(self, group: list[int], reporter: Reporter) -> None:
-        t_step = time.perf_counter()
-        b = self.batch(group)
         try:
             with flushed_denormals():
                 loss, n = self._step(b, group)
         except torch.OutOfMemoryError:
-            raise self.out_of_memory(b) from None
-        self.account(loss.item(), n, len(group), time.perf_counter() - t_step)
-        self.tell(reporter)
+            raise AttnAlignError(
+                f"out of memory on a batch of {b.src.numel() + b.tgt_in.numel()} padded tokens",
+                hint=f"lower --batch-tokens (now {o.batch_tokens})") from None
+        self._account(loss.item(), n, len(group), time.perf_counter() - t_step)
+        self._tell(reporter)
 
-    def account(self, loss_value: float, n: int, pairs: int, seconds: float) -> None:
+    def _account(self, loss_value: float, n: int, pairs: int, seconds: float) -> None:
         """Count an update done: its summed loss, target tokens, pairs and seconds; a resumable
         checkpoint every ``save_every`` steps."""
         o, p = self.o, self.p
@@ -297,16 +285,16 @@ class DirectionRun:
         if o.save_every and p.step % o.save_every == 0 and p.step < self.total and self.rank == 0:
             self.snapshot()
 
-    def tell(self, reporter: Reporter, steps: int = 0, procs: int | None = None) -> None:
-        """Report the step (plus ``steps`` done elsewhere) about once a second: its loss per token and
-        the tokens per second of ``procs`` (default: this run's processes) like this one."""
+    def _tell(self, reporter: Reporter) -> None:
+        """Report the step about once a second: its loss per token and every process's tokens per
+        second (as rank 0's)."""
         now = time.perf_counter()
         if now - self.win_t >= 1.0 or self.p.step == self.total:
-            self.tok_rate = (procs or self.procs) * self.win_tok / (now - self.win_t)
-            reporter.step(self.p.step + steps, self.win_loss / max(1, self.win_tok), self.tok_rate)
+            self.tok_rate = self.procs * self.win_tok / (now - self.win_t)
+            reporter.step(self.p.step, self.win_loss / max(1, self.win_tok), self.tok_rate)
             self.win_loss, self.win_tok, self.win_t = 0.0, 0, now
 
-    def validate(self, dev: DevSet | None, reporter: Reporter) -> None:
+    def _validate(self, dev: DevSet | None, reporter: Reporter) -> None:
         """Log the epoch, keep the checkpoint if it is the best so far, save a resumable state (rank 0
         only under torchrun)."""
         p = self.p
