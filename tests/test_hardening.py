@@ -351,3 +351,17 @@ def test_a_terminated_run_cleans_up_and_keeps_the_old_output(tmp_path, sig):
     assert p.returncode == 130, err[-2000:]
     assert f"stopped by {sig}" in err and "Traceback" not in err
     assert out.read_text() == "0-0\n" and not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*"))
+
+
+def test_a_signal_inside_a_compiled_loop_is_an_interruption():
+    """numba reports a signal that lands in its code as a SystemError (one per compiled frame) caused
+    by the handler's KeyboardInterrupt: that is Ctrl-C, exit 130, not a traceback."""
+    from attnalign.cli.common import interruption
+
+    stop = KeyboardInterrupt("stopped by SIGHUP")
+    inner = SystemError("_numba_unpickle returned a result with an exception set")
+    inner.__cause__ = stop
+    outer = SystemError("CPUDispatcher(forward_backward) returned a result with an exception set")
+    outer.__cause__ = inner
+    assert interruption(outer) is stop and interruption(stop) is stop
+    assert interruption(SystemError("a real bug")) is None and interruption(ValueError()) is None

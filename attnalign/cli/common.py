@@ -78,12 +78,23 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 where = f"{e.filename}: " if e.filename else ""
                 err().print(message("error", "red", f"{where}{e.strerror or e}"))
                 raise typer.Exit(EXIT_ERROR) from None
-            except KeyboardInterrupt as e:
-                what = str(e.args[0]) if e.args else "no output was written"
+            except (KeyboardInterrupt, SystemError) as e:
+                stop = interruption(e)
+                if stop is None:
+                    raise
+                what = str(stop.args[0]) if stop.args else "no output was written"
                 err().print(message("interrupted", "red", what))
                 raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper
+
+
+def interruption(e: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or SIGTERM/SIGHUP) behind ``e``, if any: a signal that lands inside a compiled
+    (numba) loop surfaces as a SystemError caused by the KeyboardInterrupt its handler raised."""
+    while isinstance(e, SystemError) and e.__cause__ is not None:  # one SystemError per compiled frame
+        e = e.__cause__
+    return e if isinstance(e, KeyboardInterrupt) else None
 
 
 @dataclass(frozen=True)

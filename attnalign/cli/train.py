@@ -36,6 +36,7 @@ from .common import (
     ThreadsOpt,
     err,
     handle_errors,
+    interruption,
     out,
     takes,
 )
@@ -239,7 +240,9 @@ def train(
                               gold_options=gold.options(encoding),
                               overwrite=overwrite, resume=resume,
                               reporter=None if quiet or rank else RichTrainReporter(err()))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as e:
+        if interruption(e) is None:
+            raise
         raise KeyboardInterrupt(resume_hint(model)) from None
     if rank == 0:  # under torchrun rank 0 reports
         out().print(train_table(model, summary))
