@@ -106,12 +106,12 @@ def _trainable(m, layer: int):
 class _HeadRun:
     """One direction: pick the head, train it, keep the best state (by dev AER, else the last)."""
 
-    def __init__(self, m, direction: str, pairs: Pairs, links, o: TrainOptions, device):
-        self.m, self.direction, self.o, self.device = m, direction, o, device
+    def __init__(self, hf, direction: str, pairs: Pairs, links, options: TrainOptions, device):
+        self.hf, self.direction, self.options, self.device = hf, direction, options, device
         self.pairs, self.links = pairs, links
-        n = m.config["dec_layers"]
+        n = hf.config["dec_layers"]
         self.layer = n - 2 if n > 1 else 0
-        self.enc = m.encode(pairs)
+        self.enc = hf.encode(pairs)
         self.tok_links = [pieces_links(s_idx, t_idx, lk) for ((_, s_idx), (_, t_idx)), lk
                           in zip(self.enc, links, strict=True)]
         self.head = self._pick_head()
@@ -119,7 +119,7 @@ class _HeadRun:
     def _batch(self, idx: Sequence[int]):
         """Padded tensors of pairs ``idx``: source, its mask, decoder input, labels, and the guide rows
         ``[B, T, S]`` (row p, predicting label p: uniform over the source pieces linked to it)."""
-        src, mask, dec, labels = self.m.pad([self.enc[i] for i in idx])
+        src, mask, dec, labels = self.hf.pad([self.enc[i] for i in idx])
         target = torch.zeros(len(idx), dec.size(1), src.size(1))
         for k, i in enumerate(idx):
             if self.tok_links[i]:
@@ -131,56 +131,56 @@ class _HeadRun:
 
     def _forward(self, batch):
         src, mask, dec, labels, target = batch
-        out = self.m.model(input_ids=src, attention_mask=mask, decoder_input_ids=dec, output_attentions=True,
+        out = self.hf.model(input_ids=src, attention_mask=mask, decoder_input_ids=dec, output_attentions=True,
                            use_cache=False)
         return out.logits, out.cross_attentions[self.layer], labels, target
 
     def _pick_head(self) -> int:
         """The head of ``self.layer`` with the lowest guide cross-entropy on the first pairs."""
         idx = list(range(min(PROBE_PAIRS, len(self.pairs))))
-        total = torch.zeros(self.m.config["heads"])
+        total = torch.zeros(self.hf.config["heads"])
         with torch.inference_mode():
             for group in bucket_batches([(len(self.enc[i][0][0]), len(self.enc[i][1][0])) for i in idx],
-                                        self.o.batch_tokens * 4):
+                                        self.options.batch_tokens * 4):
                 _, att, _, target = self._forward(self._batch(group))
                 total += torch.stack([guide_loss(att[:, h], target) for h in range(att.size(1))]).cpu()
         return int(total.argmin())
 
     def _optimizer(self):
         """AdamW over the chosen head's query and key rows (a gradient hook zeroes the other heads')."""
-        q, k = _trainable(self.m, self.layer)
-        dh = q.weight.shape[0] // self.m.config["heads"]
+        q, k = _trainable(self.hf, self.layer)
+        dh = q.weight.shape[0] // self.hf.config["heads"]
         rows = torch.zeros(q.weight.shape[0], device=self.device)
         rows[self.head * dh : (self.head + 1) * dh] = 1.0
-        for p in self.m.model.parameters():
+        for p in self.hf.model.parameters():
             p.requires_grad_(False)
         params = [p for proj in (q, k) for p in (proj.weight, proj.bias) if p is not None]
         for p in params:
             p.requires_grad_(True)
             p.register_hook(lambda g: g * (rows[:, None] if g.dim() == 2 else rows))
         self.params = params
-        return torch.optim.AdamW(params, lr=self.o.lr or BASE_LR, weight_decay=0.0)
+        return torch.optim.AdamW(params, lr=self.options.lr or BASE_LR, weight_decay=0.0)
 
     def _step(self, opt, group) -> tuple[float, int]:
         logits, att, labels, target = self._forward(self._batch(group))
         nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100)
-        loss = nll + self.o.guide_weight * guide_loss(att[:, self.head], target)
+        loss = nll + self.options.guide_weight * guide_loss(att[:, self.head], target)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.params, self.o.clip)
+        torch.nn.utils.clip_grad_norm_(self.params, self.options.clip)
         opt.step()
         return float(loss.detach()), int((labels != -100).sum())
 
     def train(self, dev, reporter, work: Path) -> dict:
         """Train for ``--epochs`` (or ``--max-steps``); after each epoch log it (dev AER with a dev gold)
         and keep the head's state if it is the best so far."""
-        o, m = self.o, self.m
+        opts, hf = self.options, self.hf
         opt = self._optimizer()
-        m.model.eval()  # no dropout: the attention trained is the attention read
-        batches = bucket_batches([(len(s[0]), len(t[0])) for s, t in self.enc], o.batch_tokens)
-        total = o.total_steps(len(batches), len(self.enc))
-        rng = random.Random(o.seed)
-        torch.manual_seed(o.seed)
+        hf.model.eval()  # no dropout: the attention trained is the attention read
+        batches = bucket_batches([(len(s[0]), len(t[0])) for s, t in self.enc], opts.batch_tokens)
+        total = opts.total_steps(len(batches), len(self.enc))
+        rng = random.Random(opts.seed)
+        torch.manual_seed(opts.seed)
         if reporter:
             reporter.start(self.direction, total, 0)
         step, tokens, t0, best, kept, epoch = 0, 0, time.perf_counter(), None, None, 0
@@ -221,7 +221,7 @@ class _HeadRun:
         from ..nmt.extract import AttentionSpec
 
         spec = AttentionSpec(self.layer, self.head, 0)
-        mats = dict((i, (mm, e)) for i, mm, e in self.m.iter_attention(dev.pairs, spec, self.o.batch_tokens,
-                                                                        self.device))
+        mats = dict((i, (mm, e)) for i, mm, e in self.hf.iter_attention(
+            dev.pairs, spec, self.options.batch_tokens, self.device))
         hyps = [Alignment.from_links(argmax_links(*mats[i])) for i in range(len(dev.pairs))]
         return sum(corpus_counts(hyps, dev.gold), Counts()).aer

@@ -31,13 +31,14 @@ def teacher_links(pairs: Pairs, options: TrainOptions, note=None) -> tuple[list[
     t0 = time.perf_counter()
     if note:
         note(f"guide: aligning {len(pairs)} pairs with {options.guide_model} ...")
-    o = options.teacher
+    chosen = options.teacher
     teacher = None
     if dist.launched():
-        links = statistical.align_statistical(pairs, **o.as_kwargs())
+        links = statistical.align_statistical(pairs, **chosen.as_kwargs())
     else:
-        teacher = statistical.SoftTeacher(pairs, o.model, prefix=o.prefix, identical=o.identical)
-        links = [x for lo, hi in chunks(len(pairs), CHUNK_PAIRS) for x in teacher.links(lo, hi, o.sym)]
+        teacher = statistical.SoftTeacher(pairs, chosen.model, prefix=chosen.prefix,
+                                          identical=chosen.identical)
+        links = [x for lo, hi in chunks(len(pairs), CHUNK_PAIRS) for x in teacher.links(lo, hi, chosen.sym)]
     if note:
         note(f"guide: {sum(map(len, links))} links in {time.perf_counter() - t0:.0f} s")
     return links, teacher

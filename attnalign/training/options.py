@@ -179,10 +179,10 @@ PRESETS: dict[str, dict] = {
 
 def preset_flags(name: str) -> str:
     """A preset as the options it sets, for ``--help``: ``--direction both --guide auto ...``."""
-    p = dict(PRESETS[name])
-    config, passes = p.pop("model_config", {}), p.pop("auto_epochs", None)
+    preset = dict(PRESETS[name])
+    config, passes = preset.pop("model_config", {}), preset.pop("auto_epochs", None)
     words = [f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
-             for k, v in p.items()]
+             for k, v in preset.items()]
     words += [f"--{k.replace('_', '-')}" if v is True else f"--{k.replace('_', '-')} {v:g}"
               for k, v in config.items()]
     return " ".join(words) + (f" and {passes} passes under --epochs auto" if passes else "")

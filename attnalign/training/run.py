@@ -82,9 +82,9 @@ class _Progress:
 class DirectionRun:
     """One direction's training: vocabularies, model, optimizer, data and progress, resumable."""
 
-    def __init__(self, pairs: Pairs, model_dir: Path, direction: str, o: TrainOptions, model_config: dict,
+    def __init__(self, pairs: Pairs, model_dir: Path, direction: str, opts: TrainOptions, model_config: dict,
                  device: torch.device, links: Sequence[Sequence[Link]] | None):
-        self.pairs, self.direction, self.o, self.device = pairs, direction, o, device
+        self.pairs, self.direction, self.options, self.device = pairs, direction, opts, device
         self.model_config = model_config
         self.model_dir = model_dir
         self.last_path = model_dir / f"{direction}.last.pt"
@@ -92,20 +92,20 @@ class DirectionRun:
         self.links = links
 
     def _build(self, state: dict | None) -> None:
-        o, pairs = self.o, self.pairs
+        opts, pairs = self.options, self.pairs
         if state is not None:
             src_vocab, tgt_vocab = Vocab(state["src_vocab"]), Vocab(state["tgt_vocab"])
             src_seg = Segmenter.from_tensor(state["src_spm"])
             tgt_seg = Segmenter.from_tensor(state["tgt_spm"])
         else:
             src_seg = tgt_seg = Segmenter()
-            if o.subword:
-                src_seg = train_segmenter((s for s, _ in pairs), o.subword, o.subword_type)
-                tgt_seg = train_segmenter((t for _, t in pairs), o.subword, o.subword_type)
-            src_vocab = Vocab.build((src_seg.segment(s)[0] for s, _ in pairs), o.min_freq, o.max_vocab)
-            tgt_vocab = Vocab.build((tgt_seg.segment(t)[0] for _, t in pairs), o.min_freq, o.max_vocab)
-        torch.manual_seed(o.seed)
-        model = build_model(o.model_type, self.model_config, len(src_vocab), len(tgt_vocab))
+            if opts.subword:
+                src_seg = train_segmenter((s for s, _ in pairs), opts.subword, opts.subword_type)
+                tgt_seg = train_segmenter((t for _, t in pairs), opts.subword, opts.subword_type)
+            src_vocab = Vocab.build((src_seg.segment(s)[0] for s, _ in pairs), opts.min_freq, opts.max_vocab)
+            tgt_vocab = Vocab.build((tgt_seg.segment(t)[0] for _, t in pairs), opts.min_freq, opts.max_vocab)
+        torch.manual_seed(opts.seed)
+        model = build_model(opts.model_type, self.model_config, len(src_vocab), len(tgt_vocab))
         self.model = model.to(self.device)
         self.rank, self.procs = dist.world()
         self.net = self.model  # what the updates run through: the model, or DDP around it
@@ -114,26 +114,26 @@ class DirectionRun:
 
             self.net = DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
-        self.lm = LoadedModel(self.model, o.model_type, self.model_config, src_vocab, tgt_vocab,
-                              self.direction, o.lowercase, None, src_seg, tgt_seg)
-        self.opt = _adam(self.model.parameters(), o.base_lr)
-        self.src_ids, self.tgt_ids = encode(self.lm, pairs)
+        self.loaded = LoadedModel(self.model, opts.model_type, self.model_config, src_vocab, tgt_vocab,
+                                  self.direction, opts.lowercase, None, src_seg, tgt_seg)
+        self.opt = _adam(self.model.parameters(), opts.base_lr)
+        self.src_ids, self.tgt_ids = encode(self.loaded, pairs)
         self.tok_links = (token_links(src_seg, tgt_seg, pairs, self.links) if self.links is not None
                           else None)
         self._drop_long()
         self.lengths = [(len(s), len(t)) for s, t in zip(self.src_ids, self.tgt_ids, strict=True)]
-        per_epoch = len(self._mine(bucket_batches(self.lengths, o.batch_tokens)))
-        self.total = o.total_steps(per_epoch, len(pairs))
-        self.p = _Progress()
+        per_epoch = len(self._mine(bucket_batches(self.lengths, opts.batch_tokens)))
+        self.total = opts.total_steps(per_epoch, len(pairs))
+        self.progress = _Progress()
         if state is not None:
             self.model.load_state_dict(state["state_dict"])
             self.opt.load_state_dict(state["optimizer"])
-            self.p = _Progress(*(state[k] for k in ("step", "epoch", "offset", "best", "elapsed", "ep_loss",
-                                                    "ep_tok")))
+            self.progress = _Progress(*(state[k] for k in ("step", "epoch", "offset", "best", "elapsed",
+                                                           "ep_loss", "ep_tok")))
             torch.set_rng_state(state["torch_rng"])
             if self.device.type == "cuda" and state.get("cuda_rng") is not None:
                 torch.cuda.set_rng_state(state["cuda_rng"], self.device)
-        self.meta = {"model_type": o.model_type, "config": self.model_config, "src_vocab": src_vocab.itos,
+        self.meta = {"model_type": opts.model_type, "config": self.model_config, "src_vocab": src_vocab.itos,
                      "tgt_vocab": tgt_vocab.itos, "direction": self.direction, "src_spm": src_seg.to_tensor(),
                      "tgt_spm": tgt_seg.to_tensor()}
 
@@ -148,12 +148,12 @@ class DirectionRun:
     def _drop_long(self) -> None:
         """Leave out the pairs longer than ``--max-length`` model tokens on either side (EOS included):
         one very long pair makes a batch of its own and can cost more than an epoch of the rest."""
-        limit = self.o.max_length
+        limit = self.options.max_length
         keep = [k for k, (s, t) in enumerate(zip(self.src_ids, self.tgt_ids, strict=True))
                 if len(s) + 1 <= limit and len(t) + 1 <= limit]
         if len(keep) == len(self.src_ids):
             return
-        if self.direction == self.o.directions[0]:  # the same pairs in both directions: say it once
+        if self.direction == self.options.directions[0]:  # the same pairs in both directions: say it once
             warn(f"{len(self.src_ids) - len(keep)} of {len(self.src_ids)} training pairs are longer than "
                  f"--max-length {limit} model tokens: left out")
         self.src_ids = [self.src_ids[k] for k in keep]
@@ -162,11 +162,12 @@ class DirectionRun:
             self.tok_links = [self.tok_links[k] for k in keep]
 
     def snapshot(self, finished: bool = False, summary: dict | None = None) -> None:
-        p = self.p
+        prog = self.progress
         save_checkpoint(self.last_path, {
             **self.meta, "state_dict": self.model.state_dict(), "optimizer": self.opt.state_dict(),
-            "step": p.step, "epoch": p.epoch, "offset": p.offset, "best": p.best, "elapsed": p.elapsed,
-            "ep_loss": p.ep_loss, "ep_tok": p.ep_tok, "torch_rng": torch.get_rng_state(),
+            "step": prog.step, "epoch": prog.epoch, "offset": prog.offset, "best": prog.best,
+            "elapsed": prog.elapsed, "ep_loss": prog.ep_loss, "ep_tok": prog.ep_tok,
+            "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
             "finished": finished, "summary": summary or {},
         })
@@ -179,43 +180,43 @@ class DirectionRun:
             return state["summary"]
         self._build(state)
         self.model.train()
-        self.t0 = time.perf_counter() - self.p.elapsed
+        self.t0 = time.perf_counter() - self.progress.elapsed
         self.run_seconds, self.run_tokens, self.run_pairs = 0.0, 0, 0  # this process's updates
         self.win_loss, self.win_tok, self.win_t, self.tok_rate = 0.0, 0, time.perf_counter(), 0.0
         return None
 
     def _epoch_batches(self) -> list[list[int]]:
         """The batches of the current epoch not yet done (shuffled by seed and epoch)."""
-        p = self.p
-        batches = self._mine(bucket_batches(self.lengths, self.o.batch_tokens,
-                                            random.Random(self.o.seed * 100_003 + p.epoch)))
-        return batches[p.offset:]
+        prog = self.progress
+        batches = self._mine(bucket_batches(self.lengths, self.options.batch_tokens,
+                                            random.Random(self.options.seed * 100_003 + prog.epoch)))
+        return batches[prog.offset:]
 
     def train(self, dev: DevSet | None, resume: bool, reporter: Reporter) -> dict:
         done = self._prepare(resume)
         if done is not None:
             return done
-        p = self.p
-        reporter.start(self.direction, self.total, p.step)
-        while p.step < self.total:
+        prog = self.progress
+        reporter.start(self.direction, self.total, prog.step)
+        while prog.step < self.total:
             for group in self._epoch_batches():
-                if p.step >= self.total:
+                if prog.step >= self.total:
                     break
                 self._update(group, reporter)
             else:
-                p.epoch, p.offset = p.epoch + 1, 0
+                prog.epoch, prog.offset = prog.epoch + 1, 0
             self._validate(dev, reporter)  # end of an epoch (or of training)
         reporter.end()
         return self._finish()
 
     def _finish(self) -> dict:
         """The run's summary, once its best and last checkpoints are written (rank 0's; others None)."""
-        p = self.p
+        prog = self.progress
         dist.barrier()  # rank 0 has written the best and last checkpoints
         if self.rank != 0:
-            return {"best_step": None, "steps": p.step}
+            return {"best_step": None, "steps": prog.step}
         best_ck = load_checkpoint(self.best_path)
-        summary = {"best_step": best_ck["step"], **best_ck["dev"], "steps": p.step,
+        summary = {"best_step": best_ck["step"], **best_ck["dev"], "steps": prog.step,
                    "tokens_per_s": round(self.run_tokens / self.run_seconds) if self.run_seconds else None,
                    "pairs_per_s": round(self.run_pairs / self.run_seconds, 1) if self.run_seconds else None,
                    "train_tokens": self.run_tokens, "train_s": round(self.run_seconds, 2),
@@ -225,98 +226,98 @@ class DirectionRun:
 
     def _objective(self, b, group: list[int]) -> tuple[torch.Tensor, torch.Tensor, int]:
         """The training objective of one batch, its translation loss (summed) and its target tokens."""
-        o = self.o
+        opts = self.options
         out = self.net(b.src, b.src_mask, b.tgt_in)
-        loss, n = token_loss(out.logits, b.tgt_out, o.label_smoothing)
+        loss, n = token_loss(out.logits, b.tgt_out, opts.label_smoothing)
         objective = loss / n
         if self.tok_links is not None:  # supervise the alignment head, else the attention read
             target = guide_targets(b, [self.tok_links[k] for k in group],
                                    null_to_eos=out.align is not None).to(self.device)
             read = out.align if out.align is not None else reduce_attention(out.attention, AttentionSpec())
-            objective = objective + o.guide_weight * guide_loss(read, target)
+            objective = objective + opts.guide_weight * guide_loss(read, target)
         return objective, loss, n
 
     def _step(self, b, group: list[int]) -> tuple[torch.Tensor, int]:
         """One optimizer update on batch ``b``: its translation loss (summed) and target tokens."""
-        o, p = self.o, self.p
+        opts, prog = self.options, self.progress
         objective, loss, n = self._objective(b, group)
         if not torch.isfinite(objective):
             raise AttnAlignError(
-                f"the training loss became {objective.item()} at step {p.step + 1} ({self.direction})",
-                hint=f"lower --lr (now {o.base_lr}) or raise --warmup; the last good checkpoint "
+                f"the training loss became {objective.item()} at step {prog.step + 1} ({self.direction})",
+                hint=f"lower --lr (now {opts.base_lr}) or raise --warmup; the last good checkpoint "
                      f"is kept in {self.model_dir}")
         self.opt.zero_grad(set_to_none=True)
         objective.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.clip)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), opts.clip)
         self.opt.step()
         return loss, n
 
     def _update(self, group: list[int], reporter: Reporter) -> None:
-        o, p = self.o, self.p
+        opts, prog = self.options, self.progress
         t_step = time.perf_counter()
         b = make_batch(group, [self.src_ids[k] for k in group], [self.tgt_ids[k] for k in group])
         b = b.to(self.device)
         for g in self.opt.param_groups:
-            g["lr"] = lr_at(p.step, self.total, o.base_lr, min(o.warmup, self.total // 10))
+            g["lr"] = lr_at(prog.step, self.total, opts.base_lr, min(opts.warmup, self.total // 10))
         try:
             with flushed_denormals():
                 loss, n = self._step(b, group)
         except torch.OutOfMemoryError:
             raise AttnAlignError(
                 f"out of memory on a batch of {b.src.numel() + b.tgt_in.numel()} padded tokens",
-                hint=f"lower --batch-tokens (now {o.batch_tokens})") from None
+                hint=f"lower --batch-tokens (now {opts.batch_tokens})") from None
         self._account(loss.item(), n, len(group), time.perf_counter() - t_step)
         self._tell(reporter)
 
     def _account(self, loss_value: float, n: int, pairs: int, seconds: float) -> None:
         """Count an update done: its summed loss, target tokens, pairs and seconds; a resumable
         checkpoint every ``save_every`` steps."""
-        o, p = self.o, self.p
-        p.step += 1
-        p.offset += 1
+        opts, prog = self.options, self.progress
+        prog.step += 1
+        prog.offset += 1
         self.run_seconds += seconds
         self.run_tokens += n
         self.run_pairs += pairs
         self.win_loss += loss_value
         self.win_tok += n
-        p.ep_loss += loss_value
-        p.ep_tok += n
-        p.elapsed = time.perf_counter() - self.t0
-        if o.save_every and p.step % o.save_every == 0 and p.step < self.total and self.rank == 0:
+        prog.ep_loss += loss_value
+        prog.ep_tok += n
+        prog.elapsed = time.perf_counter() - self.t0
+        if opts.save_every and prog.step % opts.save_every == 0 and prog.step < self.total and self.rank == 0:
             self.snapshot()
 
     def _tell(self, reporter: Reporter) -> None:
         """Report the step about once a second: its loss per token and every process's tokens per
         second (as rank 0's)."""
         now = time.perf_counter()
-        if now - self.win_t >= 1.0 or self.p.step == self.total:
+        if now - self.win_t >= 1.0 or self.progress.step == self.total:
             self.tok_rate = self.procs * self.win_tok / (now - self.win_t)
-            reporter.step(self.p.step, self.win_loss / max(1, self.win_tok), self.tok_rate)
+            reporter.step(self.progress.step, self.win_loss / max(1, self.win_tok), self.tok_rate)
             self.win_loss, self.win_tok, self.win_t = 0.0, 0, now
 
     def _validate(self, dev: DevSet | None, reporter: Reporter) -> None:
         """Log the epoch, keep the checkpoint if it is the best so far, save a resumable state (rank 0
         only under torchrun)."""
-        p = self.p
+        prog = self.progress
         if self.rank != 0:
-            p.ep_loss, p.ep_tok = 0.0, 0
+            prog.ep_loss, prog.ep_tok = 0.0, 0
             return
         # the epoch a fractional --epochs (or --max-steps) stopped inside counts as the last one
-        row = {"direction": self.direction, "epoch": p.epoch + (p.offset > 0), "step": p.step,
-               "train_loss": p.ep_loss / max(1, p.ep_tok),
+        row = {"direction": self.direction, "epoch": prog.epoch + (prog.offset > 0), "step": prog.step,
+               "train_loss": prog.ep_loss / max(1, prog.ep_tok),
                "tokens_per_s": round(self.tok_rate), "elapsed_s": round(time.perf_counter() - self.t0, 1)}
         if dev is not None:
-            row.update(evaluate(self.lm, dev, self.o.batch_tokens, self.device))
+            row.update(evaluate(self.loaded, dev, self.options.batch_tokens, self.device))
         key = row["dev_aer"] if row.get("dev_aer") is not None else row.get("dev_loss", row["train_loss"])
-        row["best"] = p.best is None or key <= p.best
+        row["best"] = prog.best is None or key <= prog.best
         if row["best"]:
-            p.best = key
+            prog.best = key
             save_checkpoint(self.best_path, {**self.meta, "state_dict": self.model.state_dict(),
-                                             "step": p.step,
+                                             "step": prog.step,
                                              "dev": {k: row.get(k) for k in ("dev_loss", "dev_aer")}})
         append_log(self.model_dir, {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()})
         reporter.validation(row)
-        p.ep_loss, p.ep_tok = 0.0, 0
-        p.elapsed = time.perf_counter() - self.t0
+        prog.ep_loss, prog.ep_tok = 0.0, 0
+        prog.elapsed = time.perf_counter() - self.t0
         self.snapshot()
 

@@ -68,7 +68,7 @@ def _build(out: Path, gold, model, pairs, attention, device, batch_tokens, galle
     model_info, default = "", None
     if attention is not None:
         results, mats, pairs = saved_results(attention, gold)
-        tf = False
+        layered = False
         title = f"attention file {attention}"
     else:
         if model is None or pairs is None:
@@ -80,7 +80,7 @@ def _build(out: Path, gold, model, pairs, attention, device, batch_tokens, galle
 
         rev = None if reverse_model is None else str(reverse_model)
         options = AlignOptions(device=device, reverse_model=rev, src_lang=src_lang, tgt_lang=tgt_lang)
-        results, mats, tf = model_results(model, pairs, gold, options, batch_tokens)
+        results, mats, layered = model_results(model, pairs, gold, options, batch_tokens)
         default = default_output(model, pairs, gold, options)
         title = f"model {model}"
         model_info = _model_info(model, options)
@@ -91,8 +91,8 @@ def _build(out: Path, gold, model, pairs, attention, device, batch_tokens, galle
     tables["eos_losses"].to_csv(out / "eos_losses.csv", index=False)
     stats = attention_stats(fwd)
     draw = _gallery_panel(best.config, model, attention, options if attention is None else None, pairs, gold)
-    images = write_plots(out, tables, best, draw, stats, pairs, gold, tf, gallery)
-    write_page(out, title, len(gold), best, tables, images, fwd, stats, tf, pairs, command, plot_args,
+    images = write_plots(out, tables, best, draw, stats, pairs, gold, layered, gallery)
+    write_page(out, title, len(gold), best, tables, images, fwd, stats, layered, pairs, command, plot_args,
                model_info, signature, default)
     return {
         "best": best.config.name,

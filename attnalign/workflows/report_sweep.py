@@ -96,18 +96,18 @@ def model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int):
     device = options.device
     meta = model_meta(model_dir, options)
     fwd_model, rev_model = load_directions(model_dir, options, "reverse" in meta["directions"])
-    tf = fwd_model.has_layers
+    layered = fwd_model.has_layers
     layers: list[int | str | None] = [None]
-    if tf:
+    if layered:
         n = fwd_model.config["dec_layers"]
         layers = [*range(n), "mean"]
         if fwd_model.config.get("align_head"):
             layers = ["align", *layers]
     mats = {}
     results = []
-    default = default_layer(fwd_model.config["dec_layers"]) if tf else None
+    default = default_layer(fwd_model.config["dec_layers"]) if layered else None
     for layer in layers:
-        for shift in (0, 1) if tf else (0,):  # an RNN's attention query already reads the decoder input
+        for shift in (0, 1) if layered else (0,):  # an RNN's attention query already reads the decoder input
             spec = AttentionSpec(layer, "mean", shift)
             fwd = corpus_attention(fwd_model, pairs, spec, batch_tokens, device)
             rev = None
@@ -120,7 +120,7 @@ def model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int):
                 and layer % fwd_model.config["dec_layers"] == default % fwd_model.config["dec_layers"]
             )
             results += _sweep(layer, shift, fwd, rev, gold, is_default)
-    return results, mats, tf
+    return results, mats, layered
 
 
 def saved_results(path, gold):

@@ -60,10 +60,10 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
     options = aligner.options  # "auto" choices resolved for this model
     settings = {**aligner.description, "model": os.path.basename(os.path.normpath(model_dir))}  # name last
     if grid:
-        lm = aligner.forward
-        if not lm.has_layers:
+        fwd = aligner.forward
+        if not fwd.has_layers:
             raise OptionError("--layer all / --head all need a Transformer model; this one is an RNN")
-        L, H = lm.config["dec_layers"], lm.config["heads"]
+        L, H = fwd.config["dec_layers"], fwd.config["heads"]
         layers = range(L) if all_layers else [aligner.spec.layer if aligner.spec.layer is not None else -2]
         heads = range(H) if all_heads else [aligner.spec.head]
         panels = []
@@ -71,7 +71,7 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
         for layer in layers:
             for head in heads:
                 spec = AttentionSpec(layer, head, options.shift)
-                ((m, eos),) = corpus_attention(lm, [(src, tgt)], spec, device=options.device)
+                ((m, eos),) = corpus_attention(fwd, [(src, tgt)], spec, device=options.device)
                 links = decode_matrix(m, options.decoder, eos, options.threshold)
                 panels.append(Panel(m, src, tgt, links, gold, eos if show_eos else None,
                                     f"layer {layer} head {head}", settings))
