@@ -156,3 +156,21 @@ def test_gallery_pictures_are_what_their_caption_commands_draw(models, tmp_path,
     errors = per.links - per.hits_possible + per.sure - per.hits_sure
     worst = [int(k) for k in re.findall(r'alt="worst \d: index (\d+)"', page)]
     assert errors[worst[0]] == errors.max() and errors[worst[0]] >= errors[worst[1]]
+
+
+def test_the_attention_statistics_label_their_log_axis_in_plain_numbers():
+    """Words are never TeX (text.parse_math off), so the log axis must not use TeX labels either: they
+    showed as ``$\\mathdefault{10^{3}}$``."""
+    import numpy as np
+
+    from attnalign.eval.plot import _mpl
+    from attnalign.workflows.report_plots import attention_stats_figure
+
+    plt = _mpl()
+    rng = np.random.default_rng(0)
+    fig = attention_stats_figure(rng.random(500), np.concatenate([np.zeros(2000), rng.random(30)]))
+    fig.canvas.draw()
+    labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels() + ax.get_xticklabels()]
+    plt.close(fig)
+    assert labels and not [t for t in labels if "$" in t or "mathdefault" in t], labels
+    assert {"1", "10", "100", "1000"} <= set(labels)

@@ -32,11 +32,22 @@ window.addEventListener("load", () => {
       .map(e => e.tagName + (e.className ? "." + e.className : "")),
   };
   const t = document.querySelector("table.t"), th = t.tHead.rows[0].cells[2];
+  const aers = () => [...t.tBodies[0].rows].map(row => parseFloat(row.cells[2].textContent));
   r.header = th.textContent;
+  r.loaded = aers();
   th.click();
-  r.up = [...t.tBodies[0].rows].map(row => parseFloat(row.cells[2].textContent));
+  r.first = aers();
   th.click();
-  r.down = [...t.tBodies[0].rows].map(row => parseFloat(row.cells[2].textContent));
+  r.second = aers();
+  const hm = [...document.querySelectorAll("table.hm")];
+  r.legends = hm.map(h => h.caption ? h.caption.textContent : "");
+  // a vertical column header whose words overflow its cell, or start above the table, is clipped
+  r.clipped = hm.flatMap(h => [...h.querySelectorAll("th.s")].filter(c =>
+    c.scrollHeight > c.clientHeight + 1 || c.getBoundingClientRect().top < h.getBoundingClientRect().top - 1)
+    .map(c => c.textContent));
+  const figs = [...document.querySelectorAll("figure.g")];
+  r.figureTops = figs.map(f => Math.round(f.getBoundingClientRect().top));
+  r.captions = figs.map(f => f.querySelector("figcaption").textContent);
   const td = document.querySelector("table.hm td[title]");
   r.tip = td ? td.title : null;
   const out = document.createElement("pre");
@@ -76,9 +87,19 @@ def test_report_in_a_browser(probed_page, width):
     assert seen["images"] >= 6 and seen["broken"] == []
     # nothing wider than the window: wide tables scroll inside their own box
     assert seen["scroll"] <= seen["width"] and seen["outside"] == [], seen["outside"][:10]
-    # a click on the AER header sorts the score table, a second one reverses it
-    assert seen["header"] == "AER"
-    assert seen["up"] == sorted(seen["up"]) and seen["down"] == sorted(seen["up"], reverse=True)
-    assert len(set(seen["up"])) > 1
+    # the score table comes sorted by AER: the first click on its header reverses it, the second sorts
+    # it back
+    assert seen["header"] == "AER" and len(set(seen["loaded"])) > 1
+    assert seen["loaded"] == sorted(seen["loaded"])
+    assert seen["first"] == sorted(seen["loaded"], reverse=True) and seen["second"] == seen["loaded"]
+    # every HTML matrix has its legend and shows its column headers whole
+    assert seen["legends"] and all("gold" in x for x in seen["legends"]), seen["legends"]
+    assert seen["clipped"] == []
+    # each gallery figure is captioned with the command that draws it; the worst sentence comes first
+    assert all("attnalign plot sentence" in c and "--index" in c for c in seen["captions"])
+    aer = [float(re.search(r"AER ([\d.]+)", c).group(1)) for c in seen["captions"]]
+    assert aer[0] == max(aer), aer
+    if width >= 1400:  # figures as wide as their pictures: more than one to a row
+        assert len(set(seen["figureTops"])) < len(seen["figureTops"]), seen["figureTops"]
     # hovering a matrix cell names its words and weight
     assert re.fullmatch(r"\S+ → \S+: [01]\.\d{3}(; .+)?", seen["tip"])

@@ -26,6 +26,8 @@ CSS = (
     "img{max-width:100%;height:auto} "
     "figure.g{display:inline-block;vertical-align:top;margin:4px;max-width:100%} "
     "figure.g figcaption{font-size:85%} .wrap{overflow-x:auto} "
+    # a figure is as wide as its picture: its caption and matrix wrap or scroll inside that width
+    "figure.g figcaption,figure.g details{contain:inline-size} "
     "table.t tr.best{background:#e8f3e8;font-weight:bold} ul.gl{font-size:85%;columns:2} "
     "table.t th.sort{cursor:pointer} table.t th.sort:after{content:' \\2195';color:#999} "
     "table.hm{border-collapse:collapse;font-size:85%} table.hm td{width:1.8em;height:1.8em;text-align:center;"

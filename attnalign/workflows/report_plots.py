@@ -12,8 +12,8 @@ from .report_sweep import Result
 from .report_tables import gallery_order
 
 
-def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs, gold, tf: bool,
-                 gallery: int) -> dict:
+def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs, gold, layered: bool,
+                gallery: int) -> dict:
     """The PNGs: AER by layer (Transformers), AER by length, attention statistics, the gallery."""
     import matplotlib
 
@@ -22,7 +22,7 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
 
     scores, by_length = tables["scores"], tables["by_length"]
     images = {}
-    if tf:
+    if layered:
         fig, ax = plt.subplots(figsize=(5, 3.2), layout="constrained")
         for shift, style in ((0, "o-"), (1, "s--")):
             sub = scores[
@@ -46,17 +46,7 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
     ax.set_title(f"AER by sentence length ({best.config.name})")
     save_figure(fig, out / "aer_by_length.png")
     images["aer_by_length"] = "aer_by_length.png"
-    ent, eos = stats
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
-    axes[0].hist(ent, bins=40, color="#4a78b5")
-    axes[0].set_xlabel("attention entropy per target word (nats)")
-    axes[0].set_title("forward direction: entropy", fontsize=9)
-    axes[1].hist(eos, bins=40, color="#d95f02")
-    axes[1].set_yscale("log")  # most words put almost nothing on EOS; the tail is what matters
-    axes[1].set_xlabel("attention mass on EOS per target word")
-    axes[1].set_title("forward direction: EOS mass (log count)", fontsize=9)
-    for a in axes:
-        a.set_ylabel("target words")
+    fig = attention_stats_figure(*stats)
     save_figure(fig, out / "attention_stats.png")
     images["attention_stats"] = "attention_stats.png"
     from .views import sentence_figure
@@ -72,3 +62,22 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
     return images
 
 
+def attention_stats_figure(entropy: np.ndarray, eos: np.ndarray):
+    """Histograms of the forward direction's attention entropy and EOS mass per target word."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
+    axes[0].hist(entropy, bins=40, color="#4a78b5")
+    axes[0].set_xlabel("attention entropy per target word (nats)")
+    axes[0].set_title("forward direction: entropy", fontsize=9)
+    axes[1].hist(eos, bins=40, color="#d95f02")
+    axes[1].set_yscale("log")  # most words put almost nothing on EOS; the tail is what matters
+    # plain numbers: the log axis's default labels are TeX, which the words' settings turn off
+    axes[1].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axes[1].yaxis.set_minor_formatter(NullFormatter())
+    axes[1].set_xlabel("attention mass on EOS per target word")
+    axes[1].set_title("forward direction: EOS mass (log count)", fontsize=9)
+    for a in axes:
+        a.set_ylabel("target words")
+    return fig
