@@ -130,14 +130,16 @@ def on_main(fn):
     return value
 
 
-def end(code: int | str | None) -> None:
+def end(code: int | str | None, now: bool = False) -> None:
     """Leave a torchrun process once its command is done, with ``code`` as ``SystemExit`` holds it
     (None: 0; a message: printed, then 1): the exit handlers run (the process group is destroyed,
     temporary files removed), the streams are flushed, then the process exits without tearing the
     interpreter down. A process that ends the usual way can abort during that teardown ("terminate
     called without an active exception", gloo) after its work is done, failing the whole run. Outside
-    torchrun, or before any collective: returns and lets the caller exit as usual."""
-    if "cpu" not in _state:
+    torchrun, or before any collective: returns and lets the caller exit as usual, unless ``now``
+    (an interrupted run, already cleaned up: the teardown would wait for worker threads, and an
+    interrupt that landed inside compiled code can turn its exit into a death by SIGINT)."""
+    if "cpu" not in _state and not now:
         return
     if isinstance(code, str):
         print(code, file=sys.stderr)

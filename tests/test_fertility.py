@@ -109,3 +109,50 @@ def test_combined_teacher_is_the_union_of_its_parts():
 
     with pytest.raises(AttnAlignError, match="has no 'grow-diag'"):
         check_choices(COMBINED, "grow-diag")
+
+
+def test_a_stop_ends_the_sampler_before_its_next_bucket():
+    import threading
+
+    from attnalign.statistical.fertility import Stopped
+
+    pairs = [(["a", "b"], ["x", "y"])] * 20
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(Stopped):
+        sample_marginals(pairs, [np.array([0, 1])] * 20, sweeps=5, collect=2, stop=stop)
+
+
+def test_ctrl_c_stops_both_sampler_threads_at_once(tmp_path):
+    """Ctrl-C while the two directions sample in two threads: the run ends within a bucket, not after
+    the threads have finished sampling (the executor used to wait for them)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "interrupt.py"
+    script.write_text('''
+import os, signal, threading, time
+from attnalign.statistical import fertility, kernels
+from attnalign.statistical.ids import IdCorpus
+
+kernels.set_threads(2)
+words = [f"w{k}" for k in range(300)]
+pairs = [([words[(7 * n + k) % 300] for k in range(12)], [words[(7 * n + k + 1) % 300] for k in range(12)])
+         for n in range(6000)]
+fired, sweep = [], kernels.sweep
+def sweep_then_interrupt(*args):
+    if not fired:
+        fired.append(time.perf_counter())
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    return sweep(*args)
+kernels.sweep = sweep_then_interrupt
+t0 = time.perf_counter()
+try:
+    fertility.FertilityModel(IdCorpus.encode(pairs), sweeps=2000, fertility_from=5, collect=5)
+    print("finished", time.perf_counter() - t0)
+except KeyboardInterrupt:
+    print("stopped", time.perf_counter() - fired[0] - 0.3)
+''')
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    word, seconds = p.stdout.split()
+    assert word == "stopped" and float(seconds) < 3, (p.stdout, p.stderr[-2000:])

@@ -16,6 +16,7 @@ import typer
 from .. import dist
 from .._version import __version__
 from . import align, plot
+from .common import EXIT_INTERRUPTED
 from .report import report
 from .score import score
 from .train import train
@@ -69,5 +70,5 @@ def main() -> None:
     try:
         app()
     except SystemExit as e:
-        dist.end(e.code)  # under torchrun the process ends here
+        dist.end(e.code, now=e.code == EXIT_INTERRUPTED)  # under torchrun the process ends here
         raise

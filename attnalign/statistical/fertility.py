@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -171,14 +172,16 @@ class Marginals:
 def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray, sweeps: int = 40,
                      fertility_from: int = 10, collect: int = 20, p0: float = 0.2, alpha: float = 1e-3,
                      beta: float = 0.5, gamma: float = 0.5, max_jump: int = 10, max_fertility: int = 8,
-                     seed: int = 1, stage: str = "fertility") -> Marginals:
+                     seed: int = 1, stage: str = "fertility", stop: threading.Event | None = None
+                     ) -> Marginals:
     """Gibbs-sample one direction's links (target words to source words) from ``init`` (per pair, a
     source position or S for NULL for every target word; or flat over the corpus's target words) and
     return the link counts of the last ``collect`` sweeps (:class:`Marginals`).
 
     Under torchrun each process samples its share of the buckets; the count tables are summed across
     processes after every sweep (within a sweep a process sees the others' counts of the sweep
-    before: the approximation of distributed LDA samplers)."""
+    before: the approximation of distributed LDA samplers). ``stop``: set from another thread, ends the
+    sampling (:class:`Stopped`) before the next bucket."""
     if not 0 < collect <= sweeps:
         raise ValueError(f"collect must be in 1..sweeps, not {collect}")
     corpus, table, flat = _prepare(pairs, init)
@@ -201,6 +204,8 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
         start = (n_pair.copy(), n_e.copy()) if procs > 1 else None
         done, total = 0, sum(len(b.rows) for b in buckets)
         for b in buckets:
+            if stop is not None and stop.is_set():
+                raise Stopped
             kernels.sweep(b.e, b.S, b.T, b.a, b.pid, b.phi, n_pair, n_e, n_tgt, J, fert, use_fert,
                           rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
             done += len(b.rows)
@@ -216,6 +221,10 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     return marg
 
 
+class Stopped(Exception):
+    """A sampler thread ended early because the run was interrupted."""
+
+
 class FertilityModel:
     """Both directions' sampled links, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`).
     The two IBM2 models run one after the other (their cached cells are the memory's peak); in one
@@ -229,9 +238,15 @@ class FertilityModel:
                                   stage=f"fertility {name}", **kw) for side, name in sides]
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
         if world()[1] == 1 and kernels.threads() >= 2 and 2 * _BYTES_PER_CELL * cells <= PARALLEL_BYTES:
+            stop = threading.Event()
             with ThreadPoolExecutor(2) as pool:  # each thread reports progress to this context's listener
-                futures = [pool.submit(contextvars.copy_context().run, job) for job in jobs]
-                self.marginals = [f.result() for f in futures]
+                futures = [pool.submit(contextvars.copy_context().run, functools.partial(job, stop=stop))
+                           for job in jobs]
+                try:
+                    self.marginals = [f.result() for f in futures]
+                except BaseException:  # Ctrl-C: the threads stop at their next bucket, not after sampling
+                    stop.set()
+                    raise
         else:
             self.marginals = [job() for job in jobs]
 
