@@ -116,6 +116,7 @@ def test_help_and_score_never_import_torch(args):
 def test_a_registered_decoder_reaches_the_report(models, tmp_path, monkeypatch):
     from attnalign.decoding import DECODERS, decode_matrix
     from attnalign.decoding.decoders import Decoder
+    from attnalign.nmt.aligner import AlignOptions
     from attnalign.workflows.report import report_files
 
     def first_word(m, eos, threshold):  # every target word to source word 0
@@ -125,7 +126,7 @@ def test_a_registered_decoder_reaches_the_report(models, tmp_path, monkeypatch):
     assert decode_matrix(np.ones((3, 2)), "first-word") == [(0, 0), (0, 1), (0, 2)]
     sample = PACKAGE.parent / "sample_data"
     report_files(tmp_path / "r", sample / "test.gold.pharaoh", model=models / "rnn", src=sample / "test.en",
-                 tgt=sample / "test.fr", device="cpu", gallery=1)
+                 tgt=sample / "test.fr", options=AlignOptions(device="cpu"), gallery=1)
     scores = pd.read_csv(tmp_path / "r" / "scores.csv")
     assert "first-word" in set(scores.decoder)
 

@@ -58,12 +58,14 @@ def report(
     Example: attnalign report --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
     --gold sample_data/test.gold.pharaoh -o report/
     """
+    from ..nmt.aligner import AlignOptions
     from ..workflows.report import report_files
 
+    reading = AlignOptions(device=device, reverse_model=None if reverse_model is None else str(reverse_model),
+                           src_lang=src_lang, tgt_lang=tgt_lang)
     summary = report_files(output, gold, gold_options(gold_format, gold_one_based, reverse_gold, encoding),
                            model=model, src=src, tgt=tgt, corpus=corpus, attention=attention,
-                           lowercase=lowercase, device=device, gallery=gallery, reverse_model=reverse_model,
-                           src_lang=src_lang, tgt_lang=tgt_lang,
+                           lowercase=lowercase, options=reading, gallery=gallery,
                            command=shlex.join(["attnalign", *sys.argv[1:]]))
     out().print(
         f"best: {summary['best']}: AER {100 * summary['aer']:.2f}, P {100 * summary['precision']:.2f}, "

@@ -20,6 +20,7 @@ import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..data.alignments import Alignment
 from ..data.attnfile import read_attention, saved_indices
@@ -27,11 +28,13 @@ from ..data.corpus import Pairs
 from ..data.fileio import atomic_dir, inside, is_stdio
 from ..errors import AttnAlignError, OptionError
 from ..eval.plot import settings_text
-from ..nmt.limits import BATCH_TOKENS
 from .report_page import write_page
 from .report_plots import write_plots
 from .report_sweep import Config, attention_stats, default_output, model_results, saved_results
 from .report_tables import eos_losses, write_tables
+
+if TYPE_CHECKING:
+    from ..nmt.aligner import AlignOptions
 
 
 def build_report(
@@ -41,30 +44,27 @@ def build_report(
     model: str | os.PathLike | None = None,
     pairs: Pairs | None = None,
     attention: str | os.PathLike | None = None,
-    device: str = "cpu",
-    batch_tokens: int = BATCH_TOKENS,
+    options: AlignOptions | None = None,
     gallery: int = 4,
     top: int = 20,
     command: str | None = None,
     plot_args: str | None = None,
     signature: str | None = None,
-    reverse_model: str | os.PathLike | None = None,
-    src_lang: str | None = None,
-    tgt_lang: str | None = None,
 ) -> dict:
     """Write the report directory; return a summary (best configuration and its scores). ``command``:
     the command line that made it, shown on the page; ``plot_args``: the ``plot sentence`` options
     that draw one of its sentences (the gallery's captions add ``--index N``); ``signature``: the
-    scores' signature (:func:`attnalign.eval.scoring.gold_signature`), shown on the page;
-    ``reverse_model``, ``src_lang``, ``tgt_lang``: for a pretrained Hugging Face ``model``."""
+    scores' signature (:func:`attnalign.eval.scoring.gold_signature`), shown on the page; ``options``:
+    how the model is read (device, extraction batch, a pretrained model's reverse model and
+    languages); the report tries every decoding itself."""
     with atomic_dir(out_dir, "report folder", marker="index.html") as stage:
-        summary = _build(stage, gold, model, pairs, attention, device, batch_tokens, gallery, top, command,
-                         plot_args, signature, reverse_model, src_lang, tgt_lang)
+        summary = _build(stage, gold, model, pairs, attention, options, gallery, top, command, plot_args,
+                         signature)
     return {**summary, "index": str(Path(out_dir) / "index.html")}
 
 
-def _build(out: Path, gold, model, pairs, attention, device, batch_tokens, gallery, top, command, plot_args,
-           signature, reverse_model, src_lang, tgt_lang) -> dict:
+def _build(out: Path, gold, model, pairs, attention, options, gallery, top, command, plot_args,
+           signature) -> dict:
     model_info, default = "", None
     if attention is not None:
         results, mats, pairs = saved_results(attention, gold)
@@ -78,9 +78,8 @@ def _build(out: Path, gold, model, pairs, attention, device, batch_tokens, galle
         pairs = list(pairs[: len(gold)])
         from ..nmt.aligner import AlignOptions
 
-        rev = None if reverse_model is None else str(reverse_model)
-        options = AlignOptions(device=device, reverse_model=rev, src_lang=src_lang, tgt_lang=tgt_lang)
-        results, mats, layered = model_results(model, pairs, gold, options, batch_tokens)
+        options = options or AlignOptions()
+        results, mats, layered = model_results(model, pairs, gold, options, options.batch_tokens)
         default = default_output(model, pairs, gold, options)
         title = f"model {model}"
         model_info = _model_info(model, options)
@@ -148,16 +147,13 @@ def report_files(
     corpus: str | os.PathLike | None = None,
     attention: str | os.PathLike | None = None,
     lowercase: bool | None = None,
-    device: str = "auto",
+    options: AlignOptions | None = None,
     gallery: int = 4,
     command: str | None = None,
-    reverse_model: str | os.PathLike | None = None,
-    src_lang: str | None = None,
-    tgt_lang: str | None = None,
 ) -> dict:
     """The library behind ``attnalign report``: read the gold and the corpus's first sentences (or a
-    saved attention file), then :func:`build_report`. ``command``: the command line shown on the page;
-    ``reverse_model``, ``src_lang``, ``tgt_lang``: for a pretrained Hugging Face ``model``."""
+    saved attention file), then :func:`build_report` (``options``: how the model is read, its device
+    ``auto`` resolved here). ``command``: the command line shown on the page."""
     from ..eval.scoring import GoldOptions, gold_signature, read_gold
 
     out = Path(out_dir)
@@ -167,6 +163,7 @@ def report_files(
         raise AttnAlignError("the report output must be a directory", path=out)
     if gallery < 0:
         raise OptionError(f"--gallery must be >= 0, not {gallery}")
+    reverse_model = options.reverse_model if options is not None else None
     inputs = {"--gold": gold, "--attention": attention, "--model": model, "--src": src, "--tgt": tgt,
               "--corpus": corpus, "--reverse-model": reverse_model}
     for flag, path in inputs.items():
@@ -190,21 +187,22 @@ def report_files(
         pairs = [p for _, p in zip(range(len(golds)), it, strict=False)]
         if len(pairs) == len(golds):  # a shorter corpus: build_report says so
             golds, info = read_gold(gold, gold_options, pairs=pairs)
-    dev = "cpu"
-    if attention is None:
+    if attention is None and options is not None:
+        from dataclasses import replace
+
         from ..nmt.device import resolve_device
 
-        dev = str(resolve_device(device))
+        options = replace(options, device=str(resolve_device(options.device)))
     source = ["--attention", attention] if attention is not None else ["--model", model] + (
         ["--corpus", corpus] if corpus is not None else ["--src", src, "--tgt", tgt])
     case = [] if lowercase is None else ["--lowercase" if lowercase else "--no-lowercase"]
-    given = (("--reverse-model", reverse_model), ("--src-lang", src_lang), ("--tgt-lang", tgt_lang))
+    given = () if options is None else (("--reverse-model", options.reverse_model),
+                                        ("--src-lang", options.src_lang), ("--tgt-lang", options.tgt_lang))
     hf = [f for flag, v in given if v is not None and attention is None for f in (flag, v)]
     plot_args = shlex.join([*map(str, source), *map(str, hf), "--gold", str(gold), *_gold_args(gold_options),
                             *case])
-    return build_report(out, golds, model=model, pairs=pairs, attention=attention, device=dev,
-                        gallery=gallery, command=command, plot_args=plot_args, signature=gold_signature(info),
-                        reverse_model=reverse_model, src_lang=src_lang, tgt_lang=tgt_lang)
+    return build_report(out, golds, model=model, pairs=pairs, attention=attention, options=options,
+                        gallery=gallery, command=command, plot_args=plot_args, signature=gold_signature(info))
 
 
 def _gold_args(options) -> list[str]:
