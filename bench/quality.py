@@ -108,6 +108,8 @@ CONFIGS = {
     # self-training: the preset's student guided by the links align corpus writes with the preset model
     # and its teacher (--teacher on) instead of the teacher's own links (SELF_TRAINED names the model)
     "agree-fert-head-sp-self": _preset(guide=None),
+    # the same at --preset align: its student guided by what align corpus writes with the preset model
+    "agree-fert-head-sp-e5-b2k-d0-self": _preset(**{**B2K, "epochs": 5}, **D0, guide=None),
     # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words); the same
     # with 2,000 pieces; and the 4,000-piece student with the earlier teacher
     "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),
@@ -130,7 +132,8 @@ CONFIGS = {
     "eflomal-hmm": None,  # eflomal without its fertility model (IBM1 + HMM)
 }
 # self-trained configurations: the configuration whose model, with its teacher, writes their guide links
-SELF_TRAINED = {"agree-fert-head-sp-self": "agree-fert-head-sp"}
+SELF_TRAINED = {"agree-fert-head-sp-self": "agree-fert-head-sp",
+                "agree-fert-head-sp-e5-b2k-d0-self": "agree-fert-head-sp-e5-b2k-d0"}
 EFLOMAL = {"eflomal": 3, "eflomal-hmm": 2}  # eflomal's --model
 # the statistical configurations: (model, prefix length (0 = whole words), extra counts for identical
 # words); "hmm-agree-fert" is the default teacher (= attnalign align statistical)
