@@ -160,6 +160,19 @@ def test_terminal_view_marks_links():
     assert text.count("●") == 4 + 1 and "voiture" in text  # the four links and the legend
 
 
+def test_terminal_view_breaks_the_title_where_the_figure_does():
+    """The title's own line breaks are lines (they showed as ``\\x0a``); a control character in user
+    text is still shown, not obeyed."""
+    from rich.console import Console
+
+    console = Console(record=True, width=120)
+    console.print(terminal_view(diag_panel(title="soft: the matrix\nmodel runs/\x1b[2Jx")))
+    text = console.export_text()
+    assert "\\x0a" not in text and "soft: the matrix" in text and "\\x1b[2Jx" in text
+    lines = [line.strip() for line in text.splitlines()]
+    assert lines.index("soft: the matrix") + 1 == lines.index("model runs/\\x1b[2Jx")
+
+
 def test_terminal_view_piped_keeps_the_weights_and_possible_links():
     from rich.console import Console
 

@@ -273,7 +273,7 @@ def terminal_view(p: Panel, plain: bool = False):
 
     # user words are Text, never markup: "[laughter]" is a word, not a style
     t = Table(show_header=True, header_style="bold", box=None, pad_edge=False,
-              title=Text(printable(p.title)) if p.title else None)
+              title=Text("\n".join(map(printable, p.title.split("\n")))) if p.title else None)
     t.add_column("")
     for w in p.src:
         w = printable(w)
