@@ -112,6 +112,9 @@ DevGoldOpt = _opt(Path | None, "--dev-gold", "Dev gold alignment: select by dev 
 GuideOpt = _opt(str | None, "--guide", "Guided alignment: 'auto' (the built-in statistical aligner, see "
                 "--guide-model and --guide-sym) or a Pharaoh file of links for the training corpus.")
 GuideWeightOpt = _opt(float, "--guide-weight", "Weight of the guide loss.")
+SelfTrainOpt = _opt(int, "--self-train", "Rounds of self-training after the teacher-guided one: the "
+                    "student trained again from scratch, guided by the links align corpus writes with the "
+                    "last round's model and its teacher (needs --guide auto; each round costs a training).")
 AlignHeadOpt = _opt(bool | None, "--align-head/--no-align-head", "Add an alignment head (sees the whole "
                     "target sentence; trained by --guide only) and align with it.")
 PresetOpt = _opt(str | None, "--preset", "Named options; others given beside it override it. align: "
@@ -202,7 +205,8 @@ GUIDANCE = Group("guidance", (
     ("guide", GuideOpt, None), ("guide_weight", GuideWeightOpt, DEFAULTS.guide_weight),
     ("guide_model", GuideModelOpt, TEACHER_MODEL),
     ("guide_sym", GuideSymOpt, TEACHER_SYM), ("guide_prefix", GuidePrefixOpt, TEACHER.prefix),
-    ("guide_identical", GuideIdenticalOpt, TEACHER.identical)), _guidance)
+    ("guide_identical", GuideIdenticalOpt, TEACHER.identical),
+    ("self_train", SelfTrainOpt, DEFAULTS.self_train)), _guidance)
 PRETRAINED_INIT = Group("pretrained", (
     ("init_from", InitFromOpt, None), ("reverse_init_from", ReverseInitFromOpt, None),
     ("src_lang", SrcLangOpt, None), ("tgt_lang", TgtLangOpt, None)))

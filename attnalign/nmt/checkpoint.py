@@ -121,7 +121,7 @@ def _check_config_types(data: dict, path: Path) -> None:
     """The parts of ``config.json`` that commands read have the types ``train`` writes: a hand-edited
     or foreign file gets an error naming the key, not an AttributeError deep in a command."""
     kinds = {"model_config": dict, "train_options": dict, "data": dict, "finished": list,
-             "model_type": str, "lowercase": bool}
+             "model_type": str, "lowercase": bool, "self_train_round": int}
     for key, kind in kinds.items():
         if key in data and not isinstance(data[key], kind):
             raise AttnAlignError(f"config.json: {key!r} is a {type(data[key]).__name__}, not a "

@@ -19,7 +19,7 @@ import torch
 from .. import dist
 from ..data.alignments import Link
 from ..data.corpus import Pairs
-from ..errors import AttnAlignError, warn
+from ..errors import AttnAlignError, OptionError, warn
 from ..nmt.checkpoint import read_model_config
 from ..nmt.device import resolve_device, set_threads
 from . import parallel
@@ -36,6 +36,7 @@ from .model_dir import (
 )
 from .options import TrainOptions
 from .run import DirectionRun, Reporter, Silent
+from .self_train import self_guide
 
 
 def train(
@@ -74,6 +75,9 @@ def train(
                         reporter=reporter, data=_data_record(pairs, dev, files))
     # everything is checked before the model directory is touched
     model_config = asdict(options.check(has_guide_links=guide is not None))
+    if options.self_train and dist.launched():
+        raise OptionError("--self-train aligns with the teacher in one process, not under torchrun",
+                          hint="run it without torchrun, or leave --self-train out")
     device = _device(options.device)
     set_threads(options.threads)
     from ..statistical import kernels
@@ -86,7 +90,10 @@ def train(
     # decided (and a torchrun conflict refused) before the teacher's minutes are spent
     in_processes = parallel.wanted(options.parallel_directions, options.directions, device, options.threads,
                                    len(train_pairs))
-    guide, teacher = _guide(train_pairs, guide, options, getattr(reporter, "note", None))
+    note = getattr(reporter, "note", None)
+    # a resumed self-training round reads its guide and the kept teacher: the teacher is not fit again
+    first = run_config(model_dir).get("self_train_round", 0) if resume else 0
+    guide, teacher = _guide(train_pairs, guide, options, note) if not first else (None, None)
 
     def begin() -> Path:
         work = prepare_dir(model_dir, overwrite, resume)
@@ -94,13 +101,26 @@ def train(
             warn("no dev set given (--dev-src/--dev-tgt): the checkpoint with the lowest training loss is "
                  "kept")
         finished = read_model_config(work).get("finished", []) if resume else []
-        write_config(work, options, options.directions, model_config, data, finished)
+        write_config(work, options, options.directions, model_config, data, finished, first)
         return work
 
     work_dir = dist.on_main(begin)  # rank 0 prepares the directory; every rank writes there
     if teacher is not None:  # align corpus on this corpus reads its matrices instead of training it again
         keep_teacher(work_dir, teacher, keep, pairs, options, data["fingerprint"])
     reporter = reporter or Silent()
+    for self_round in range(first, options.self_train + 1):
+        again = resume and self_round == first
+        if self_round:
+            guide = self_guide(work_dir, pairs, keep, device, self_round, again, note)
+        jobs = _jobs(train_pairs, work_dir, options, model_config, device, guide, dev, self_round)
+        done = _run(jobs, options, in_processes, again, reporter, work_dir)
+    dist.on_main(lambda: finish_dir(work_dir, model_dir))
+    return {"model_dir": str(model_dir), "directions": {d: done[d] for d in options.directions}}
+
+
+def _jobs(train_pairs: Pairs, work_dir: Path, options: TrainOptions, model_config: dict, device, guide,
+          dev: DevSet | None, self_round: int) -> list:
+    """Each direction's run and dev set (the guide's links turned around for the reverse direction)."""
     jobs = []
     for direction in options.directions:
         forward = direction == "forward"
@@ -109,10 +129,9 @@ def train(
             links = guide if forward else [[(j, i) for i, j in g] for g in guide]
         run = DirectionRun(train_pairs if forward else swap(train_pairs), work_dir, direction, options,
                            model_config, device, links)
+        run.self_round = self_round
         jobs.append((run, dev if dev is None or forward else dev.reversed()))
-    done = _run(jobs, options, in_processes, resume, reporter, work_dir)
-    dist.on_main(lambda: finish_dir(work_dir, model_dir))
-    return {"model_dir": str(model_dir), "directions": {d: done[d] for d in options.directions}}
+    return jobs
 
 
 def _usable_pairs(pairs: Pairs, guide):

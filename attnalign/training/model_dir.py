@@ -19,7 +19,7 @@ from ..nmt.checkpoint import FORMAT_VERSION, read_model_config
 from .options import TrainOptions
 
 LOG_FIELDS = ["direction", "epoch", "step", "train_loss", "dev_loss", "dev_ppl", "dev_aer",
-              "tokens_per_s", "elapsed_s", "best"]
+              "tokens_per_s", "elapsed_s", "best", "round"]
 
 
 def run_config(model_dir: Path) -> dict:
@@ -102,9 +102,10 @@ def finish_dir(work_dir: Path, model_dir: Path) -> None:
 
 
 def write_config(model_dir: Path, options: TrainOptions, directions: list[str], model_config: dict,
-                 data: dict | None = None, finished: list[str] | None = None) -> None:
+                 data: dict | None = None, finished: list[str] | None = None, self_round: int = 0) -> None:
     """``config.json``: the network, the options, what data the run saw (``data``: fingerprints and
-    files, so that ``--resume`` can check and restore them) and the directions whose training ended."""
+    files, so that ``--resume`` can check and restore them), the directions whose training ended, and
+    the self-training round they belong to (``--self-train``)."""
     payload = {
         "format_version": FORMAT_VERSION,
         "attnalign_version": __version__,
@@ -115,10 +116,23 @@ def write_config(model_dir: Path, options: TrainOptions, directions: list[str], 
         "train_options": options.as_dict(),
         "data": data or {},
         "finished": finished or [],
+        **({"self_train_round": self_round} if self_round else {}),
     }
     with atomic_open(model_dir / "config.json") as f:
         json.dump(payload, f, indent=2)
         f.write("\n")
+
+
+def start_round(model_dir: Path, self_round: int) -> None:
+    """Record in ``config.json`` that self-training round ``self_round`` begins: no direction of it has
+    finished (``--resume`` continues that round)."""
+    cfg = read_model_config(model_dir)
+    cfg["self_train_round"], cfg["finished"] = self_round, []
+    with atomic_open(model_dir / "config.json") as f:
+        json.dump(cfg, f, indent=2)
+        f.write("\n")
+    for direction in cfg.get("directions", []):  # the last round's resumable state is done with
+        (model_dir / f"{direction}.last.pt").unlink(missing_ok=True)
 
 
 def mark_finished(model_dir: Path, direction: str) -> None:
@@ -149,7 +163,11 @@ def append_log(model_dir: Path, row: dict) -> None:
             import fcntl
 
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        w = csv.DictWriter(f, fieldnames=LOG_FIELDS)
-        if f.seek(0, os.SEEK_END) == 0:
+        fields = LOG_FIELDS
+        if f.seek(0, os.SEEK_END) != 0:  # a log begun by an older version keeps its own columns
+            with open(path, newline="") as r:
+                fields = next(csv.reader(r), None) or LOG_FIELDS
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        if f.tell() == 0:
             w.writeheader()
-        w.writerow({k: row.get(k) for k in LOG_FIELDS})
+        w.writerow({k: row.get(k) for k in fields})

@@ -23,6 +23,7 @@ DIRECTIONS = ("forward", "reverse")
 PARALLEL_CHOICES = ("auto", "on", "off")  # --parallel-directions
 EPOCHS = 8  # --epochs auto: the passes over a corpus of up to EPOCHS_FULL_PAIRS pairs
 EPOCHS_FULL_PAIRS = 20_000  # the corpora the preset was benchmarked on (README) get the full EPOCHS
+MAX_SELF_TRAIN = 5  # --self-train rounds
 
 
 def epochs_for(epochs: int | float | str, pairs: int, full: int = EPOCHS) -> float:
@@ -77,6 +78,9 @@ class TrainOptions:
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
     max_length: int = MAX_LENGTH  # model tokens per side (EOS included); longer pairs are left out
     parallel_directions: str = "auto"  # both directions at once, a process each (training/parallel.py)
+    # rounds of self-training after the teacher-guided one: the student trained again, guided by the
+    # links align corpus writes with the last round's model and the kept teacher (training/loop.py)
+    self_train: int = 0
     # guided fine-tuning of a pretrained Hugging Face model instead of a new network (training/finetune.py)
     init_from: str | None = None  # the source-to-target model: a save_pretrained directory or hf:NAME
     reverse_init_from: str | None = None  # the target-to-source model (--direction both)
@@ -140,6 +144,11 @@ class TrainOptions:
         require("--guide-weight", self.guide_weight, low=0)
         require("--subword-type", self.subword_type, choices=("unigram", "bpe"))
         require("--parallel-directions", self.parallel_directions, choices=PARALLEL_CHOICES)
+        require("--self-train", self.self_train, low=0, high=MAX_SELF_TRAIN)
+        if self.self_train and (self.guide != "auto" or self.init_from is not None):
+            raise OptionError("--self-train learns from a model and its built-in teacher",
+                              hint="train with --guide auto (as --preset align does), not --guide FILE "
+                                   "or --init-from")
         network = self.network().check()
         if network.align_head and not has_guide_links and self.guide is None:
             raise OptionError("the alignment head learns from a guide alignment only",

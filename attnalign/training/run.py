@@ -90,6 +90,7 @@ class DirectionRun:
         self.last_path = model_dir / f"{direction}.last.pt"
         self.best_path = model_dir / f"{direction}.pt"
         self.links = links
+        self.self_round = 0  # the self-training round (0: guided by the teacher or a guide file)
 
     def _build(self, state: dict | None) -> None:
         opts, pairs = self.options, self.pairs
@@ -305,7 +306,8 @@ class DirectionRun:
         # the epoch a fractional --epochs (or --max-steps) stopped inside counts as the last one
         row = {"direction": self.direction, "epoch": prog.epoch + (prog.offset > 0), "step": prog.step,
                "train_loss": prog.ep_loss / max(1, prog.ep_tok),
-               "tokens_per_s": round(self.tok_rate), "elapsed_s": round(time.perf_counter() - self.t0, 1)}
+               "tokens_per_s": round(self.tok_rate), "elapsed_s": round(time.perf_counter() - self.t0, 1),
+               "round": self.self_round}
         if dev is not None:
             row.update(evaluate(self.loaded, dev, self.options.batch_tokens, self.device))
         key = row["dev_aer"] if row.get("dev_aer") is not None else row.get("dev_loss", row["train_loss"])

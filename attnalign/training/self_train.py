@@ -1,0 +1,54 @@
+"""Self-training (``train --self-train N``): after the teacher-guided round, the student is trained
+again from scratch, guided by the links ``align corpus`` writes with the last round's model and the
+kept teacher (its default output), in the spirit of Shift-AET (Chen et al. 2020), which trains its
+alignment module on the symmetrized alignments of the model itself.
+
+Each round's guide is written to the model directory (:data:`GUIDE`, Pharaoh, one line per training
+pair) before the round begins and read back from there, so that ``--resume`` continues a round with
+exactly the links it started with.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..data.alignments import Alignment, Link, format_pharaoh_line, read_alignments
+from ..data.corpus import Pairs
+from ..data.fileio import atomic_open
+from .model_dir import start_round
+
+GUIDE = "self_guide.align"
+
+
+def self_guide(work_dir: Path, pairs: Pairs, keep: list[int], device, self_round: int, resumed: bool,
+               note: Callable[[str], None] | None = None) -> list[list[Link]]:
+    """The guide of self-training round ``self_round`` for the training pairs ``keep`` of ``pairs``:
+    the model in ``work_dir`` with its kept teacher aligns ``pairs`` (unless ``resumed``: the round
+    began already and its guide is on disk), the links are written to :data:`GUIDE`, the round is
+    recorded as begun (:func:`.model_dir.start_round`), and the guide is read back."""
+    path = work_dir / GUIDE
+    if not resumed:
+        t0 = time.perf_counter()
+        links = _model_links(work_dir, pairs, device)
+        with atomic_open(path) as f:
+            f.writelines(format_pharaoh_line(Alignment.from_links(x)) + "\n" for x in links)
+        start_round(work_dir, self_round)
+        if note:
+            note(f"self-training round {self_round}: {sum(map(len, links))} links from the model and its "
+                 f"teacher in {time.perf_counter() - t0:.0f} s")
+    alignments = read_alignments(path, fmt="pharaoh", src_lengths=[len(s) for s, _ in pairs],
+                                 tgt_lengths=[len(t) for _, t in pairs])[0]
+    return [sorted(alignments[k].links) for k in keep]
+
+
+def _model_links(model_dir: Path, pairs: Pairs, device) -> list[list[Link]]:
+    """What ``align corpus`` writes for the model's own training ``pairs``: the model's attention
+    blended with the teacher it kept (:mod:`attnalign.statistical.saved`)."""
+    from ..nmt.aligner import Aligner, AlignOptions
+    from ..statistical.saved import FILE, SavedTeacher
+
+    aligner = Aligner(model_dir, AlignOptions(teacher="on", device=str(device)))
+    aligner.use_teacher(SavedTeacher(model_dir / FILE))
+    return [sorted(p.links) for p in aligner.align(pairs)]

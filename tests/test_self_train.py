@@ -1,0 +1,99 @@
+"""Self-training (``train --self-train N``): each round's guide is what ``align corpus`` writes with the
+last round's model and its kept teacher; a resumed round ends with the weights of an uninterrupted run;
+the option needs the built-in teacher."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+import torch
+from helpers import SAMPLE
+from test_align import invoke
+from test_train import Kill, tiny_options
+
+from attnalign.data.alignments import read_alignments
+from attnalign.data.corpus import read_corpus
+from attnalign.errors import OptionError
+from attnalign.nmt.checkpoint import load_checkpoint
+from attnalign.training import TrainOptions, train
+from attnalign.training.self_train import GUIDE, _model_links
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:300]
+
+
+def options(**kw) -> TrainOptions:
+    return tiny_options(direction="both", guide="auto", model_config={"hidden": 16, "emb_dim": 8,
+                        "align_head": True}, parallel_directions="off", threads=1, epochs=2, **kw)
+
+
+def same_weights(a, b) -> bool:
+    return all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
+
+
+@pytest.fixture(scope="module")
+def trained(pairs, tmp_path_factory):
+    """The same run without and with one round of self-training."""
+    root = tmp_path_factory.mktemp("self")
+    train(pairs, root / "once", options())
+    train(pairs, root / "twice", options(self_train=1))
+    return root
+
+
+def test_the_round_learns_what_align_corpus_writes_with_the_first_model(pairs, trained):
+    expected = _model_links(trained / "once", pairs, "cpu")
+    guide, _ = read_alignments(trained / "twice" / GUIDE, fmt="pharaoh")
+    assert [sorted(a.links) for a in guide] == expected and sum(map(len, expected)) > 1000
+    # a fresh student learned from them: other weights than the first round's, both rounds logged
+    for d in ("forward", "reverse"):
+        assert not same_weights(load_checkpoint(trained / "once" / f"{d}.pt"),
+                                load_checkpoint(trained / "twice" / f"{d}.pt"))
+    with open(trained / "twice" / "log.csv") as f:
+        rounds = [(r["direction"], r["round"]) for r in csv.DictReader(f)]
+    assert rounds == [(d, k) for k in "01" for d in ("forward", "forward", "reverse", "reverse")]
+    # align corpus still blends the self-trained student with the kept teacher
+    r = invoke("align", "corpus", "--model", trained / "twice", "--src", SAMPLE / "train.en", "--tgt",
+               SAMPLE / "train.fr", "-o", trained / "out.align", "--teacher", "on")
+    assert r.exit_code == 0, r.stderr
+
+
+class KillInRound:
+    """Interrupts the second direction-run of round 1 (the fourth run started) at its step ``at``."""
+
+    def __init__(self, at: int):
+        self.at, self.starts = at, 0
+
+    def start(self, *a):
+        self.starts += 1
+
+    def validation(self, row): pass
+    def end(self): pass
+
+    def step(self, step, loss, tps):
+        if self.starts == 4 and step >= self.at:
+            raise Kill
+
+
+def test_resume_continues_the_round_it_stopped_in(pairs, trained, tmp_path):
+    with pytest.raises(Kill):
+        train(pairs, tmp_path / "m", options(self_train=1, save_every=2), reporter=KillInRound(5))
+    cfg = (tmp_path / "m" / "config.json").read_text()
+    assert '"self_train_round": 1' in cfg
+    train(pairs, tmp_path / "m", TrainOptions(), resume=True)
+    for d in ("forward", "reverse"):
+        assert same_weights(load_checkpoint(trained / "twice" / f"{d}.pt"),
+                            load_checkpoint(tmp_path / "m" / f"{d}.pt")), d
+
+
+def test_self_training_needs_the_built_in_teacher(tmp_path):
+    with pytest.raises(OptionError, match="--self-train"):
+        TrainOptions(self_train=1, guide="links.align").check(has_guide_links=True)
+    r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+               "--self-train", "1")
+    assert r.exit_code == 2 and "--guide auto" in r.stderr and not (tmp_path / "m").exists()
+    r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+               "--preset", "align", "--self-train", "9")
+    assert r.exit_code == 2 and "--self-train" in r.stderr
