@@ -39,7 +39,14 @@ def trained(pairs, tmp_path_factory):
     """The same run without and with one round of self-training."""
     root = tmp_path_factory.mktemp("self")
     train(pairs, root / "once", options())
-    train(pairs, root / "twice", options(self_train=1))
+    # the second through the command line: --self-train reaches the library
+    for side, k in (("src", 0), ("tgt", 1)):
+        (root / f"train.{side}").write_text("".join(" ".join(p[k]) + "\n" for p in pairs))
+    r = invoke("train", "--src", root / "train.src", "--tgt", root / "train.tgt", "--model", root / "twice",
+               "--direction", "both", "--guide", "auto", "--align-head", "--hidden", "16", "--emb-dim", "8",
+               "--epochs", "2", "--batch-tokens", "300", "--seed", "3", "--threads", "1",
+               "--parallel-directions", "off", "--self-train", "1", "--quiet")
+    assert r.exit_code == 0, r.stderr
     return root
 
 
