@@ -142,3 +142,18 @@ def test_identical_words_pull_singletons_together(model):
 def test_guide_identical_option(tmp_path):
     with pytest.raises(AttnAlignError, match="--guide-identical"):
         train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto", guide_identical=-1.0))
+
+
+def test_the_table_finds_each_key_where_a_binary_search_of_the_whole_table_does():
+    """LexTable.lookup searches a key among its source type's entries only: the same index as
+    np.searchsorted over the whole table, for keys in the table, absent keys and keys past its types."""
+    from attnalign.statistical.ids import IdCorpus, LexTable, chunk_keys
+
+    corpus = IdCorpus.encode(read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:500])
+    table = LexTable(corpus)
+    keys = chunk_keys(corpus, 0, len(corpus))
+    rng = np.random.default_rng(0)
+    other = rng.integers(0, (corpus.n_src + 5) * table.width, 20_000)
+    needles = np.concatenate([keys, other, [0, table.keys[-1], table.keys[-1] + 1]]).reshape(-1, 1)
+    assert np.array_equal(table.lookup(needles), np.searchsorted(table.keys, needles))
+    assert np.array_equal(table.keys[table.lookup(keys)], keys)  # every cell's key is found

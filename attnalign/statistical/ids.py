@@ -150,6 +150,8 @@ class LexTable:
         self.keys = _unique(np.concatenate([keys, *pending])) if pending else keys
         self.pair_src = self.keys // self.width  # [K] source id of each entry (0 = NULL)
         self.n_src = corpus.n_src
+        # [n_src + 1]: source type e's entries are keys[starts[e]:starts[e + 1]]
+        self.starts = np.searchsorted(self.keys, np.arange(corpus.n_src + 1, dtype=np.int64) * self.width)
         self.n_tgt = corpus.n_tgt - 1  # target types (the Dirichlet prior's dimension)
         self._same = corpus.same_type()
 
@@ -157,11 +159,13 @@ class LexTable:
         return len(self.keys)
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
-        """Table indices of keys that are in the table (any shape)."""
-        flat = keys.ravel()
-        order = np.argsort(flat)  # binary search is many times faster for needles in order
+        """Table indices of keys that are in the table (any shape; a key not in it gets the index it
+        would be inserted at, as ``np.searchsorted`` gives it)."""
+        from .kernels import search_keys
+
+        flat = np.ascontiguousarray(keys.ravel(), dtype=np.int64)
         out = np.empty(flat.shape, np.int64)
-        out[order] = np.searchsorted(self.keys, flat[order])
+        search_keys(self.keys, self.starts, self.width, flat, out)
         return out.reshape(keys.shape)
 
     def bonus(self, identical: float) -> np.ndarray | None:

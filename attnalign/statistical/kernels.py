@@ -219,3 +219,23 @@ def forward_backward(emit_w, emit_n, trans, init, S, T, p0):
             for i in range(s):
                 xi[b, k, i] = trans[b, k, i] * m[k, i]
     return g_w, g_n, xi
+
+
+@njit(cache=True, parallel=True)
+def search_keys(keys, starts, width, needles, out):
+    """``out[k]``: where ``needles[k]`` stands (or would stand) in the sorted ``keys``, as
+    ``np.searchsorted(keys, needles)`` gives it. A key ``e * width + f`` is searched only among the keys
+    of its source type ``e`` (``keys[starts[e]:starts[e + 1]]``): a few hundred neighbouring entries
+    instead of the whole table, and the needles need no sorting."""
+    n_types = len(starts) - 1
+    for k in prange(len(needles)):
+        key = needles[k]
+        e = key // width
+        lo, hi = (starts[e], starts[e + 1]) if 0 <= e < n_types else (0, len(keys))
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if keys[mid] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[k] = lo
