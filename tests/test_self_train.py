@@ -104,3 +104,14 @@ def test_self_training_needs_the_built_in_teacher(tmp_path):
     r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
                "--preset", "align", "--self-train", "9")
     assert r.exit_code == 2 and "--self-train" in r.stderr
+
+
+def test_a_damaged_kept_teacher_is_one_error(pairs, trained, tmp_path):
+    import shutil
+
+    from attnalign.errors import AttnAlignError
+
+    shutil.copytree(trained / "once", tmp_path / "m")
+    (tmp_path / "m" / "teacher.npz").write_bytes(b"not a zip")
+    with pytest.raises(AttnAlignError, match="kept teacher"):
+        _model_links(tmp_path / "m", pairs, "cpu")

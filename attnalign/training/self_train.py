@@ -11,12 +11,14 @@ exactly the links it started with.
 from __future__ import annotations
 
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 from ..data.alignments import Alignment, Link, format_pharaoh_line, read_alignments
 from ..data.corpus import Pairs
 from ..data.fileio import atomic_open
+from ..errors import AttnAlignError
 from .model_dir import start_round
 
 GUIDE = "self_guide.align"
@@ -49,6 +51,11 @@ def _model_links(model_dir: Path, pairs: Pairs, device) -> list[list[Link]]:
     from ..nmt.aligner import Aligner, AlignOptions
     from ..statistical.saved import FILE, SavedTeacher
 
+    try:
+        teacher = SavedTeacher(model_dir / FILE)
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+        raise AttnAlignError(f"the kept teacher cannot be read ({e})", path=model_dir / FILE,
+                             hint="train the model again with --overwrite") from None
     aligner = Aligner(model_dir, AlignOptions(teacher="on", device=str(device)))
-    aligner.use_teacher(SavedTeacher(model_dir / FILE))
+    aligner.use_teacher(teacher)
     return [sorted(p.links) for p in aligner.align(pairs)]
