@@ -126,22 +126,24 @@ def write_config(model_dir: Path, options: TrainOptions, directions: list[str], 
 def start_round(model_dir: Path, self_round: int) -> None:
     """Record in ``config.json`` that self-training round ``self_round`` begins: no direction of it has
     finished (``--resume`` continues that round)."""
-    cfg = read_model_config(model_dir)
-    cfg["self_train_round"], cfg["finished"] = self_round, []
-    with atomic_open(model_dir / "config.json") as f:
-        json.dump(cfg, f, indent=2)
-        f.write("\n")
+    cfg = _update_config(model_dir, self_train_round=self_round, finished=[])
     for direction in cfg.get("directions", []):  # the last round's resumable state is done with
         (model_dir / f"{direction}.last.pt").unlink(missing_ok=True)
 
 
 def mark_finished(model_dir: Path, direction: str) -> None:
     """Record in ``config.json`` that ``direction`` finished training."""
-    cfg = read_model_config(model_dir)
-    cfg["finished"] = sorted({*cfg.get("finished", []), direction})
+    finished = read_model_config(model_dir).get("finished", [])
+    _update_config(model_dir, finished=sorted({*finished, direction}))
+
+
+def _update_config(model_dir: Path, **changes) -> dict:
+    """Rewrite ``config.json`` (atomically) with ``changes``; the new config."""
+    cfg = {**read_model_config(model_dir), **changes}
     with atomic_open(model_dir / "config.json") as f:
         json.dump(cfg, f, indent=2)
         f.write("\n")
+    return cfg
 
 
 def pairs_fingerprint(pairs, gold=None) -> str:
