@@ -157,3 +157,52 @@ def test_the_table_finds_each_key_where_a_binary_search_of_the_whole_table_does(
     needles = np.concatenate([keys, other, [0, table.keys[-1], table.keys[-1] + 1]]).reshape(-1, 1)
     assert np.array_equal(table.lookup(needles), np.searchsorted(table.keys, needles))
     assert np.array_equal(table.keys[table.lookup(keys)], keys)  # every cell's key is found
+
+
+def test_ibm2_posteriors_by_hand():
+    """One pair, 2 source words, 1 target word: the diagonal prior of word j = 1 of 1 over i = 1, 2 of 2
+    is exp(-4 |i/2 - 1|), i.e. e^-2 and 1, shared out of 1 - p0; NULL gets p0; each times t."""
+    from attnalign.statistical.cells import Batch, ibm2_posteriors
+
+    b = Batch(np.array([0]), np.array([2]), np.array([1]), np.array([[[0, 1, 2]]]))  # cells -> t entries
+    t_ext = np.array([0.5, 0.25, 0.4, 0.0])
+    p0, h = 0.1, np.array([math.exp(-2), 1.0])
+    score = np.array([0.5 * 0.9 * h[0] / h.sum(), 0.25 * 0.9 * h[1] / h.sum(), 0.4 * p0])
+    assert np.allclose(ibm2_posteriors(b, t_ext, p0, 4.0)[0, 0], score / score.sum(), rtol=1e-12)
+    padded = Batch(np.array([0, 1]), np.array([1, 2]), np.array([1, 2]), np.array(
+        [[[0, 3, 2], [3, 3, 3]], [[0, 1, 2], [1, 0, 2]]]))
+    post = ibm2_posteriors(padded, t_ext, p0, 4.0)
+    assert np.allclose(post.sum(-1), [[1, 0], [1, 1]]) and post[0, 0, 1] == 0  # padding: 0
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_counts_add_up_in_order_whatever_the_threads(parts):
+    """The counts of any number of threads equal np.add.at's, bit for bit (each entry's cells are
+    added in the same order)."""
+    from attnalign.statistical.kernels import add_counts
+
+    rng = np.random.default_rng(0)
+    idx, w = rng.integers(0, 101, 50_000), rng.random(50_000)
+    total, expected = np.zeros(101), np.zeros(101)
+    add_counts(total, idx, w, parts)
+    np.add.at(expected, idx, w)
+    assert np.array_equal(total, expected)
+
+
+def test_a_batch_holds_each_cells_table_entry():
+    """make_batch's cells are the table entries of (source word or NULL, target word), the padding
+    one past the table's end, for pairs of different lengths and a pair with no source words."""
+    from attnalign.statistical.cells import make_batch
+    from attnalign.statistical.ids import IdCorpus, LexTable
+
+    corpus = IdCorpus.encode([(["a", "b"], ["x"]), (["b"], ["y", "x", "z"]), ([], ["x"])])
+    table = LexTable(corpus)
+    entry = {int(k): n for n, k in enumerate(table.keys)}
+    b = make_batch(corpus, table, np.array([0, 1, 2]))
+    a, bb, x, y, z = 1, 2, 1, 2, 3  # ids in order of appearance; NULL is 0
+    w, pad = table.width, len(table)
+    assert b.S.tolist() == [2, 1, 0] and b.T.tolist() == [1, 3, 1]
+    assert b.idx[0].tolist() == [[entry[a * w + x], entry[bb * w + x], entry[x]], [pad] * 3, [pad] * 3]
+    assert b.idx[1].tolist() == [[entry[bb * w + y], pad, entry[y]], [entry[bb * w + x], pad, entry[x]],
+                                 [entry[bb * w + z], pad, entry[z]]]
+    assert b.idx[2].tolist() == [[pad, pad, entry[x]], [pad] * 3, [pad] * 3]  # no source: NULL only

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.corpus import Pairs
+from . import kernels
 from .dist import all_reduce, world
 from .ids import IdCorpus, LexTable
 from .progress import report
@@ -30,17 +31,9 @@ CACHE_CELLS = 60_000_000  # cell indices kept between EM passes (4 bytes each); 
 
 
 def digamma(x: np.ndarray) -> np.ndarray:
-    """Digamma for x > 0 (recurrence up to 6, then the asymptotic series)."""
-    x = np.asarray(x, dtype=np.float64).copy()
-    out = np.zeros_like(x)
-    small = x < 6
-    while small.any():
-        out[small] -= 1.0 / x[small]
-        x[small] += 1.0
-        small = x < 6
-    inv = 1.0 / x
-    inv2 = inv * inv
-    return out + np.log(x) - 0.5 * inv - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 / 252))
+    """Digamma for x > 0 (any shape; :func:`.kernels.digamma`)."""
+    x = np.asarray(x, dtype=np.float64)
+    return kernels.digamma(np.ascontiguousarray(x).ravel()).reshape(x.shape)
 
 
 def padded(ids: np.ndarray, off: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -75,16 +68,9 @@ class Batch:
 
 
 def make_batch(corpus: IdCorpus, table: LexTable, rows: np.ndarray) -> Batch:
-    """The padded cells of pairs ``rows`` (each with both sides non-empty)."""
-    e, S = padded(corpus.src, corpus.src_off, rows)
-    f, T = padded(corpus.tgt, corpus.tgt_off, rows)
-    B, Sm, Tm = len(rows), e.shape[1], f.shape[1]
-    keys = np.concatenate([e, np.zeros((B, 1), np.int64)], axis=1)[:, None, :] * table.width + f[:, :, None]
-    idx = table.lookup(keys)
-    col = np.arange(Sm + 1)
-    real = (np.arange(Tm)[None, :, None] < T[:, None, None]) & (
-        (col[None, None, :] < S[:, None, None]) | (col == Sm)[None, None, :])
-    idx[~real] = len(table)
+    """The padded cells of pairs ``rows`` (each with both sides non-empty; :func:`.kernels.batch_cells`)."""
+    idx, S, T = kernels.batch_cells(corpus.src, corpus.src_off, corpus.tgt, corpus.tgt_off,
+                                    np.asarray(rows, np.int64), table.keys, table.starts, table.width)
     return Batch(rows, S, T, idx)
 
 
@@ -145,54 +131,25 @@ class Batches:
             yield b
 
 
-def diagonal_prior(b: Batch, p0: float, tension: float) -> np.ndarray:
-    """IBM2's diagonal prior ``[B, Tm, Sm + 1]`` (0 in the padding)."""
-    B, Tm, Sm1 = b.idx.shape
-    Sm = Sm1 - 1
-    i = (np.arange(Sm) + 1)[None, :] / b.S[:, None]  # [B, Sm]
-    j = (np.arange(Tm) + 1)[None, :] / b.T[:, None]  # [B, Tm]
-    h = np.exp(-tension * np.abs(i[:, None, :] - j[:, :, None]))  # [B, Tm, Sm]
-    h *= (np.arange(Sm)[None, :] < b.S[:, None])[:, None, :]
-    h = (1 - p0) * h / np.maximum(h.sum(-1, keepdims=True), 1e-300)
-    out = np.concatenate([h, np.full((B, Tm, 1), p0)], axis=2)
-    out *= (np.arange(Tm)[None, :] < b.T[:, None])[:, :, None]
-    return out
-
-
 def ibm2_posteriors(b: Batch, t_ext: np.ndarray, p0: float, tension: float) -> np.ndarray:
-    """IBM2 posteriors ``[B, Tm, Sm + 1]`` of a batch under ``t_ext`` (the table's t, then a 0)."""
-    score = t_ext[b.idx] * diagonal_prior(b, p0, tension)
-    return score / np.maximum(score.sum(-1, keepdims=True), 1e-300)
+    """IBM2 posteriors ``[B, Tm, Sm + 1]`` of a batch under ``t_ext`` (the table's t, then a 0), with
+    the diagonal prior of ``p0`` and ``tension`` (:func:`.kernels.ibm2_posteriors`)."""
+    return kernels.ibm2_posteriors(b.idx, b.S, b.T, t_ext, p0, tension)
 
 
 class Counts:
-    """Expected counts per table entry, summed from batches' posteriors. Batches are pooled until they
-    hold about as many cells as the table has entries, so that each ``bincount`` (whose output is the
-    size of the table) is paid for by as many cells."""
+    """Expected counts per table entry, summed from batches' posteriors (the last entry takes the
+    padding)."""
 
     def __init__(self, n: int):
-        self.total = np.zeros(n + 1)  # the last entry takes the padding
-        self._idx: list[np.ndarray] = []
-        self._w: list[np.ndarray] = []
-        self._pending = 0
+        self.total = np.zeros(n + 1)
 
     def add(self, b: Batch, post: np.ndarray) -> None:
         """Add a batch's posteriors ``[B, Tm, Sm + 1]``."""
-        self._idx.append(b.idx.ravel())
-        self._w.append(post.ravel())
-        self._pending += post.size
-        if self._pending >= max(len(self.total) // 2, 1_000_000):
-            self._flush()
-
-    def _flush(self) -> None:
-        if self._idx:
-            self.total += np.bincount(np.concatenate(self._idx), weights=np.concatenate(self._w),
-                                      minlength=len(self.total))
-        self._idx, self._w, self._pending = [], [], 0
+        kernels.add_counts(self.total, b.idx.ravel(), np.ascontiguousarray(post).ravel(), kernels.threads())
 
     def summed(self) -> np.ndarray:
         """The counts ``[K]`` of every batch added, summed across processes (:mod:`.dist`)."""
-        self._flush()
         return all_reduce(self.total[:-1])
 
 

@@ -1,5 +1,7 @@
-"""Compiled inner loops of the statistical aligners (numba): the fertility sampler's sweep and its
-tables. Torch-free.
+"""Compiled inner loops of the statistical aligners (numba): the EM cells' table entries, IBM2's
+E-step, the count collection and digamma of the M-step, the HMM's forward-backward, and the fertility
+sampler's sweep and tables. Torch-free. The loops over sentences or entries run on the cores of
+:func:`set_threads`.
 
 A sweep resamples word j of every sentence of a bucket at once (given the counts without any of
 them), then word j + 1: the sentence-parallel sweep of the NumPy sampler these loops replace, drawing
@@ -221,6 +223,18 @@ def forward_backward(emit_w, emit_n, trans, init, S, T, p0):
     return g_w, g_n, xi
 
 
+@njit(cache=True, inline="always")
+def _find(keys, lo, hi, key):
+    """Where ``key`` stands (or would stand) in the sorted ``keys[lo:hi]``, as an index of ``keys``."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @njit(cache=True, parallel=True)
 def search_keys(keys, starts, width, needles, out):
     """``out[k]``: where ``needles[k]`` stands (or would stand) in the sorted ``keys``, as
@@ -232,10 +246,91 @@ def search_keys(keys, starts, width, needles, out):
         key = needles[k]
         e = key // width
         lo, hi = (starts[e], starts[e + 1]) if 0 <= e < n_types else (0, len(keys))
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if keys[mid] < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        out[k] = lo
+        out[k] = _find(keys, lo, hi, key)
+
+
+@njit(cache=True, parallel=True)
+def batch_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width):
+    """The cells of the pairs ``rows`` of an id corpus (:class:`.ids.IdCorpus`'s arrays) as the table
+    entries ``idx [B, Tm, Sm + 1]`` of :class:`.cells.Batch` (column Sm: NULL; padding: ``len(keys)``),
+    with the source and target lengths ``S``, ``T [B]``. Every cell's key must be in the table
+    (``keys``, ``starts``, ``width`` of :class:`.ids.LexTable` built from the same corpus)."""
+    B = len(rows)
+    S = np.empty(B, np.int64)
+    T = np.empty(B, np.int64)
+    for b in range(B):
+        S[b] = src_off[rows[b] + 1] - src_off[rows[b]]
+        T[b] = tgt_off[rows[b] + 1] - tgt_off[rows[b]]
+    Sm = S.max() if B else 0
+    Tm = T.max() if B else 0
+    idx = np.full((B, Tm, Sm + 1), len(keys), np.int64)
+    for b in prange(B):
+        s0, t0 = src_off[rows[b]], tgt_off[rows[b]]
+        for j in range(T[b]):
+            f = np.int64(tgt[t0 + j])
+            idx[b, j, Sm] = _find(keys, starts[0], starts[1], f)  # NULL: source type 0
+            for i in range(S[b]):
+                e = np.int64(src[s0 + i])
+                idx[b, j, i] = _find(keys, starts[e], starts[e + 1], e * width + f)
+    return idx, S, T
+
+
+@njit(cache=True, parallel=True)
+def ibm2_posteriors(idx, S, T, t_ext, p0, tension):
+    """IBM2's E-step on a batch of cells (:mod:`.cells`, :mod:`.ibm2`), sentence by sentence in
+    parallel: the posteriors ``[B, Tm, Sm + 1]`` (0 in the padding) of ``idx [B, Tm, Sm + 1]`` under
+    the translation probabilities ``t_ext`` (the table's, then a 0 for the padding) and the diagonal
+    prior of ``p0`` and ``tension``; ``S``, ``T [B]``: the real lengths."""
+    B, Tm, Sm1 = idx.shape
+    Sm = Sm1 - 1
+    out = np.zeros((B, Tm, Sm1))
+    for b in prange(B):
+        s, t = S[b], T[b]
+        h = np.empty(s)
+        for j in range(t):
+            norm = 0.0
+            for i in range(s):
+                h[i] = np.exp(-tension * abs((i + 1) / s - (j + 1) / t))
+                norm += h[i]
+            norm = max(norm, 1e-300)
+            total = 0.0
+            for i in range(s):
+                v = t_ext[idx[b, j, i]] * ((1 - p0) * h[i] / norm)
+                out[b, j, i] = v
+                total += v
+            v = t_ext[idx[b, j, Sm]] * p0
+            out[b, j, Sm] = v
+            total = max(total + v, 1e-300)
+            for i in range(s):
+                out[b, j, i] /= total
+            out[b, j, Sm] /= total
+    return out
+
+
+@njit(cache=True, parallel=True)
+def add_counts(total, idx, w, parts):
+    """``total[idx[k]] += w[k]`` for every k, in order of k for each entry, as ``np.add.at`` would
+    give it. ``parts`` threads split the entries, not the cells: each reads every index and adds the
+    cells of its own range of entries, so no two threads write the same entry."""
+    n = len(total)
+    for p in prange(parts):
+        lo, hi = p * n // parts, (p + 1) * n // parts
+        for k in range(len(idx)):
+            x = idx[k]
+            if lo <= x < hi:
+                total[x] += w[k]
+
+
+@njit(cache=True, parallel=True)
+def digamma(x):
+    """Digamma of every ``x > 0`` (recurrence up to 6, then the asymptotic series)."""
+    out = np.empty(len(x))
+    for k in prange(len(x)):
+        v, acc = x[k], 0.0
+        while v < 6:
+            acc -= 1.0 / v
+            v += 1.0
+        inv = 1.0 / v
+        inv2 = inv * inv
+        out[k] = acc + np.log(v) - 0.5 * inv - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 / 252))
+    return out
