@@ -29,8 +29,9 @@ their errors differ, and the union of the two models' confident links is the def
 (``hmm-agree+fertility``, :func:`.align.combined_links`).
 
 Shapes, per bucket of sentences of similar source length: source type ids ``e [B, Sm + 1]`` (column
-Sm is NULL), links ``a [B, Tm]`` (value Sm = NULL), cell pair ids ``pid [B, Tm, Sm + 1]``, fertilities
-``phi [B, Sm + 1]``.
+Sm is NULL), links ``a [B, Tm]`` (value Sm = NULL), fertilities ``phi [B, Sm + 1]``, and the cells'
+table entries ``pid`` unpadded (sentence r's ``[T, S + 1]``, NULL last, from ``poff[r]``), so that a
+bucket of mixed target lengths holds no cells for its padding.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from .ids import CHUNK_PAIRS, IdCorpus, LexTable
 from .progress import report
 
 _BUCKET = 3000  # at most this many sentences resampled together
-_BYTES_PER_CELL = 16  # a sampler's state per cell (padding included): table entry, link count, scratch
+_BYTES_PER_CELL = 5  # a sampler's state per cell: its table entry (int32) and its link count (uint8)
 PARALLEL_BYTES = 768 * 2**20  # the most the two samplers may take at once
 
 
@@ -64,7 +65,8 @@ class _Bucket:
     S: np.ndarray  # [B] source lengths
     T: np.ndarray  # [B] target lengths
     a: np.ndarray  # [B, Tm] current links (Sm = NULL)
-    pid: np.ndarray  # [B, Tm, Sm + 1] int32 LexTable entry of every cell
+    pid: np.ndarray  # int32 LexTable entry of every cell: sentence r's [T, S + 1] from poff[r], unpadded
+    poff: np.ndarray  # [B + 1]
     phi: np.ndarray | None = None  # [B, Sm + 1] fertilities
 
     @property
@@ -93,14 +95,14 @@ def _bucket(corpus: IdCorpus, table: LexTable, g: list[int], init: np.ndarray) -
     S or more for NULL)."""
     rows = np.asarray(g, dtype=np.int64)
     src, S = padded(corpus.src, corpus.src_off, rows)
-    f, T = padded(corpus.tgt, corpus.tgt_off, rows)
+    T = np.diff(corpus.tgt_off)[rows]
     Sm = src.shape[1]
     e = np.concatenate([src, np.zeros((len(rows), 1), np.int64)], axis=1)  # NULL (0) in column Sm
     a, _ = padded(init, corpus.tgt_off, rows)
     a = np.where(a >= S[:, None], Sm, a)
-    keys = e[:, None, :] * table.width + f[:, :, None]  # [B, Tm, Sm + 1]; padding rows are not in the table
-    pid = np.minimum(table.lookup(keys), len(table) - 1).astype(np.int32)
-    return _Bucket(g, e, S, T, a, pid)
+    pid, poff = kernels.flat_cells(corpus.src, corpus.src_off, corpus.tgt, corpus.tgt_off, rows, table.keys,
+                                   table.starts, table.width)
+    return _Bucket(g, e, S, T, a, pid, poff)
 
 
 def _prepare(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray
@@ -193,9 +195,9 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     n_e = np.zeros(n_src)  # link counts per source type
     for b in buckets:
         live = _live(b)
-        rows = np.arange(b.a.shape[0])[:, None]
-        np.add.at(n_pair, b.pid[rows, np.arange(b.a.shape[1])[None, :], b.a][live], 1)
-        np.add.at(n_e, b.e[rows, b.a][live], 1)
+        r, j = np.nonzero(live)
+        np.add.at(n_pair, b.pid[b.poff[r] + j * (b.S[r] + 1) + np.minimum(b.a[r, j], b.S[r])], 1)  # NULL: S
+        np.add.at(n_e, b.e[r, b.a[r, j]], 1)
     n_pair, n_e = all_reduce(n_pair), all_reduce(n_e)
     marg = Marginals(corpus, collect)
     for sweep in range(sweeps):
@@ -206,7 +208,7 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
         for b in buckets:
             if stop is not None and stop.is_set():
                 raise Stopped
-            kernels.sweep(b.e, b.S, b.T, b.a, b.pid, b.phi, n_pair, n_e, n_tgt, J, fert, use_fert,
+            kernels.sweep(b.e, b.S, b.T, b.a, b.pid, b.poff, b.phi, n_pair, n_e, n_tgt, J, fert, use_fert,
                           rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
             done += len(b.rows)
             report(stage, f"sweep {sweep + 1}/{sweeps}", done, total)
