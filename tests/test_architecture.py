@@ -106,8 +106,10 @@ print("ok")
 
 @pytest.mark.parametrize("args", [["--help"], ["align", "--help"], ["train", "--help"],
                                   ["score", "sample_data/test.gold.naacl",
-                                   "sample_data/test.diagonal.align"]])
-def test_help_and_score_never_import_torch(args):
+                                   "sample_data/test.diagonal.align"],
+                                  ["align", "statistical", "--src", "sample_data/test.en", "--tgt",
+                                   "sample_data/test.fr", "-o", "-", "--quiet"]])
+def test_help_score_and_the_statistical_aligner_never_import_torch(args):
     r = subprocess.run([sys.executable, "-c", TORCH_FREE.format(args=args)], capture_output=True, text=True,
                        cwd=PACKAGE.parent)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

@@ -18,7 +18,7 @@ from attnalign.statistical import (
     viterbi_links,
 )
 from attnalign.statistical.fertility import _buckets, _tables, sample_marginals, train_fertility_posteriors
-from attnalign.statistical.kernels import into_counts, out_counts, tail
+from attnalign.statistical.gibbs import into_counts, out_counts, tail
 
 
 def test_tail_count_shares_the_clipped_buckets():
@@ -132,20 +132,20 @@ def test_ctrl_c_stops_both_sampler_threads_at_once(tmp_path):
     script = tmp_path / "interrupt.py"
     script.write_text('''
 import os, signal, threading, time
-from attnalign.statistical import fertility, kernels
+from attnalign.statistical import fertility, gibbs, kernels
 from attnalign.statistical.ids import IdCorpus
 
 kernels.set_threads(2)
 words = [f"w{k}" for k in range(300)]
 pairs = [([words[(7 * n + k) % 300] for k in range(12)], [words[(7 * n + k + 1) % 300] for k in range(12)])
          for n in range(6000)]
-fired, sweep = [], kernels.sweep
+fired, sweep = [], gibbs.sweep
 def sweep_then_interrupt(*args):
     if not fired:
         fired.append(time.perf_counter())
         threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
     return sweep(*args)
-kernels.sweep = sweep_then_interrupt
+gibbs.sweep = sweep_then_interrupt
 t0 = time.perf_counter()
 try:
     fertility.FertilityModel(IdCorpus.encode(pairs), sweeps=2000, fertility_from=5, collect=5)

@@ -6,13 +6,12 @@ import itertools
 
 import numpy as np
 import pytest
-import torch
 
 from attnalign.data.alignments import Alignment
 from attnalign.eval.metrics import Counts, corpus_counts
 from attnalign.statistical import align_statistical, directional_posteriors, posterior_links, viterbi_links
-from attnalign.statistical.hmm import _HMM, _transitions, train_hmm_agreement, train_hmm_posteriors
-from attnalign.statistical.kernels import forward_backward
+from attnalign.statistical.hmm import _HMM, train_hmm_agreement, train_hmm_posteriors
+from attnalign.statistical.kernels import forward_backward, hmm_posteriors, transitions
 
 
 def brute_force(emit_w, emit_n, trans, init, p0, T, S):
@@ -39,37 +38,63 @@ def brute_force(emit_w, emit_n, trans, init, p0, T, S):
     return post_w / z, post_n / z, xi / z
 
 
-def test_forward_backward_equals_brute_force_with_padding():
-    g = torch.Generator().manual_seed(0)
-    p0, max_jump = 0.2, 2
-    # sentence 0: T=3, S=3; sentence 1: T=2, S=2 (padded to 3 x 3)
-    emit_w = torch.rand(2, 3, 3, generator=g, dtype=torch.float64)
+def _batch(seed: int = 0):
+    """Two sentences, T=3 S=3 and T=2 S=2 (padded to 3 x 3): random emissions, the transitions of a
+    random jump table."""
+    rng = np.random.default_rng(seed)
+    p0, max_jump, S, T = 0.2, 2, np.array([3, 2]), np.array([3, 2])
+    emit_w = rng.random((2, 3, 3))
     emit_w[1, 2:] = 0
     emit_w[1, :, 2:] = 0
-    emit_n = torch.rand(2, 3, generator=g, dtype=torch.float64) * 0.3
+    emit_n = rng.random((2, 3)) * 0.3
     emit_n[1, 2:] = 0
-    s_mask = torch.tensor([[True, True, True], [True, True, False]])
-    jump = torch.rand(2 * max_jump + 1, generator=g, dtype=torch.float64) + 0.1
-    trans, init, _ = _transitions(jump, s_mask, p0, max_jump)
-    assert torch.allclose(trans[1, :2, :2].sum(-1), torch.full((2,), 1 - p0, dtype=torch.float64))
-    assert torch.allclose(init.sum(-1), torch.full((2,), 1 - p0, dtype=torch.float64))
-    g_w, g_n, xi = forward_backward(emit_w.numpy(), emit_n.numpy(), trans.numpy(), init.numpy(),
-                                    np.array([3, 2]), np.array([3, 2]), p0)
+    jump = rng.random(2 * max_jump + 1) + 0.1
+    trans, init = np.zeros((2, 3, 3)), np.zeros((2, 3))
+    for b, s in enumerate(S.tolist()):
+        trans[b, :s, :s], init[b, :s] = transitions(jump, s, p0, max_jump)
+    return emit_w, emit_n, trans, init, S, T, p0, jump, max_jump
+
+
+def test_forward_backward_equals_brute_force_with_padding():
+    emit_w, emit_n, trans, init, S, T, p0, _, _ = _batch()
+    assert np.allclose(trans[1, :2, :2].sum(-1), 1 - p0) and np.allclose(init.sum(-1), 1 - p0)
+    g_w, g_n, xi = forward_backward(emit_w, emit_n, trans, init, S, T, p0)
     for b, (T, S) in enumerate([(3, 3), (2, 2)]):
-        args = (emit_w[b].numpy(), emit_n[b].numpy(), trans[b].numpy(), init[b].numpy())
-        bw, bn, bx = brute_force(*args, p0, T, S)
+        bw, bn, bx = brute_force(emit_w[b], emit_n[b], trans[b], init[b], p0, T, S)
         assert np.allclose(g_w[b, :T, :S], bw)
         assert np.allclose(g_n[b, :T], bn)
         assert np.allclose(xi[b, :S, :S], bx)
         assert (g_w[b, T:] == 0).all() and (g_w[b, :, S:] == 0).all() and (xi[b, S:] == 0).all()
 
 
+def test_the_e_step_reads_emissions_from_the_table_and_counts_the_jumps():
+    """hmm_posteriors (the E-step of a batch of cells) gives forward_backward's posteriors, NULL in the
+    last column, and its expected moves summed by jump distance."""
+    emit_w, emit_n, trans, init, S, T, p0, jump, max_jump = _batch()
+    # a table holding every cell's emission once: cell (b, j, i) -> entry; the padding -> the final 0
+    emit = np.concatenate([emit_w.ravel(), emit_n.ravel(), [0.0]])
+    idx = np.full((2, 3, 4), len(emit) - 1)
+    idx[..., :3] = np.arange(emit_w.size).reshape(2, 3, 3)
+    idx[..., 3] = emit_w.size + np.arange(emit_n.size).reshape(2, 3)
+    for b in range(2):
+        idx[b, T[b]:] = len(emit) - 1
+        idx[b, :, S[b]:3] = len(emit) - 1
+    post, jumps = hmm_posteriors(idx, emit, jump, S, T, p0, max_jump)
+    g_w, g_n, xi = forward_backward(emit_w, emit_n, trans, init, S, T, p0)
+    assert np.allclose(post[..., :3], g_w) and np.allclose(post[..., 3], g_n)
+    d = np.clip(np.arange(3)[None, :] - np.arange(3)[:, None], -max_jump, max_jump) + max_jump  # [k, i]
+    assert np.allclose(jumps, np.bincount(np.broadcast_to(d, xi.shape).ravel(), xi.ravel(), 2 * max_jump + 1))
+
+
 def test_long_jumps_share_the_end_bucket():
     # with max_jump 1 the jumps of 1, 2 and 3 share one bucket: from position 0 each gets a third of it
-    trans, _, _ = _transitions(torch.ones(3, dtype=torch.float64), torch.ones(1, 4, dtype=torch.bool), 0.0, 1)
-    row = trans[0, 0].tolist()
+    trans, _ = transitions(np.ones(3), 4, 0.0, 1)
+    row = trans[0].tolist()
     assert row[1] == pytest.approx(row[2]) == pytest.approx(row[3])
     assert row[0] == pytest.approx(3 * row[1])  # the stay bucket is not shared
+    # from position -1 a first word at 1, 2 or 3 (jumps 2 to 4) shares the bucket of jumps >= 1 with 0
+    _, init = transitions(np.ones(3), 4, 0.0, 1)
+    assert init.tolist() == pytest.approx([0.25] * 4)
 
 
 def test_hmm_resolves_repeated_words_by_position():

@@ -3,10 +3,10 @@ engine of ``attnalign align statistical``.
 
 Modules, bottom up: :mod:`.ids` (the corpus as token ids, the lexical table of co-occurring word
 pairs), :mod:`.dist` (torchrun: shares of the pairs, counts summed across processes),
-:mod:`.progress` (reports of each pass), :mod:`.cells` (the EM cells shared by IBM2 and the HMMs, in
-padded batches), :mod:`.ibm2`
-(fast_align's model), :mod:`.hmm` (HMMs, alone or trained by agreement; torch), :mod:`.fertility`
-(Gibbs-sampled HMMs with fertility), :mod:`.links` (posteriors -> links), :mod:`.registry` (the
+:mod:`.progress` (reports of each pass), :mod:`.kernels` and :mod:`.gibbs` (the compiled loops),
+:mod:`.cells` (the EM cells shared by IBM2 and the HMMs, in padded batches), :mod:`.ibm2` (fast_align's
+model), :mod:`.hmm` (HMMs, alone or trained by agreement), :mod:`.fertility` (Gibbs-sampled HMMs with
+fertility), :mod:`.links` (posteriors -> links), :mod:`.registry` (the
 aligners by name), :mod:`.options` (:class:`TeacherOptions`, the defaults), :mod:`.align` (the entry
 points). Importing this package does not import torch.
 """

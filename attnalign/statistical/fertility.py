@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.corpus import Pairs
-from . import kernels
+from . import gibbs, kernels
 from .cells import padded
 from .dist import all_reduce, my_chunks, world
 from .ibm2 import IBM2
@@ -136,7 +136,7 @@ def _tables(buckets: list[_Bucket], n_src: int, max_jump: int, max_fertility: in
     for b in buckets:
         if b.phi is None:
             b.phi = np.zeros(b.e.shape, dtype=np.int64)
-        kernels.tables(b.e, b.S, b.T, b.a, b.phi, jumps, fert, max_jump, max_fertility)
+        gibbs.tables(b.e, b.S, b.T, b.a, b.phi, jumps, fert, max_jump, max_fertility)
     jumps, fert = all_reduce(jumps), all_reduce(fert)  # every process's links (torchrun)
     return (jumps + beta) / (jumps + beta).sum(), fert + gamma
 
@@ -208,7 +208,7 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
         for b in buckets:
             if stop is not None and stop.is_set():
                 raise Stopped
-            kernels.sweep(b.e, b.S, b.T, b.a, b.pid, b.poff, b.phi, n_pair, n_e, n_tgt, J, fert, use_fert,
+            gibbs.sweep(b.e, b.S, b.T, b.a, b.pid, b.poff, b.phi, n_pair, n_e, n_tgt, J, fert, use_fert,
                           rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
             done += len(b.rows)
             report(stage, f"sweep {sweep + 1}/{sweeps}", done, total)

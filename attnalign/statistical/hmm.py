@@ -1,6 +1,7 @@
 """An HMM word aligner (Vogel et al. 1996, with the NULL states of Och and Ney 2003), trained with EM
-in torch, batched over sentences of similar length. Initialised from the IBM2-diagonal model of
-:mod:`.ibm2`; a stronger teacher for guided alignment (``attnalign train --guide auto``).
+over batches of sentences of similar length, the forward-backward compiled (:mod:`.kernels`).
+Initialised from the IBM2-diagonal model of :mod:`.ibm2`; a stronger teacher for guided alignment
+(``attnalign train --guide auto``).
 
 Target word j (0-based, of T) is emitted from a hidden state: a source position i (0..S-1, emitting
 with t(f | e_i)) or a NULL state that remembers the last source position i (emitting with
@@ -17,15 +18,14 @@ sentence as ``[T, S + 1]``: the source positions, then the total NULL mass, so t
 :func:`train_hmm_agreement` trains the two directions' HMMs jointly (Liang et al. 2006), the default
 teacher of ``--guide auto``; :func:`.links.posterior_links` decodes the pair of posteriors.
 
-Shapes in the batched forward-backward: emissions ``[B, T, S]`` (words) and ``[B, T]`` (NULL), forward
-and backward variables ``[B, 2S]`` (words, then NULLs) per step, word-to-word transitions ``[B, S, S]``
-(a state's NULL successor is the NULL at its own position, with probability p0).
+Per sentence in the forward-backward: emissions ``[T, S]`` (words) and ``[T]`` (NULL), forward and
+backward variables ``[T, S]`` for the words and for the NULLs, word-to-word transitions ``[S, S]`` (a
+state's NULL successor is the NULL at its own position, with probability p0).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ..data.corpus import Pairs
 from . import kernels
@@ -41,29 +41,6 @@ def hmm_cost(B: int, S: int, T: int) -> int:
     """About the largest number of floats a batch's forward-backward holds in one of its arrays, in
     either direction (forward and backward variables ``[B, T, 2S]``, transitions ``[B, S, S]``)."""
     return B * max(S, T) * (S + T)
-
-
-def _transitions(jump: torch.Tensor, s_mask: torch.Tensor, p0: float, max_jump: int) -> tuple:
-    """Word-to-word transitions ``[B, S, S]`` (rows: from position i', normalised over the real
-    positions, times 1 - p0) and the initial distribution ``[B, S]`` (from position -1)."""
-    S = s_mask.size(1)
-    pos = torch.arange(S)
-    raw = pos[None, :] - pos[:, None]  # [S, S]: i - i'
-    d = raw.clamp(-max_jump, max_jump) + max_jump
-    real = s_mask[:, None, :].to(jump.dtype)  # [B, 1, S]
-    w = jump[d].unsqueeze(0) * real  # [B, S, S]
-    # the two end buckets hold every longer jump: share their mass among the positions they cover
-    for tail in (raw >= max_jump, raw <= -max_jump):
-        n = (tail.unsqueeze(0) * real).sum(-1, keepdim=True).clamp(min=1)  # [B, S, 1]
-        w = torch.where(tail.unsqueeze(0), w / n, w)
-    trans = (1 - p0) * w / w.sum(-1, keepdim=True).clamp(min=1e-300)
-    first = pos + 1  # from position -1
-    d0 = first.clamp(max=max_jump) + max_jump
-    n0 = ((first >= max_jump).unsqueeze(0) * s_mask).sum(-1, keepdim=True).clamp(min=1)
-    w0 = jump[d0].unsqueeze(0) * s_mask
-    w0 = torch.where((first >= max_jump).unsqueeze(0), w0 / n0, w0)
-    init = (1 - p0) * w0 / w0.sum(-1, keepdim=True).clamp(min=1e-300)
-    return trans, init, d
 
 
 class _HMM:
@@ -85,41 +62,33 @@ class _HMM:
         self.stage = stage
         self.set_t(em(self.batches, ibm2_iterations + 1, alpha, *self.ibm2, self.bonus, stage=stage)
                    if ibm2_iterations else m_step(self.table, np.ones(self.n), alpha, self.bonus))
-        self.jump = torch.ones(2 * max_jump + 1, dtype=torch.float64)
+        self.jump = np.ones(2 * max_jump + 1)
 
     def set_t(self, t: np.ndarray) -> None:
         self.t = t
         # a floor keeps rows whose every emission underflowed (tiny VB alpha) from dividing by zero; it
         # must stay far below real values (VB with alpha 0.01 gives unseen pairs ~1e-49; a floor that
         # reaches them changes the model)
-        self._emit = torch.from_numpy(np.append(np.maximum(t, _FLOOR), 0.0))  # padding emits 0
+        self._emit = np.append(np.maximum(t, _FLOOR), 0.0)  # padding emits 0
 
-    def e_batch(self, b: Batch) -> tuple[np.ndarray, torch.Tensor]:
-        """A batch's posteriors ``[B, Tm, Sm + 1]`` and expected jump counts."""
-        Sm = b.idx.shape[2] - 1
-        emit = self._emit[torch.from_numpy(b.idx).long()]  # [B, Tm, Sm + 1]
-        s_mask = torch.from_numpy(np.arange(Sm)[None, :] < b.S[:, None])
-        trans, init, d = _transitions(self.jump, s_mask, self.p0, self.max_jump)
-        e = emit.numpy()
-        g_w, g_n, xi = kernels.forward_backward(e[..., :-1], e[..., -1], trans.numpy(), init.numpy(),
-                                                b.S, b.T, self.p0)
-        moves = torch.from_numpy(xi.sum(0)).reshape(-1)
-        jumps = torch.zeros_like(self.jump).index_add_(0, d.reshape(-1), moves)
-        return np.concatenate([g_w, g_n[..., None]], -1), jumps
+    def e_batch(self, b: Batch) -> tuple[np.ndarray, np.ndarray]:
+        """A batch's posteriors ``[B, Tm, Sm + 1]`` and expected jump counts
+        (:func:`.kernels.hmm_posteriors`)."""
+        return kernels.hmm_posteriors(b.idx, self._emit, self.jump, b.S, b.T, self.p0, self.max_jump)
 
-    def e_step(self, step: str = "") -> tuple[np.ndarray, torch.Tensor]:
+    def e_step(self, step: str = "") -> tuple[np.ndarray, np.ndarray]:
         """Expected counts of the table's entries [K] and of the jumps, over the corpus (this
         process's batches, summed across processes)."""
-        counts, jumps, done = Counts(self.n), torch.zeros_like(self.jump), 0
+        counts, jumps, done = Counts(self.n), np.zeros_like(self.jump), 0
         for b in self.batches:
             post, jump_counts = self.e_batch(b)
             counts.add(b, post)
             jumps += jump_counts
             done += len(b.rows)
             report(self.stage, step, done, self.batches.pairs)
-        return counts.summed(), torch.from_numpy(all_reduce(jumps.numpy()))
+        return counts.summed(), all_reduce(jumps)
 
-    def m_step(self, counts: np.ndarray, jump_counts: torch.Tensor) -> None:
+    def m_step(self, counts: np.ndarray, jump_counts: np.ndarray) -> None:
         """Re-estimate t from expected counts per table entry [K] and J from expected jump counts."""
         self.set_t(m_step(self.table, counts, self.alpha, self.bonus))
         self.jump = (jump_counts + 1e-3) / (jump_counts + 1e-3).sum()
@@ -168,7 +137,7 @@ class HMMAgreement:
         for it in range(iterations):
             done = 0
             f_counts, r_counts = Counts(self.fwd.n), Counts(self.rev.n)
-            f_jumps, r_jumps = torch.zeros_like(self.fwd.jump), torch.zeros_like(self.rev.jump)
+            f_jumps, r_jumps = np.zeros_like(self.fwd.jump), np.zeros_like(self.rev.jump)
             for fb, rb in zip(self.fwd.batches, self.rev.batches, strict=True):
                 (fp, fj), (rp, rj) = self._joint(fb, rb)
                 f_counts.add(fb, fp)
@@ -177,8 +146,8 @@ class HMMAgreement:
                 r_jumps += rj
                 done += len(fb.rows)
                 report("hmm-agree", f"HMM iteration {it + 1}/{iterations}", done, self.fwd.batches.pairs)
-            self.fwd.m_step(f_counts.summed(), torch.from_numpy(all_reduce(f_jumps.numpy())))
-            self.rev.m_step(r_counts.summed(), torch.from_numpy(all_reduce(r_jumps.numpy())))
+            self.fwd.m_step(f_counts.summed(), all_reduce(f_jumps))
+            self.rev.m_step(r_counts.summed(), all_reduce(r_jumps))
         self.fwd.batches.release()
         self.rev.batches.release()
 

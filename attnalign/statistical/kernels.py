@@ -1,16 +1,7 @@
-"""Compiled inner loops of the statistical aligners (numba): the EM cells' table entries, IBM2's
-E-step, the count collection and digamma of the M-step, the HMM's forward-backward, and the fertility
-sampler's sweep and tables. Torch-free. The loops over sentences or entries run on the cores of
-:func:`set_threads`.
-
-A sweep resamples word j of every sentence of a bucket at once (given the counts without any of
-them), then word j + 1: the sentence-parallel sweep of the NumPy sampler these loops replace, drawing
-the same uniform numbers in the same order, so the links are the same. (Updating the counts after each
-sentence instead, an exact collapsed Gibbs sweep, measured 0.8 AER points worse on Es-En.) The loops
-release the GIL, so the two directions of a model sample at once in two threads. The arrays are those of
-:class:`.fertility._Bucket`: source type ids ``e [B, Sm + 1]`` (column Sm is NULL), links ``a [B, Tm]``
-(Sm = NULL), cell pair ids ``pid`` (sentence r's ``[T, S + 1]``, NULL last, row-major from ``poff[r]``:
-no padding), fertilities ``phi [B, Sm + 1]``.
+"""Compiled inner loops of the statistical aligners' EM (numba): the cells' table entries, IBM2's
+E-step, the HMM's forward-backward, the count collection and digamma of the M-step; and the number of
+cores every compiled loop runs on (:func:`set_threads`; the sampler's loops are in :mod:`.gibbs`).
+Torch-free.
 """
 
 from __future__ import annotations
@@ -36,139 +27,6 @@ def threads() -> int:
     return numba.get_num_threads()
 
 
-@njit(cache=True)
-def into_counts(prev: int, S: int, max_jump: int) -> tuple[int, int]:
-    """For jumps ``i - prev`` to the real positions ``0..S-1``: how many fall in the bucket
-    ``<= -max_jump`` and in ``>= max_jump`` (at least 1 each)."""
-    return max(min(prev - max_jump, S - 1) + 1, 1), max(S - max(prev + max_jump, 0), 1)
-
-
-@njit(cache=True)
-def out_counts(nxt: int, S: int, max_jump: int) -> tuple[int, int]:
-    """For jumps ``nxt - i`` from the real positions ``0..S-1``: the bucket counts as
-    :func:`into_counts`'."""
-    return max(S - max(nxt + max_jump, 0), 1), max(min(nxt - max_jump, S - 1) + 1, 1)
-
-
-@njit(cache=True)
-def tail(d: int, first: int, last: int, max_jump: int) -> float:
-    """How many real positions share the clipped jump bucket of distance ``d`` (1 if not clipped)."""
-    if d >= max_jump:
-        return float(last)
-    if d <= -max_jump:
-        return float(first)
-    return 1.0
-
-
-@njit(cache=True, inline="always")
-def _jump(J: np.ndarray, d: int, max_jump: int) -> float:
-    return J[min(max(d, -max_jump), max_jump) + max_jump]
-
-
-@njit(cache=True, inline="always")
-def _cell(poff, S, r, j, i, Sm):
-    """Where sentence r's cell (j, i) (i = Sm: NULL) is in the unpadded ``pid``."""
-    return poff[r] + j * (S[r] + 1) + (S[r] if i == Sm else i)
-
-
-@njit(cache=True, nogil=True)
-def sweep(e, S, T, a, pid, poff, phi, n_pair, n_e, n_tgt, J, fert, use_fert, u, p0, alpha, max_jump,
-          max_fertility):
-    """Resample every link of the bucket's sentences once, position by position: word j of every
-    sentence is taken out of the counts, then each is drawn given the others, then all go back in.
-    ``u``: the uniform draws, ``sum(T)`` of them, position-major. Updates ``a``, ``phi``, ``n_pair`` and
-    ``n_e`` in place."""
-    B, Tm = a.shape
-    Sm = e.shape[1] - 1
-    w = np.empty(Sm + 1)
-    new = np.empty(B, dtype=a.dtype)
-    k = 0  # the next draw
-    for j in range(Tm):
-        for r in range(B):
-            if j < T[r]:
-                old = a[r, j]
-                n_pair[pid[_cell(poff, S, r, j, old, Sm)]] -= 1
-                n_e[e[r, old]] -= 1
-                if old < Sm:
-                    phi[r, old] -= 1
-        for r in range(B):
-            if j < T[r]:
-                new[r] = _draw(r, j, e, S[r], T[r], a, pid, poff[r] + j * (S[r] + 1), phi, n_pair, n_e, n_tgt,
-                               J, fert, use_fert, u[k], p0, alpha, max_jump, max_fertility, w)
-                k += 1
-        for r in range(B):
-            if j < T[r]:
-                x = new[r]
-                a[r, j] = x
-                n_pair[pid[_cell(poff, S, r, j, x, Sm)]] += 1
-                n_e[e[r, x]] += 1
-                if x < Sm:
-                    phi[r, x] += 1
-
-
-@njit(cache=True, nogil=True)
-def _draw(r, j, e, s, t, a, pid, row, phi, n_pair, n_e, n_tgt, J, fert, use_fert, u, p0, alpha, max_jump,
-          max_fertility, w):
-    """Word j of sentence r's new link (a source position, or Sm for NULL), given every other link.
-    ``row``: where the word's cells start in ``pid``."""
-    Sm = e.shape[1] - 1
-    prev = -1  # the nearest non-NULL links before and after j
-    for k in range(j - 1, -1, -1):
-        if a[r, k] < Sm:
-            prev = a[r, k]
-            break
-    nxt = s
-    for k in range(j + 1, t):
-        if a[r, k] < Sm:
-            nxt = a[r, k]
-            break
-    in_first, in_last = into_counts(prev, s, max_jump)
-    out_first, out_last = out_counts(nxt, s, max_jump)
-    skip = nxt - prev  # the jump prev -> next shares its bucket as a jump from prev would
-    share = 1.0
-    if abs(skip) >= max_jump:
-        share = tail(min(max(nxt, 0), Sm - 1) - prev, in_first, in_last, max_jump)
-    skip_p = _jump(J, skip, max_jump) / share
-    total = 0.0
-    for i in range(s):
-        lex = (n_pair[pid[row + i]] + alpha) / (n_e[e[r, i]] + alpha * n_tgt)
-        into = _jump(J, i - prev, max_jump) / tail(i - prev, in_first, in_last, max_jump)
-        out = _jump(J, nxt - i, max_jump) / tail(nxt - i, out_first, out_last, max_jump)
-        p = (1 - p0) * lex * into * out / skip_p
-        if use_fert:
-            f = min(phi[r, i], max_fertility - 1)
-            p *= fert[e[r, i], f + 1] / fert[e[r, i], f]
-        total += p
-        w[i] = total
-    total += p0 * (n_pair[pid[row + s]] + alpha) / (n_e[e[r, Sm]] + alpha * n_tgt)
-    target = u * total
-    for i in range(s):
-        if w[i] >= target:
-            return i
-    return Sm
-
-
-@njit(cache=True, nogil=True)
-def tables(e, S, T, a, phi, jumps, fert, max_jump, max_fertility):
-    """Add the bucket's jump counts (to ``jumps [2 max_jump + 1]``) and fertility counts (to ``fert
-    [n_src, max_fertility + 1]``) from its current links, and set its fertilities ``phi``."""
-    B, Tm = a.shape
-    Sm = e.shape[1] - 1
-    for r in range(B):
-        for i in range(Sm + 1):
-            phi[r, i] = 0
-        prev = -1
-        for j in range(T[r]):
-            x = a[r, j]
-            if x < Sm:
-                phi[r, x] += 1
-                jumps[min(max(x - prev, -max_jump), max_jump) + max_jump] += 1
-                prev = x
-        jumps[min(max(S[r] - prev, -max_jump), max_jump) + max_jump] += 1  # to the end
-        for i in range(S[r]):
-            fert[e[r, i], min(phi[r, i], max_fertility)] += 1
-
-
 @njit(cache=True, parallel=True)
 def forward_backward(emit_w, emit_n, trans, init, S, T, p0):
     """The HMM's scaled forward-backward (:mod:`.hmm`) of a batch, sentence by sentence in parallel.
@@ -181,54 +39,130 @@ def forward_backward(emit_w, emit_n, trans, init, S, T, p0):
     g_n = np.zeros((B, Tm))
     xi = np.zeros((B, Sm, Sm))
     for b in prange(B):
-        s, t = S[b], T[b]
-        a_w, a_n = np.zeros((t, s)), np.zeros((t, s))
-        scale = np.ones(t)
-        for j in range(t):
-            c = 0.0
-            for i in range(s):
-                if j == 0:
-                    a_w[0, i] = init[b, i] * emit_w[b, 0, i]
-                    a_n[0, i] = p0 * emit_n[b, 0] if i == 0 else 0.0
-                else:
-                    acc = 0.0
-                    for k in range(s):
-                        acc += (a_w[j - 1, k] + a_n[j - 1, k]) * trans[b, k, i]
-                    a_w[j, i] = acc * emit_w[b, j, i]
-                    a_n[j, i] = p0 * (a_w[j - 1, i] + a_n[j - 1, i]) * emit_n[b, j]
-                c += a_w[j, i] + a_n[j, i]
-            c = max(c, 1e-300)
-            scale[j] = c
-            for i in range(s):
-                a_w[j, i] /= c
-                a_n[j, i] /= c
-        beta = np.ones(s)
-        nxt = np.empty(s)
-        m = np.zeros((s, s))  # sum over steps of at_pos[t, k] * nxt[t, i]
+        _sentence_fb(emit_w[b], emit_n[b], trans[b], init[b], S[b], T[b], p0, g_w[b], g_n[b], xi[b])
+    return g_w, g_n, xi
+
+
+@njit(cache=True)
+def _sentence_fb(emit_w, emit_n, trans, init, s, t, p0, g_w, g_n, xi):
+    """One sentence's forward-backward (:func:`forward_backward`'s arrays without the batch axis):
+    adds its word and NULL posteriors to ``g_w [t, s]``, ``g_n [t]`` and its expected moves to
+    ``xi [s, s]`` (all zero before)."""
+    a_w, a_n = np.zeros((t, s)), np.zeros((t, s))
+    scale = np.ones(t)
+    for j in range(t):
+        c = 0.0
         for i in range(s):
-            g_w[b, t - 1, i] = a_w[t - 1, i]
-            g_n[b, t - 1] += a_n[t - 1, i]
-        for j in range(t - 2, -1, -1):
-            for i in range(s):
-                nxt[i] = emit_w[b, j + 1, i] * beta[i] / scale[j + 1]
-            new_beta = np.empty(s)
-            for k in range(s):
+            if j == 0:
+                a_w[0, i] = init[i] * emit_w[0, i]
+                a_n[0, i] = p0 * emit_n[0] if i == 0 else 0.0
+            else:
                 acc = 0.0
-                for i in range(s):
-                    acc += trans[b, k, i] * nxt[i]
-                new_beta[k] = acc + p0 * (emit_n[b, j + 1] * beta[k] / scale[j + 1])  # a NULL successor
-            for k in range(s):
-                at = a_w[j, k] + a_n[j, k]
-                for i in range(s):
-                    m[k, i] += at * nxt[i]
-            beta = new_beta
+                for k in range(s):
+                    acc += (a_w[j - 1, k] + a_n[j - 1, k]) * trans[k, i]
+                a_w[j, i] = acc * emit_w[j, i]
+                a_n[j, i] = p0 * (a_w[j - 1, i] + a_n[j - 1, i]) * emit_n[j]
+            c += a_w[j, i] + a_n[j, i]
+        c = max(c, 1e-300)
+        scale[j] = c
+        for i in range(s):
+            a_w[j, i] /= c
+            a_n[j, i] /= c
+    beta = np.ones(s)
+    nxt = np.empty(s)
+    m = np.zeros((s, s))  # sum over steps of at_pos[t, k] * nxt[t, i]
+    for i in range(s):
+        g_w[t - 1, i] = a_w[t - 1, i]
+        g_n[t - 1] += a_n[t - 1, i]
+    for j in range(t - 2, -1, -1):
+        for i in range(s):
+            nxt[i] = emit_w[j + 1, i] * beta[i] / scale[j + 1]
+        new_beta = np.empty(s)
+        for k in range(s):
+            acc = 0.0
             for i in range(s):
-                g_w[b, j, i] = a_w[j, i] * beta[i]
-                g_n[b, j] += a_n[j, i] * beta[i]
+                acc += trans[k, i] * nxt[i]
+            new_beta[k] = acc + p0 * (emit_n[j + 1] * beta[k] / scale[j + 1])  # a NULL successor
+        for k in range(s):
+            at = a_w[j, k] + a_n[j, k]
+            for i in range(s):
+                m[k, i] += at * nxt[i]
+        beta = new_beta
+        for i in range(s):
+            g_w[j, i] = a_w[j, i] * beta[i]
+            g_n[j] += a_n[j, i] * beta[i]
+    for k in range(s):
+        for i in range(s):
+            xi[k, i] = trans[k, i] * m[k, i]
+
+
+@njit(cache=True)
+def transitions(jump, s, p0, max_jump):
+    """The HMM's word-to-word transitions ``[s, s]`` (row: from position k, over the real positions i,
+    times 1 - p0) and its initial distribution ``[s]`` (from position -1) in a sentence of ``s`` source
+    words, from the jump table ``jump [2 max_jump + 1]`` (:mod:`.hmm`). A clipped end bucket's mass is
+    shared among the positions it covers."""
+    trans = np.empty((s, s))
+    for k in range(s):
+        far = max(s - (k + max_jump), 1)  # positions k + max_jump and beyond
+        back = max(k - max_jump + 1, 1)  # positions k - max_jump and before
+        total = 0.0
+        for i in range(s):
+            d = i - k
+            w = jump[min(max(d, -max_jump), max_jump) + max_jump]
+            if d >= max_jump:
+                w /= far
+            elif d <= -max_jump:
+                w /= back
+            trans[k, i] = w
+            total += w
+        total = max(total, 1e-300)
+        for i in range(s):
+            trans[k, i] = (1 - p0) * trans[k, i] / total
+    init = np.empty(s)
+    far = max(s - max_jump + 1, 1)  # from -1: positions max_jump - 1 and beyond
+    total = 0.0
+    for i in range(s):
+        w = jump[min(i + 1, max_jump) + max_jump]
+        if i + 1 >= max_jump:
+            w /= far
+        init[i] = w
+        total += w
+    total = max(total, 1e-300)
+    for i in range(s):
+        init[i] = (1 - p0) * init[i] / total
+    return trans, init
+
+
+@njit(cache=True, parallel=True)
+def hmm_posteriors(idx, emit, jump, S, T, p0, max_jump):
+    """The HMM's E-step on a batch of cells (:class:`.cells.Batch`'s ``idx [B, Tm, Sm + 1]``, lengths
+    ``S``, ``T [B]``), sentence by sentence in parallel: each cell's emission is ``emit[idx]`` (the
+    table's t, then a 0 for the padding), the transitions come from ``jump`` (:func:`transitions`).
+    Returns the posteriors ``[B, Tm, Sm + 1]`` (NULL in column Sm, 0 in the padding) and the expected
+    counts of the jumps ``[2 max_jump + 1]``."""
+    B, Tm, Sm1 = idx.shape
+    Sm = Sm1 - 1
+    post = np.zeros((B, Tm, Sm1))
+    moves = np.zeros((B, 2 * max_jump + 1))
+    for b in prange(B):
+        s, t = S[b], T[b]
+        emit_w, emit_n = np.empty((t, s)), np.empty(t)
+        for j in range(t):
+            for i in range(s):
+                emit_w[j, i] = emit[idx[b, j, i]]
+            emit_n[j] = emit[idx[b, j, Sm]]
+        trans, init = transitions(jump, s, p0, max_jump)
+        g_w, g_n, xi = np.zeros((t, s)), np.zeros(t), np.zeros((s, s))
+        _sentence_fb(emit_w, emit_n, trans, init, s, t, p0, g_w, g_n, xi)
+        for j in range(t):
+            for i in range(s):
+                post[b, j, i] = g_w[j, i]
+            post[b, j, Sm] = g_n[j]
         for k in range(s):
             for i in range(s):
-                xi[b, k, i] = trans[b, k, i] * m[k, i]
-    return g_w, g_n, xi
+                moves[b, min(max(i - k, -max_jump), max_jump) + max_jump] += xi[k, i]
+    return post, moves.sum(axis=0)
 
 
 @njit(cache=True, inline="always")

@@ -4,7 +4,7 @@ An entry takes ``(corpus, iterations, identical, **kw)`` (an :class:`.ids.IdCorp
 cut to the prefix) and returns a trained model whose ``posteriors(lo, hi)`` gives the forward
 posteriors ``[T, S + 1]`` and the reverse ones ``[S, T + 1]`` of pairs ``lo..hi`` (NULL last).
 Adding an aligner is one module and one entry here; its name then reaches ``--aligner``,
-``--guide-model`` and the library. The model modules are imported when used (the HMMs need torch).
+``--guide-model`` and the library. The model modules are imported when used.
 """
 
 from __future__ import annotations

@@ -1,0 +1,149 @@
+"""Compiled inner loops of the fertility model's Gibbs sampler (:mod:`.fertility`; numba). Torch-free.
+
+A sweep resamples word j of every sentence of a bucket at once (given the counts without any of
+them), then word j + 1: the sentence-parallel sweep of the NumPy sampler these loops replace, drawing
+the same uniform numbers in the same order, so the links are the same. (Updating the counts after each
+sentence instead, an exact collapsed Gibbs sweep, measured 0.8 AER points worse on Es-En.) The loops
+release the GIL, so the two directions of a model sample at once in two threads. The arrays are those of
+:class:`.fertility._Bucket`: source type ids ``e [B, Sm + 1]`` (column Sm is NULL), links ``a [B, Tm]``
+(Sm = NULL), cell pair ids ``pid`` (sentence r's ``[T, S + 1]``, NULL last, row-major from ``poff[r]``:
+no padding), fertilities ``phi [B, Sm + 1]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def into_counts(prev: int, S: int, max_jump: int) -> tuple[int, int]:
+    """For jumps ``i - prev`` to the real positions ``0..S-1``: how many fall in the bucket
+    ``<= -max_jump`` and in ``>= max_jump`` (at least 1 each)."""
+    return max(min(prev - max_jump, S - 1) + 1, 1), max(S - max(prev + max_jump, 0), 1)
+
+
+@njit(cache=True)
+def out_counts(nxt: int, S: int, max_jump: int) -> tuple[int, int]:
+    """For jumps ``nxt - i`` from the real positions ``0..S-1``: the bucket counts as
+    :func:`into_counts`'."""
+    return max(S - max(nxt + max_jump, 0), 1), max(min(nxt - max_jump, S - 1) + 1, 1)
+
+
+@njit(cache=True)
+def tail(d: int, first: int, last: int, max_jump: int) -> float:
+    """How many real positions share the clipped jump bucket of distance ``d`` (1 if not clipped)."""
+    if d >= max_jump:
+        return float(last)
+    if d <= -max_jump:
+        return float(first)
+    return 1.0
+
+
+@njit(cache=True, inline="always")
+def _jump(J: np.ndarray, d: int, max_jump: int) -> float:
+    return J[min(max(d, -max_jump), max_jump) + max_jump]
+
+
+@njit(cache=True, inline="always")
+def _cell(poff, S, r, j, i, Sm):
+    """Where sentence r's cell (j, i) (i = Sm: NULL) is in the unpadded ``pid``."""
+    return poff[r] + j * (S[r] + 1) + (S[r] if i == Sm else i)
+
+
+@njit(cache=True, nogil=True)
+def sweep(e, S, T, a, pid, poff, phi, n_pair, n_e, n_tgt, J, fert, use_fert, u, p0, alpha, max_jump,
+          max_fertility):
+    """Resample every link of the bucket's sentences once, position by position: word j of every
+    sentence is taken out of the counts, then each is drawn given the others, then all go back in.
+    ``u``: the uniform draws, ``sum(T)`` of them, position-major. Updates ``a``, ``phi``, ``n_pair`` and
+    ``n_e`` in place."""
+    B, Tm = a.shape
+    Sm = e.shape[1] - 1
+    w = np.empty(Sm + 1)
+    new = np.empty(B, dtype=a.dtype)
+    k = 0  # the next draw
+    for j in range(Tm):
+        for r in range(B):
+            if j < T[r]:
+                old = a[r, j]
+                n_pair[pid[_cell(poff, S, r, j, old, Sm)]] -= 1
+                n_e[e[r, old]] -= 1
+                if old < Sm:
+                    phi[r, old] -= 1
+        for r in range(B):
+            if j < T[r]:
+                new[r] = _draw(r, j, e, S[r], T[r], a, pid, poff[r] + j * (S[r] + 1), phi, n_pair, n_e, n_tgt,
+                               J, fert, use_fert, u[k], p0, alpha, max_jump, max_fertility, w)
+                k += 1
+        for r in range(B):
+            if j < T[r]:
+                x = new[r]
+                a[r, j] = x
+                n_pair[pid[_cell(poff, S, r, j, x, Sm)]] += 1
+                n_e[e[r, x]] += 1
+                if x < Sm:
+                    phi[r, x] += 1
+
+
+@njit(cache=True, nogil=True)
+def _draw(r, j, e, s, t, a, pid, row, phi, n_pair, n_e, n_tgt, J, fert, use_fert, u, p0, alpha, max_jump,
+          max_fertility, w):
+    """Word j of sentence r's new link (a source position, or Sm for NULL), given every other link.
+    ``row``: where the word's cells start in ``pid``."""
+    Sm = e.shape[1] - 1
+    prev = -1  # the nearest non-NULL links before and after j
+    for k in range(j - 1, -1, -1):
+        if a[r, k] < Sm:
+            prev = a[r, k]
+            break
+    nxt = s
+    for k in range(j + 1, t):
+        if a[r, k] < Sm:
+            nxt = a[r, k]
+            break
+    in_first, in_last = into_counts(prev, s, max_jump)
+    out_first, out_last = out_counts(nxt, s, max_jump)
+    skip = nxt - prev  # the jump prev -> next shares its bucket as a jump from prev would
+    share = 1.0
+    if abs(skip) >= max_jump:
+        share = tail(min(max(nxt, 0), Sm - 1) - prev, in_first, in_last, max_jump)
+    skip_p = _jump(J, skip, max_jump) / share
+    total = 0.0
+    for i in range(s):
+        lex = (n_pair[pid[row + i]] + alpha) / (n_e[e[r, i]] + alpha * n_tgt)
+        into = _jump(J, i - prev, max_jump) / tail(i - prev, in_first, in_last, max_jump)
+        out = _jump(J, nxt - i, max_jump) / tail(nxt - i, out_first, out_last, max_jump)
+        p = (1 - p0) * lex * into * out / skip_p
+        if use_fert:
+            f = min(phi[r, i], max_fertility - 1)
+            p *= fert[e[r, i], f + 1] / fert[e[r, i], f]
+        total += p
+        w[i] = total
+    total += p0 * (n_pair[pid[row + s]] + alpha) / (n_e[e[r, Sm]] + alpha * n_tgt)
+    target = u * total
+    for i in range(s):
+        if w[i] >= target:
+            return i
+    return Sm
+
+
+@njit(cache=True, nogil=True)
+def tables(e, S, T, a, phi, jumps, fert, max_jump, max_fertility):
+    """Add the bucket's jump counts (to ``jumps [2 max_jump + 1]``) and fertility counts (to ``fert
+    [n_src, max_fertility + 1]``) from its current links, and set its fertilities ``phi``."""
+    B, Tm = a.shape
+    Sm = e.shape[1] - 1
+    for r in range(B):
+        for i in range(Sm + 1):
+            phi[r, i] = 0
+        prev = -1
+        for j in range(T[r]):
+            x = a[r, j]
+            if x < Sm:
+                phi[r, x] += 1
+                jumps[min(max(x - prev, -max_jump), max_jump) + max_jump] += 1
+                prev = x
+        jumps[min(max(S[r] - prev, -max_jump), max_jump) + max_jump] += 1  # to the end
+        for i in range(S[r]):
+            fert[e[r, i], min(phi[r, i], max_fertility)] += 1
