@@ -144,19 +144,26 @@ def test_guide_identical_option(tmp_path):
         train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto", guide_identical=-1.0))
 
 
-def test_the_table_finds_each_key_where_a_binary_search_of_the_whole_table_does():
-    """LexTable.lookup searches a key among its source type's entries only: the same index as
-    np.searchsorted over the whole table, for keys in the table, absent keys and keys past its types."""
+def test_the_cells_find_each_key_where_a_binary_search_of_the_whole_table_does():
+    """The compiled cells search a key among its source type's entries only: the same entry as
+    np.searchsorted over the whole table, padded (make_batch) and unpadded (flat_cells)."""
+    from attnalign.statistical.cells import make_batch, plan
     from attnalign.statistical.ids import IdCorpus, LexTable, chunk_keys
+    from attnalign.statistical.kernels import flat_cells
 
-    corpus = IdCorpus.encode(read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:500])
+    corpus = IdCorpus.encode(read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:500], prefix=4)
     table = LexTable(corpus)
-    keys = chunk_keys(corpus, 0, len(corpus))
-    rng = np.random.default_rng(0)
-    other = rng.integers(0, (corpus.n_src + 5) * table.width, 20_000)
-    needles = np.concatenate([keys, other, [0, table.keys[-1], table.keys[-1] + 1]]).reshape(-1, 1)
-    assert np.array_equal(table.lookup(needles), np.searchsorted(table.keys, needles))
-    assert np.array_equal(table.keys[table.lookup(keys)], keys)  # every cell's key is found
+    keys = chunk_keys(corpus, 0, len(corpus))  # every cell's key, pair by pair, [T, S + 1] row-major
+    expected = np.searchsorted(table.keys, keys)
+    assert np.array_equal(table.keys[expected], keys)
+    rows = np.arange(len(corpus))
+    flat, off = flat_cells(corpus.src, corpus.src_off, corpus.tgt, corpus.tgt_off, rows, table.keys,
+                           table.starts, table.width)
+    assert np.array_equal(flat, expected) and off[-1] == len(keys)
+    for group in plan(corpus, rows, 20_000, lambda B, S, T: B * T * (S + 1)):
+        b = make_batch(corpus, table, group)
+        for k, cells in zip(group.tolist(), b.unpad(b.idx), strict=True):
+            assert np.array_equal(cells.ravel(), expected[off[k]:off[k + 1]])
 
 
 def test_ibm2_posteriors_by_hand():

@@ -47,7 +47,7 @@ import numpy as np
 
 from ..data.corpus import Pairs
 from . import gibbs, kernels
-from .cells import padded
+from .cells import padded, trim_heap
 from .dist import all_reduce, my_chunks, world
 from .ibm2 import IBM2
 from .ids import CHUNK_PAIRS, IdCorpus, LexTable
@@ -97,9 +97,9 @@ def _bucket(corpus: IdCorpus, table: LexTable, g: list[int], init: np.ndarray) -
     src, S = padded(corpus.src, corpus.src_off, rows)
     T = np.diff(corpus.tgt_off)[rows]
     Sm = src.shape[1]
-    e = np.concatenate([src, np.zeros((len(rows), 1), np.int64)], axis=1)  # NULL (0) in column Sm
+    e = np.concatenate([src, np.zeros((len(rows), 1), np.int64)], axis=1).astype(np.int32)  # NULL: column Sm
     a, _ = padded(init, corpus.tgt_off, rows)
-    a = np.where(a >= S[:, None], Sm, a)
+    a = np.where(a >= S[:, None], Sm, a).astype(np.int32)
     pid, poff = kernels.flat_cells(corpus.src, corpus.src_off, corpus.tgt, corpus.tgt_off, rows, table.keys,
                                    table.starts, table.width)
     return _Bucket(g, e, S, T, a, pid, poff)
@@ -135,7 +135,7 @@ def _tables(buckets: list[_Bucket], n_src: int, max_jump: int, max_fertility: in
     fert = np.zeros((n_src, max_fertility + 1))
     for b in buckets:
         if b.phi is None:
-            b.phi = np.zeros(b.e.shape, dtype=np.int64)
+            b.phi = np.zeros(b.e.shape, dtype=np.int32)
         gibbs.tables(b.e, b.S, b.T, b.a, b.phi, jumps, fert, max_jump, max_fertility)
     jumps, fert = all_reduce(jumps), all_reduce(fert)  # every process's links (torchrun)
     return (jumps + beta) / (jumps + beta).sum(), fert + gamma
@@ -155,12 +155,7 @@ class Marginals:
 
     def add(self, b: _Bucket) -> None:
         """Count the bucket's current links."""
-        live = _live(b)
-        rows, js = np.nonzero(live)
-        S = b.S[rows]
-        links = np.minimum(b.a[rows, js], S)  # NULL -> column S
-        base = self.offsets[np.asarray(b.rows)[rows]]
-        np.add.at(self.counts, base + js * (S + 1) + links, 1)
+        gibbs.count_links(self.counts, self.offsets[np.asarray(b.rows)], b.S, b.T, b.a)
 
     def frequencies(self, lo: int, hi: int) -> list[np.ndarray]:
         """The sampled link frequencies ``[T, S + 1]`` of pairs ``lo..hi`` (rows sum to 1)."""
@@ -264,6 +259,8 @@ def _ibm2_links(side: IdCorpus, name: str, chunk: int) -> np.ndarray:
     for lo, hi in my_chunks(len(side), chunk):
         best = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]  # S: NULL
         init[side.tgt_off[lo]:side.tgt_off[hi]] = np.concatenate(best) if best else 0
+    del ibm2
+    trim_heap()  # before the samplers' state comes on top
     return all_reduce(init.astype(np.float64)).astype(np.int64)
 
 

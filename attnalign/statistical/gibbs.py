@@ -147,3 +147,13 @@ def tables(e, S, T, a, phi, jumps, fert, max_jump, max_fertility):
         jumps[min(max(S[r] - prev, -max_jump), max_jump) + max_jump] += 1  # to the end
         for i in range(S[r]):
             fert[e[r, i], min(phi[r, i], max_fertility)] += 1
+
+
+@njit(cache=True, nogil=True)
+def count_links(counts, base, S, T, a):
+    """Add 1 to the cell of every current link of a bucket's sentences: sentence r's cells are its
+    ``[T, S + 1]`` (NULL last) from ``base[r]`` in ``counts`` (uint8)."""
+    for r in range(len(S)):
+        for j in range(T[r]):
+            x = a[r, j]
+            counts[base[r] + j * (S[r] + 1) + min(x, S[r])] += 1  # NULL (Sm): column S

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.corpus import Pairs
-from .cells import Batches, em, ibm2_posteriors, in_order
+from .cells import Batches, em, ibm2_posteriors, in_order, trim_heap
 from .ids import IdCorpus, LexTable
 
 
@@ -32,6 +32,7 @@ class IBM2:
         self.table = LexTable(corpus)
         self.t = em(Batches(corpus, self.table), iterations, alpha, p0, tension, self.table.bonus(identical),
                     stage=stage)
+        trim_heap()  # the batches' cells
 
     def posteriors(self, lo: int, hi: int) -> list[np.ndarray]:
         """Posteriors ``[T, S + 1]`` (NULL last) of pairs ``lo..hi``."""

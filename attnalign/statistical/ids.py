@@ -158,16 +158,6 @@ class LexTable:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def lookup(self, keys: np.ndarray) -> np.ndarray:
-        """Table indices of keys that are in the table (any shape; a key not in it gets the index it
-        would be inserted at, as ``np.searchsorted`` gives it)."""
-        from .kernels import search_keys
-
-        flat = np.ascontiguousarray(keys.ravel(), dtype=np.int64)
-        out = np.empty(flat.shape, np.int64)
-        search_keys(self.keys, self.starts, self.width, flat, out)
-        return out.reshape(keys.shape)
-
     def bonus(self, identical: float) -> np.ndarray | None:
         """``[K]`` extra counts for pairs of identical source and target types (None for 0)."""
         if not identical:

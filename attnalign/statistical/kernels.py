@@ -177,20 +177,6 @@ def _find(keys, lo, hi, key):
     return lo
 
 
-@njit(cache=True, parallel=True)
-def search_keys(keys, starts, width, needles, out):
-    """``out[k]``: where ``needles[k]`` stands (or would stand) in the sorted ``keys``, as
-    ``np.searchsorted(keys, needles)`` gives it. A key ``e * width + f`` is searched only among the keys
-    of its source type ``e`` (``keys[starts[e]:starts[e + 1]]``): a few hundred neighbouring entries
-    instead of the whole table, and the needles need no sorting."""
-    n_types = len(starts) - 1
-    for k in prange(len(needles)):
-        key = needles[k]
-        e = key // width
-        lo, hi = (starts[e], starts[e + 1]) if 0 <= e < n_types else (0, len(keys))
-        out[k] = _find(keys, lo, hi, key)
-
-
 @njit(cache=True, inline="always")
 def _pair_cells(src, s0, s, tgt, t0, t, keys, starts, width, out, base, row, null):
     """The table entries of one pair's cells: cell (j, i) to ``out[base + j * row + i]``, its NULL
@@ -222,18 +208,20 @@ def batch_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width):
     return idx, S, T
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def flat_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width):
     """The table entries of the pairs ``rows``' cells, unpadded: pair b's ``[T, S + 1]`` (NULL last),
     row-major, at ``out[off[b]:off[b + 1]]``; int32. Returns ``out`` and ``off [B + 1]``. Keys as
-    :func:`batch_cells`'."""
+    :func:`batch_cells`'. One thread, without the GIL: the two sampler threads each call it (numba's
+    parallel loops must not be entered from two threads at once where its threading layer is not
+    OpenMP)."""
     B = len(rows)
     S = src_off[rows + 1] - src_off[rows]
     T = tgt_off[rows + 1] - tgt_off[rows]
     off = np.zeros(B + 1, np.int64)
     off[1:] = np.cumsum(T * (S + 1))
     out = np.empty(off[B], np.int32)
-    for b in prange(B):
+    for b in range(B):
         _pair_cells(src, src_off[rows[b]], S[b], tgt, tgt_off[rows[b]], T[b], keys, starts, width, out,
                     off[b], S[b] + 1, S[b])
     return out, off
