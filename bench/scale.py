@@ -14,7 +14,8 @@ French elisions and contractions are written as the test set writes them (``l' h
 homme``, ``du`` -> ``de le``, ``aujourd'hui`` -> ``aujourd' hui``) and English ``'s`` is split. The
 test sentences keep their tokens and positions; their French accents are folded so that words match
 the unaccented corpus. Each corpus is the 447 test pairs followed by the first N raw pairs (empty
-lines dropped). Each run is a fresh process (its peak RSS is its own); run this alone on the machine.
+lines dropped); a size past the raw corpus's 310k pairs repeats them (``--sizes 2000000``: about 6.5
+times). Each run is a fresh process (its peak RSS is its own); run this alone on the machine.
 Writes bench/results/scale.{csv,json} (``--results NAME``: NAME.{csv,json}). A benchmark: it prints
 numbers and asserts nothing.
 """
@@ -79,14 +80,19 @@ def build(n: int) -> tuple[Path, Path]:
     en = [" ".join(x.split()).lower() for x in (d / "test.en").read_text(encoding="utf-8").splitlines()]
     fr = [fold(" ".join(x.split()).lower()) for x in (d / "test.fr").read_text(encoding="utf-8").splitlines()]
     raw = d / "isi310k.raw.en", d / "isi310k.raw.fr"
+    added = []
     with open(raw[0], encoding="utf-8") as fe, open(raw[1], encoding="utf-8") as ff:
         for a, b in zip(fe, ff, strict=True):
-            if len(en) - N_TEST >= n:
+            if len(added) >= n:
                 break
             a, b = tok_en(a), tok_fr(fold(b))
             if a and b:
-                en.append(a)
-                fr.append(b)
+                added.append((a, b))
+    whole = len(added)
+    while whole and len(added) < n:  # past the raw corpus's end it starts again (the 2M row)
+        added += added[:min(whole, n - len(added))]
+    en += [a for a, _ in added]
+    fr += [b for _, b in added]
     src.write_text("\n".join(en) + "\n", encoding="utf-8")
     tgt.write_text("\n".join(fr) + "\n", encoding="utf-8")
     return src, tgt
