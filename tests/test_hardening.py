@@ -338,7 +338,7 @@ def test_a_terminated_run_cleans_up_and_keeps_the_old_output(tmp_path, sig):
     import sys
     import time
 
-    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr") * 20  # half a minute of teacher on 2 cores
     src = write(tmp_path / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs))
     tgt = write(tmp_path / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs))
     out = write(tmp_path / "old.align", "0-0\n")

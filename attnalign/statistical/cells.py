@@ -42,7 +42,7 @@ def trim_heap() -> None:
     """Give the memory freed by a model's training back to the system. glibc keeps freed blocks of a
     few megabytes (batches' cells) in the process's heap, where the next model's peak would come on
     top of them; elsewhere this does nothing."""
-    with contextlib.suppress(OSError, AttributeError):  # not glibc
+    with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc
         ctypes.CDLL(None).malloc_trim(0)
 
 

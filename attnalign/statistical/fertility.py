@@ -204,7 +204,7 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
             if stop is not None and stop.is_set():
                 raise Stopped
             gibbs.sweep(b.e, b.S, b.T, b.a, b.pid, b.poff, b.phi, n_pair, n_e, n_tgt, J, fert, use_fert,
-                          rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
+                        rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
             done += len(b.rows)
             report(stage, f"sweep {sweep + 1}/{sweeps}", done, total)
         if start is not None:  # every process's changes, added to the counts all started from
