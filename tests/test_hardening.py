@@ -338,7 +338,7 @@ def test_a_terminated_run_cleans_up_and_keeps_the_old_output(tmp_path, sig):
     import sys
     import time
 
-    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr") * 20  # half a minute of teacher on 2 cores
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr") * 20  # 5,000 would end before the sleep
     src = write(tmp_path / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs))
     tgt = write(tmp_path / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs))
     out = write(tmp_path / "old.align", "0-0\n")
@@ -361,7 +361,7 @@ def test_a_signal_inside_a_compiled_loop_is_an_interruption():
     stop = KeyboardInterrupt("stopped by SIGHUP")
     inner = SystemError("_numba_unpickle returned a result with an exception set")
     inner.__cause__ = stop
-    outer = SystemError("CPUDispatcher(forward_backward) returned a result with an exception set")
+    outer = SystemError("CPUDispatcher(hmm_posteriors) returned a result with an exception set")
     outer.__cause__ = inner
     assert interruption(outer) is stop and interruption(stop) is stop
     assert interruption(SystemError("a real bug")) is None and interruption(ValueError()) is None

@@ -11,7 +11,7 @@ from attnalign.data.alignments import Alignment
 from attnalign.eval.metrics import Counts, corpus_counts
 from attnalign.statistical import align_statistical, directional_posteriors, posterior_links, viterbi_links
 from attnalign.statistical.hmm import _HMM, train_hmm_agreement, train_hmm_posteriors
-from attnalign.statistical.kernels import forward_backward, hmm_posteriors, transitions
+from attnalign.statistical.kernels import hmm_posteriors, transitions
 
 
 def brute_force(emit_w, emit_n, trans, init, p0, T, S):
@@ -55,22 +55,12 @@ def _batch(seed: int = 0):
     return emit_w, emit_n, trans, init, S, T, p0, jump, max_jump
 
 
-def test_forward_backward_equals_brute_force_with_padding():
-    emit_w, emit_n, trans, init, S, T, p0, _, _ = _batch()
-    assert np.allclose(trans[1, :2, :2].sum(-1), 1 - p0) and np.allclose(init.sum(-1), 1 - p0)
-    g_w, g_n, xi = forward_backward(emit_w, emit_n, trans, init, S, T, p0)
-    for b, (T, S) in enumerate([(3, 3), (2, 2)]):
-        bw, bn, bx = brute_force(emit_w[b], emit_n[b], trans[b], init[b], p0, T, S)
-        assert np.allclose(g_w[b, :T, :S], bw)
-        assert np.allclose(g_n[b, :T], bn)
-        assert np.allclose(xi[b, :S, :S], bx)
-        assert (g_w[b, T:] == 0).all() and (g_w[b, :, S:] == 0).all() and (xi[b, S:] == 0).all()
-
-
-def test_the_e_step_reads_emissions_from_the_table_and_counts_the_jumps():
-    """hmm_posteriors (the E-step of a batch of cells) gives forward_backward's posteriors, NULL in the
-    last column, and its expected moves summed by jump distance."""
+def test_the_e_step_equals_brute_force_with_padding():
+    """hmm_posteriors (the E-step of a batch of cells: emissions read from the table, transitions from
+    the jump table) gives every path's sum: the word posteriors, NULL in the last column, 0 in the
+    padding, and the expected moves summed by jump distance."""
     emit_w, emit_n, trans, init, S, T, p0, jump, max_jump = _batch()
+    assert np.allclose(trans[1, :2, :2].sum(-1), 1 - p0) and np.allclose(init.sum(-1), 1 - p0)
     # a table holding every cell's emission once: cell (b, j, i) -> entry; the padding -> the final 0
     emit = np.concatenate([emit_w.ravel(), emit_n.ravel(), [0.0]])
     idx = np.full((2, 3, 4), len(emit) - 1)
@@ -80,10 +70,14 @@ def test_the_e_step_reads_emissions_from_the_table_and_counts_the_jumps():
         idx[b, T[b]:] = len(emit) - 1
         idx[b, :, S[b]:3] = len(emit) - 1
     post, jumps = hmm_posteriors(idx, emit, jump, S, T, p0, max_jump)
-    g_w, g_n, xi = forward_backward(emit_w, emit_n, trans, init, S, T, p0)
-    assert np.allclose(post[..., :3], g_w) and np.allclose(post[..., 3], g_n)
-    d = np.clip(np.arange(3)[None, :] - np.arange(3)[:, None], -max_jump, max_jump) + max_jump  # [k, i]
-    assert np.allclose(jumps, np.bincount(np.broadcast_to(d, xi.shape).ravel(), xi.ravel(), 2 * max_jump + 1))
+    expected = np.zeros(2 * max_jump + 1)
+    for b, (t, s) in enumerate([(3, 3), (2, 2)]):
+        bw, bn, bx = brute_force(emit_w[b], emit_n[b], trans[b], init[b], p0, t, s)
+        assert np.allclose(post[b, :t, :s], bw) and np.allclose(post[b, :t, 3], bn)
+        assert (post[b, t:] == 0).all() and (post[b, :, s:3] == 0).all()
+        d = np.clip(np.arange(s)[None, :] - np.arange(s)[:, None], -max_jump, max_jump) + max_jump  # [k, i]
+        expected += np.bincount(d.ravel(), bx.ravel(), 2 * max_jump + 1)
+    assert np.allclose(jumps, expected)
 
 
 def test_long_jumps_share_the_end_bucket():

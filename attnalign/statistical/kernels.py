@@ -27,27 +27,12 @@ def threads() -> int:
     return numba.get_num_threads()
 
 
-@njit(cache=True, parallel=True)
-def forward_backward(emit_w, emit_n, trans, init, S, T, p0):
-    """The HMM's scaled forward-backward (:mod:`.hmm`) of a batch, sentence by sentence in parallel.
-    ``emit_w [B, Tm, Sm]``, ``emit_n [B, Tm]``: emission probabilities of the source words and of NULL;
-    ``trans [B, Sm, Sm]``: word-to-word transitions (times 1 - p0); ``init [B, Sm]``: from position -1;
-    ``S``, ``T [B]``: the real lengths. Returns the word posteriors ``[B, Tm, Sm]``, the NULL posteriors
-    ``[B, Tm]`` and the expected word-to-word transition counts ``[B, Sm, Sm]`` (zero where padded)."""
-    B, Tm, Sm = emit_w.shape
-    g_w = np.zeros((B, Tm, Sm))
-    g_n = np.zeros((B, Tm))
-    xi = np.zeros((B, Sm, Sm))
-    for b in prange(B):
-        _sentence_fb(emit_w[b], emit_n[b], trans[b], init[b], S[b], T[b], p0, g_w[b], g_n[b], xi[b])
-    return g_w, g_n, xi
-
-
 @njit(cache=True)
 def _sentence_fb(emit_w, emit_n, trans, init, s, t, p0, g_w, g_n, xi):
-    """One sentence's forward-backward (:func:`forward_backward`'s arrays without the batch axis):
-    adds its word and NULL posteriors to ``g_w [t, s]``, ``g_n [t]`` and its expected moves to
-    ``xi [s, s]`` (all zero before)."""
+    """The HMM's scaled forward-backward (:mod:`.hmm`) of one sentence: emissions ``emit_w [t, s]``
+    (source words) and ``emit_n [t]`` (NULL), word-to-word transitions ``trans [s, s]`` (times 1 - p0),
+    the start ``init [s]`` (from position -1). Adds its word and NULL posteriors to ``g_w [t, s]``,
+    ``g_n [t]`` and its expected moves to ``xi [s, s]`` (all zero before)."""
     a_w, a_n = np.zeros((t, s)), np.zeros((t, s))
     scale = np.ones(t)
     for j in range(t):

@@ -24,6 +24,8 @@ from .ids import CHUNK_PAIRS, chunks
 
 FILE = "teacher.npz"
 _LEVELS = 255
+# what reading a damaged or foreign teacher file raises
+READ_ERRORS = (OSError, ValueError, KeyError, EOFError, AttributeError, zipfile.BadZipFile)
 
 
 def teacher_meta(options: dict, fingerprint: str, pairs: int) -> dict:
@@ -86,5 +88,5 @@ def load_matching(model_dir: str | os.PathLike, options: dict, pairs: int,
         if meta["fingerprint"] != fingerprint():
             return None
         return SavedTeacher(path)
-    except (OSError, ValueError, KeyError, EOFError, AttributeError, zipfile.BadZipFile):
+    except READ_ERRORS:
         return None

@@ -11,7 +11,6 @@ exactly the links it started with.
 from __future__ import annotations
 
 import time
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,11 +48,11 @@ def _model_links(model_dir: Path, pairs: Pairs, device) -> list[list[Link]]:
     """What ``align corpus`` writes for the model's own training ``pairs``: the model's attention
     blended with the teacher it kept (:mod:`attnalign.statistical.saved`)."""
     from ..nmt.aligner import Aligner, AlignOptions
-    from ..statistical.saved import FILE, SavedTeacher
+    from ..statistical.saved import FILE, READ_ERRORS, SavedTeacher
 
     try:
         teacher = SavedTeacher(model_dir / FILE)
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+    except READ_ERRORS as e:
         raise AttnAlignError(f"the kept teacher cannot be read ({e})", path=model_dir / FILE,
                              hint="train the model again with --overwrite") from None
     aligner = Aligner(model_dir, AlignOptions(teacher="on", device=str(device)))
