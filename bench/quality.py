@@ -264,9 +264,9 @@ def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "st
                          "train_s": round(train_s), "extract_s": round(time.perf_counter() - t1, 1),
                          "train_pairs": len(train_pairs), "wall_s": wall_s})
     if protocol == "inductive" and opts.guide == "auto":
-        for extra in (None, train_pairs):
+        for extra, going_on in ((None, False), (train_pairs, False), (None, True)):
             rows.append(_teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s,
-                                              len(train_pairs), extra))
+                                              len(train_pairs), extra, going_on))
     return rows
 
 
@@ -286,16 +286,26 @@ def _combined_links(work: Path, base: str, protocol: str, pairs) -> list:
     return links
 
 
-def _teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s, n, extra=None) -> dict:
+def _teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s, n, extra=None,
+                          going_on: bool = False) -> dict:
     """``align corpus --teacher on`` over the new sentences: the teacher fit on them alone
-    (``--teacher-corpus aligned``), or on them and the model's training pairs ``extra``
-    (``--teacher-corpus training``, what ``auto`` does for a model trained by ``attnalign train``)."""
+    (``--teacher-corpus aligned``), on them and the model's training pairs ``extra`` (``--teacher-corpus
+    training``), or on them going on from the counts the model's teacher kept (``going_on``:
+    ``--teacher-corpus kept``, what ``auto`` does for a model trained with ``--guide auto``)."""
+    from dataclasses import asdict
+
+    from attnalign.statistical import saved
+
     t1 = time.perf_counter()
     aligner = Aligner(model_dir, AlignOptions(teacher="on", device="cpu"))
-    aligner.fit_teacher(test_pairs, extra)
+    kept = saved.load_kept(model_dir, asdict(aligner.teacher_options)) if going_on else None
+    if going_on and kept is None:
+        raise SystemExit(f"{model_dir} keeps no teacher counts: train it again (--retrain)")
+    aligner.fit_teacher(test_pairs, extra, kept)
     c = sum(corpus_counts([Alignment.from_links(p.links) for p in aligner.align(test_pairs)], gold), Counts())
     o = aligner.options
-    fit = "the test pairs" if extra is None else "the test and training pairs"
+    fit = ("the test pairs, going on from the kept teacher" if going_on else
+           "the test pairs" if extra is None else "the test and training pairs")
     return {"pair": pair, "config": config, "protocol": "inductive", "shift": 0,
             "sym": f"{o.sym} + teacher {o.teacher_weight} (fit on {fit})", "decoder": o.decoder,
             "threshold": o.threshold, "aer": c.aer, "precision": c.precision, "recall": c.recall, "f1": c.f1,

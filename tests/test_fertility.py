@@ -46,8 +46,8 @@ def test_tables_count_jumps_over_null_and_fertilities():
     # start (-1 -> 0: +1), 0 -> 0 (0), the NULL skipped, then to the end (0 -> 3: +3, clipped to +2)
     pairs = [(["a", "b", "c"], ["x", "y", "z"])]
     buckets, n_src, _, _ = _buckets(pairs, [np.array([0, 0, 3])])
-    J, fert = _tables(buckets, n_src, max_jump=2, max_fertility=3, beta=0.0, gamma=0.0)
-    assert J.tolist() == pytest.approx([0, 0, 1 / 3, 1 / 3, 1 / 3])  # distances -2..+2
+    J, fert = _tables(buckets, n_src, max_jump=2, max_fertility=3)
+    assert J.tolist() == [0, 0, 1, 1, 1]  # distances -2..+2
     assert buckets[0].phi.tolist() == [[2, 0, 0, 0]]  # the last column is NULL
     assert fert[1:4].tolist() == [[0, 0, 1, 0], [1, 0, 0, 0], [1, 0, 0, 0]]  # types a, b, c (0: NULL)
 

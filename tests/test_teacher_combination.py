@@ -3,6 +3,8 @@ blend with the attention, when ``auto`` combines, and the CLI option's effect.""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from helpers import SAMPLE
@@ -152,13 +154,13 @@ def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
     base = ["align", "corpus", "--model", str(m), "--src", str(SAMPLE / "test.en"), "--tgt",
             str(SAMPLE / "test.fr"), "--quiet", "--teacher", "on"]
     runner = CliRunner()
-    both = runner.invoke(app, [*base, "-o", str(tmp_path / "both.align")])
+    both = runner.invoke(app, [*base, "-o", str(tmp_path / "both.align"), "--teacher-corpus", "training"])
     alone = runner.invoke(app, [*base, "-o", str(tmp_path / "alone.align"), "--teacher-corpus", "aligned"])
     assert both.exit_code == alone.exit_code == 0, both.output
     assert f"teacher_pairs={len(test) + len(pairs)}" in both.stderr
     assert f"teacher_pairs={len(test)}" in alone.stderr
     assert (tmp_path / "both.align").read_text() != (tmp_path / "alone.align").read_text()
-    # a changed training file: auto falls back with a warning, training is an error
+    # a changed training file: training is an error
     (tmp_path / "train.fr").write_text("changed\n" * len(pairs), encoding="utf-8")
     with pytest.warns(UserWarning, match="has changed since training"):
         assert training_corpus(m, test, "auto") is None
@@ -168,6 +170,41 @@ def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
     assert gone.exit_code == 1 and "error:" in gone.stderr and "has changed" in gone.stderr
     bad = runner.invoke(app, [*base, "--teacher-corpus", "everything"])
     assert bad.exit_code == 2
+
+
+def test_on_new_pairs_the_teacher_goes_on_from_what_the_kept_teacher_learned(recorded, tmp_path, monkeypatch):
+    """auto where the training files are gone (and kept): the teacher goes on from the training
+    corpus's counts over the new pairs alone, and says so; kept without counts kept is an error."""
+    import shutil
+
+    import attnalign.statistical as statistical
+    from attnalign.statistical import saved
+
+    m, pairs = recorded
+    (tmp_path / "train.fr").unlink()
+    base = ["align", "corpus", "--model", str(m), "--src", str(SAMPLE / "test.en"), "--tgt",
+            str(SAMPLE / "test.fr"), "--quiet", "--teacher", "on"]
+    seen = []
+    real = statistical.SoftTeacher.__init__
+    monkeypatch.setattr(statistical.SoftTeacher, "__init__", lambda self, pairs, *a, **k: seen.append(
+        (len(list(pairs)), k.get("kept"))) or real(self, pairs, *a, **k))
+    runner = CliRunner()
+    auto = runner.invoke(app, [*base, "-o", str(tmp_path / "auto.align")])
+    kept = runner.invoke(app, [*base, "-o", str(tmp_path / "kept.align"), "--teacher-corpus", "kept"])
+    assert auto.exit_code == kept.exit_code == 0, auto.output
+    assert "going on from the counts" in auto.stderr  # the warning that the files are gone says so
+    assert [n for n, _ in seen] == [200, 200]
+    assert all(k and set(k) == {"hmm-agree", "fertility"} for _, k in seen)
+    assert f"teacher_pairs={200 + len(pairs)}" in auto.stderr
+    assert (tmp_path / "auto.align").read_text() == (tmp_path / "kept.align").read_text()
+    other = tmp_path / "other"
+    shutil.copytree(m, other)
+    old = saved.SavedTeacher(other / saved.FILE)  # a teacher file from before counts were kept
+    old.kept = {}
+    saved.save_matrices(other / saved.FILE, old, list(range(old.pairs)), [tuple(s) for s in old._shapes],
+                        json.loads(json.dumps(old.meta)))
+    r = runner.invoke(app, [str(other) if x == str(m) else x for x in base] + ["--teacher-corpus", "kept"])
+    assert r.exit_code == 2 and "error:" in r.stderr and "keeps no teacher counts" in r.stderr
 
 
 def test_the_teacher_is_trained_once_and_kept_in_the_model_directory(recorded, tmp_path, monkeypatch):

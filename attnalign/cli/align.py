@@ -88,8 +88,10 @@ TeacherOpt = Annotated[Teacher, typer.Option(
 TeacherCorpus = choices("TeacherCorpus", TEACHER_CORPUS_CHOICES)
 TeacherCorpusOpt = Annotated[TeacherCorpus, typer.Option(
     "--teacher-corpus", help="What the teacher trains on: aligned (the pairs being aligned), training "
-    "(those and the model's training corpus, read again from the files train recorded) [auto: training "
-    f"where those files are unchanged and hold at most {TEACHER_CORPUS_MAX_PAIRS:,} pairs, else aligned].")]
+    "(those and the model's training corpus, read again from the files train recorded), kept (the pairs "
+    "being aligned, going on from what the teacher of train --guide auto learned, kept in the model "
+    f"directory) [auto: training where those files are unchanged and hold at most "
+    f"{TEACHER_CORPUS_MAX_PAIRS:,} pairs, else kept where the model directory keeps it, else aligned].")]
 TeacherWeightOpt = Annotated[float | None, typer.Option(
     "--teacher-weight", help=f"The teacher's share of each combined matrix, 0-1 "
     f"[default: {TEACHER_DECODING['weight']}].")]

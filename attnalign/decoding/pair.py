@@ -114,10 +114,12 @@ TEACHER_MIN_PAIRS = 1000
 TEACHER_CHOICES = ("auto", "on", "off")  # --teacher
 # --teacher-corpus: what the teacher is trained on. aligned: the pairs being aligned; training: those
 # followed by the model's own training corpus (the files train recorded), so that a few new sentences
-# get a teacher that has seen as much data as the student; auto: training where those files are
-# unchanged and hold at most TEACHER_CORPUS_MAX_PAIRS pairs (the teacher's time grows with them), else
-# aligned.
-TEACHER_CORPUS_CHOICES = ("auto", "aligned", "training")
+# get a teacher that has seen as much data as the student; kept: the pairs being aligned, going on from
+# the counts the teacher of train --guide auto kept in the model directory (what it learned of the
+# training corpus, at the cost of the new pairs alone); auto: training where those files are unchanged
+# and hold at most TEACHER_CORPUS_MAX_PAIRS pairs (the teacher's time grows with them), else kept where
+# the model directory keeps the counts, else aligned.
+TEACHER_CORPUS_CHOICES = ("auto", "aligned", "training", "kept")
 TEACHER_CORPUS_MAX_PAIRS = 100_000
 
 

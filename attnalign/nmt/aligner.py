@@ -181,6 +181,7 @@ class Aligner:
         meta = model_meta(model_dir, options)
         self._head = bool(meta.get("model_config", {}).get("align_head"))
         self.teacher = None  # a fitted statistical.SoftTeacher, once fit_teacher has run
+        self._kept_pairs = 0  # the pairs behind the kept counts the teacher went on from
         options = resolve_decoding(options, meta["directions"], self._head)
         sym = options.sym
         self.sym = sym
@@ -233,10 +234,13 @@ class Aligner:
             return self._given.teacher == "on"
         return self.may_want_teacher and n_pairs >= TEACHER_MIN_PAIRS
 
-    def fit_teacher(self, pairs, extra=None) -> None:
+    def fit_teacher(self, pairs, extra=None, kept: tuple[dict, int] | None = None) -> None:
         """Train the statistical teacher on ``pairs`` (the corpus about to be aligned) followed by
         ``extra`` pairs if given (the model's training corpus), each read once, and decode every later
-        :meth:`align` of ``pairs`` with it (``TEACHER_DECODING`` where options say "auto")."""
+        :meth:`align` of ``pairs`` with it (``TEACHER_DECODING`` where options say "auto"). ``kept``:
+        the counts a teacher kept from the training corpus and its number of pairs
+        (``statistical.saved.load_kept``), which the teacher goes on from over ``pairs`` instead of
+        starting from nothing."""
         from ..statistical import SoftTeacher
 
         if dist.launched():
@@ -244,7 +248,9 @@ class Aligner:
                               hint="give --teacher off, or align without torchrun")
         o = self.teacher_options
         corpus = pairs if extra is None else chain(pairs, extra)
-        self.use_teacher(SoftTeacher(corpus, o.model, prefix=o.prefix, identical=o.identical))
+        self.use_teacher(SoftTeacher(corpus, o.model, prefix=o.prefix, identical=o.identical,
+                                     kept=kept[0] if kept else None))
+        self._kept_pairs = kept[1] if kept else 0
 
     def use_teacher(self, teacher) -> None:
         """Decode every later :meth:`align` with ``teacher``'s matrices (a fitted
@@ -282,7 +288,7 @@ class Aligner:
                 "head": o.head if tf and not head_read else None, "shift": o.shift,
                 "threshold": o.threshold if o.decoder == "threshold" else None,
                 "teacher": o.teacher_weight if self.teacher is not None else None,
-                "teacher_pairs": self.teacher.pairs if self.teacher is not None else None}
+                "teacher_pairs": self.teacher.pairs + self._kept_pairs if self.teacher is not None else None}
 
     def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:
         return lm.token_count(words, side) > self.options.max_length

@@ -6,7 +6,8 @@ pairs), :mod:`.dist` (torchrun: shares of the pairs, counts summed across proces
 :mod:`.progress` (reports of each pass), :mod:`.kernels` and :mod:`.gibbs` (the compiled loops),
 :mod:`.cells` (the EM cells shared by IBM2 and the HMMs, in padded batches), :mod:`.ibm2` (fast_align's
 model), :mod:`.hmm` (HMMs, alone or trained by agreement), :mod:`.fertility` (Gibbs-sampled HMMs with
-fertility), :mod:`.links` (posteriors -> links), :mod:`.registry` (the
+fertility), :mod:`.kept` (what a trained model learned, kept by word, to go on from over new pairs),
+:mod:`.saved` (the kept teacher's file), :mod:`.links` (posteriors -> links), :mod:`.registry` (the
 aligners by name), :mod:`.options` (:class:`TeacherOptions`, the defaults), :mod:`.align` (the entry
 points). Importing this package does not import torch.
 """

@@ -19,7 +19,7 @@ from .ids import CHUNK_PAIRS, IdCorpus, chunks
 from .links import posterior_links, viterbi_links
 from .options import DEFAULT, FERTILITY_PREFIX, FERTILITY_THRESHOLD, SYMS
 from .progress import report
-from .registry import COMBINED, DIRECTIONAL, MODELS
+from .registry import COMBINED, DIRECTIONAL, KEEPS, MODELS
 
 
 def fit(pairs: Pairs | IdCorpus, model: str, iterations: int = 5, prefix: int = DEFAULT.prefix,
@@ -114,14 +114,24 @@ def union_links(agree, fertility) -> list[list[Link]]:
 
 
 def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, identical: float, chunk: int,
-                **kw) -> tuple:
+                kept: dict | None = None, keep: bool = False, **kw) -> tuple:
     """``model``'s trained models on the whole-word corpus ``words``: (the model, None), or for
-    :data:`COMBINED` (the agreement HMMs on ``prefix``-cut words, the fertility HMMs on whole words)."""
+    :data:`COMBINED` (the agreement HMMs on ``prefix``-cut words, the fertility HMMs on whole words).
+    ``kept``: per model name, both directions' counts to go on from (:mod:`.kept`); ``keep``: the models
+    keep theirs (:attr:`SoftTeacher.kept`)."""
     combined = model == COMBINED
-    first = fit(words.cut(prefix), "hmm-agree" if combined else model, iterations, prefix, identical, **kw)
+    name = "hmm-agree" if combined else model
+
+    def going_on(name: str) -> dict:
+        if name not in KEEPS:
+            return {}
+        return {"kept": (kept or {}).get(name), "keep": keep}
+
+    first = fit(words.cut(prefix), name, iterations, prefix, identical, **going_on(name), **kw)
     if not combined:
         return first, None
-    return first, fit(words.cut(FERTILITY_PREFIX), "fertility", prefix=FERTILITY_PREFIX, chunk=chunk)
+    return first, fit(words.cut(FERTILITY_PREFIX), "fertility", prefix=FERTILITY_PREFIX, chunk=chunk,
+                      **going_on("fertility"))
 
 
 class SoftTeacher:
@@ -132,17 +142,24 @@ class SoftTeacher:
     turned around; NULL dropped), and for :data:`COMBINED` the mean over its two models' four. A cell
     is thus the teacher's averaged belief in the link; rows sum to at most 1; :meth:`links` gives the
     same pairs' links. One process only: the fertility model's samples stay with the process that drew
-    them."""
+    them.
+
+    ``keep``: keep what the models learned (:attr:`kept`), for a later teacher to go on from; ``kept``:
+    go on from such a teacher's (trained on other pairs) over ``pairs`` instead of starting from nothing
+    (:mod:`.kept`; the models of :data:`.registry.KEEPS` only: the others start from nothing)."""
 
     def __init__(self, pairs: Pairs | IdCorpus, model: str = DEFAULT.model, iterations: int = 5,
                  prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical,
-                 chunk: int = CHUNK_PAIRS, **kw):
+                 chunk: int = CHUNK_PAIRS, keep: bool = False, kept: dict | None = None, **kw):
         if model not in MODELS:
             raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(MODELS)}")
         words = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
-        self._fitted = _fit_models(words, model, iterations, prefix, identical, chunk, **kw)
+        self._fitted = _fit_models(words, model, iterations, prefix, identical, chunk, kept, keep, **kw)
         self.models = [m for m in self._fitted if m]
         self.pairs = len(words)
+        names = ("hmm-agree", "fertility") if model == COMBINED else (model,)
+        # with keep: per model name, both directions' .kept.KeptCounts
+        self.kept = {n: m.kept for n, m in zip(names, self.models, strict=True) if keep and n in KEEPS}
 
     def links(self, lo: int, hi: int, sym: str = DEFAULT.sym) -> list[list[Link]]:
         """Pairs ``lo..hi``'s links, as :func:`iter_links` decodes them from the same models."""

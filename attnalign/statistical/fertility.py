@@ -51,6 +51,7 @@ from .cells import padded, trim_heap
 from .dist import all_reduce, my_chunks, world
 from .ibm2 import IBM2
 from .ids import CHUNK_PAIRS, IdCorpus, LexTable
+from .kept import KeptCounts
 from .progress import report
 
 _BUCKET = 3000  # at most this many sentences resampled together
@@ -127,18 +128,38 @@ def _live(b: _Bucket) -> np.ndarray:
     return np.arange(b.a.shape[1])[None, :] < b.T[:, None]  # [B, Tm]
 
 
-def _tables(buckets: list[_Bucket], n_src: int, max_jump: int, max_fertility: int, beta: float,
-            gamma: float) -> tuple[np.ndarray, np.ndarray]:
-    """The jump distribution ``[2 * max_jump + 1]`` and fertility pseudo-count table ``[n_src,
-    max_fertility + 1]`` from the current links; also (re)computes every bucket's ``phi``."""
+def _tables(buckets: list[_Bucket], n_src: int, max_jump: int, max_fertility: int
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The jump counts ``[2 * max_jump + 1]`` and fertility counts ``[n_src, max_fertility + 1]`` of
+    the current links; also (re)computes every bucket's ``phi``."""
     jumps = np.zeros(2 * max_jump + 1)
     fert = np.zeros((n_src, max_fertility + 1))
     for b in buckets:
         if b.phi is None:
             b.phi = np.zeros(b.e.shape, dtype=np.int32)
         gibbs.tables(b.e, b.S, b.T, b.a, b.phi, jumps, fert, max_jump, max_fertility)
-    jumps, fert = all_reduce(jumps), all_reduce(fert)  # every process's links (torchrun)
-    return (jumps + beta) / (jumps + beta).sum(), fert + gamma
+    return all_reduce(jumps), all_reduce(fert)  # every process's links (torchrun)
+
+
+class _Base:
+    """Counts kept from training on another corpus (:mod:`.kept`), on this corpus's ids: added to
+    the sampler's counts, they stay fixed while this corpus's links are sampled (all zero without)."""
+
+    def __init__(self, corpus: IdCorpus, table: LexTable, kept: KeptCounts | None, max_jump: int,
+                 max_fertility: int):
+        self.n_tgt = corpus.n_tgt - 1
+        self.pair, self.e = np.zeros(len(table)), np.zeros(corpus.n_src)
+        self.jumps, self.fert = np.zeros(2 * max_jump + 1), np.zeros((corpus.n_src, max_fertility + 1))
+        if kept is None:
+            return
+        self.n_tgt = kept.n_tgt(corpus)
+        self.pair = kept.on(corpus, table)[0]
+        self.e = kept.per_src(corpus, kept.src_totals)
+        jumps, fert = kept.tables.get("jump"), kept.tables.get("fert")
+        if jumps is not None and jumps.shape == self.jumps.shape:
+            self.jumps = jumps.astype(np.float64)
+        if fert is not None and fert.ndim == 2 and fert.shape[1] == max_fertility + 1:
+            self.fert = kept.per_src(corpus, fert)
 
 
 class Marginals:
@@ -152,6 +173,7 @@ class Marginals:
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.counts = np.zeros(int(self.offsets[-1]), dtype=np.uint8)
         self.corpus, self.collect = corpus, collect
+        self.kept: KeptCounts | None = None  # the sampler's counts at its last sweep
 
     def add(self, b: _Bucket) -> None:
         """Count the bucket's current links."""
@@ -169,8 +191,8 @@ class Marginals:
 def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray, sweeps: int = 40,
                      fertility_from: int = 10, collect: int = 20, p0: float = 0.2, alpha: float = 1e-3,
                      beta: float = 0.5, gamma: float = 0.5, max_jump: int = 10, max_fertility: int = 8,
-                     seed: int = 1, stage: str = "fertility", stop: threading.Event | None = None
-                     ) -> Marginals:
+                     seed: int = 1, stage: str = "fertility", stop: threading.Event | None = None,
+                     kept: KeptCounts | None = None) -> Marginals:
     """Gibbs-sample one direction's links (target words to source words) from ``init`` (per pair, a
     source position or S for NULL for every target word; or flat over the corpus's target words) and
     return the link counts of the last ``collect`` sweeps (:class:`Marginals`).
@@ -178,14 +200,17 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     Under torchrun each process samples its share of the buckets; the count tables are summed across
     processes after every sweep (within a sweep a process sees the others' counts of the sweep
     before: the approximation of distributed LDA samplers). ``stop``: set from another thread, ends the
-    sampling (:class:`Stopped`) before the next bucket."""
+    sampling (:class:`Stopped`) before the next bucket. ``kept``: link counts kept from sampling
+    another corpus (:mod:`.kept`), added to this corpus's and fixed. The marginals' :attr:`Marginals.kept`
+    keeps this corpus's counts of the last sweep."""
     if not 0 < collect <= sweeps:
         raise ValueError(f"collect must be in 1..sweeps, not {collect}")
     corpus, table, flat = _prepare(pairs, init)
     rank, procs = world()
     rng = np.random.default_rng(seed + 7919 * rank)
     buckets = [_bucket(corpus, table, g, flat) for k, g in enumerate(_groups(corpus)) if k % procs == rank]
-    n_src, n_tgt = corpus.n_src, corpus.n_tgt - 1
+    n_src = corpus.n_src
+    base = _Base(corpus, table, kept, max_jump, max_fertility)
     n_pair = np.zeros(len(table))  # link counts per table entry (source type, target type)
     n_e = np.zeros(n_src)  # link counts per source type
     for b in buckets:
@@ -193,17 +218,19 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
         r, j = np.nonzero(live)
         np.add.at(n_pair, b.pid[b.poff[r] + j * (b.S[r] + 1) + np.minimum(b.a[r, j], b.S[r])], 1)  # NULL: S
         np.add.at(n_e, b.e[r, b.a[r, j]], 1)
-    n_pair, n_e = all_reduce(n_pair), all_reduce(n_e)
+    n_pair, n_e = all_reduce(n_pair) + base.pair, all_reduce(n_e) + base.e
     marg = Marginals(corpus, collect)
     for sweep in range(sweeps):
-        J, fert = _tables(buckets, n_src, max_jump, max_fertility, beta, gamma)
+        jumps, fert = _tables(buckets, n_src, max_jump, max_fertility)
+        J = (jumps + base.jumps + beta) / (jumps + base.jumps + beta).sum()
+        fert = fert + base.fert + gamma
         use_fert = sweep >= fertility_from
         start = (n_pair.copy(), n_e.copy()) if procs > 1 else None
         done, total = 0, sum(len(b.rows) for b in buckets)
         for b in buckets:
             if stop is not None and stop.is_set():
                 raise Stopped
-            gibbs.sweep(b.e, b.S, b.T, b.a, b.pid, b.poff, b.phi, n_pair, n_e, n_tgt, J, fert, use_fert,
+            gibbs.sweep(b.e, b.S, b.T, b.a, b.pid, b.poff, b.phi, n_pair, n_e, base.n_tgt, J, fert, use_fert,
                         rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
             done += len(b.rows)
             report(stage, f"sweep {sweep + 1}/{sweeps}", done, total)
@@ -215,6 +242,8 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
                 marg.add(b)
     if procs > 1:
         marg.counts = all_reduce(marg.counts.astype(np.float64)).astype(np.uint8)
+    jumps, fert = _tables(buckets, n_src, max_jump, max_fertility)
+    marg.kept = KeptCounts.of(corpus, table, n_pair - base.pair, jump=jumps, fert=fert)
     return marg
 
 
@@ -229,10 +258,14 @@ class FertilityModel:
     release the GIL) and their state takes at most :data:`PARALLEL_BYTES`; else, and under torchrun
     (each direction exchanges counts with the other processes), one after the other."""
 
-    def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS, **kw):
-        sides = ((corpus, "forward"), (corpus.swapped(), "reverse"))
-        jobs = [functools.partial(sample_marginals, side, _ibm2_links(side, name, chunk), seed=seed,
-                                  stage=f"fertility {name}", **kw) for side, name in sides]
+    def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS,
+                 kept: tuple[KeptCounts, KeptCounts] | None = None, keep: bool = False, **kw):
+        """``kept``: both directions' link counts kept from sampling another corpus (:mod:`.kept`),
+        to go on from; :attr:`kept` holds this corpus's (``keep`` is implied: the counts are small)."""
+        fwd_kept, rev_kept = kept or (None, None)
+        sides = ((corpus, "forward", fwd_kept), (corpus.swapped(), "reverse", rev_kept))
+        jobs = [functools.partial(sample_marginals, side, _ibm2_links(side, name, chunk, k), seed=seed,
+                                  stage=f"fertility {name}", kept=k, **kw) for side, name, k in sides]
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
         if world()[1] == 1 and kernels.threads() >= 2 and 2 * _BYTES_PER_CELL * cells <= PARALLEL_BYTES:
             stop = threading.Event()
@@ -247,14 +280,20 @@ class FertilityModel:
         else:
             self.marginals = [job() for job in jobs]
 
+    @property
+    def kept(self) -> tuple[KeptCounts, KeptCounts]:
+        """Both directions' link counts at their last sweep (:mod:`.kept`)."""
+        return self.marginals[0].kept, self.marginals[1].kept
+
     def posteriors(self, lo: int, hi: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Forward link frequencies ``[T, S + 1]`` and reverse ones ``[S, T + 1]`` of pairs ``lo..hi``."""
         return self.marginals[0].frequencies(lo, hi), self.marginals[1].frequencies(lo, hi)
 
 
-def _ibm2_links(side: IdCorpus, name: str, chunk: int) -> np.ndarray:
-    """One direction's IBM2 Viterbi links, flat over the target words (S: NULL): the sampler's start."""
-    ibm2 = IBM2(side, 5, stage=f"fertility {name}")
+def _ibm2_links(side: IdCorpus, name: str, chunk: int, kept: KeptCounts | None = None) -> np.ndarray:
+    """One direction's IBM2 Viterbi links, flat over the target words (S: NULL): the sampler's start
+    (``kept``: link counts kept from another corpus join IBM2's counts)."""
+    ibm2 = IBM2(side, 5, stage=f"fertility {name}", kept=kept)
     init = np.zeros(len(side.tgt), dtype=np.int32)
     for lo, hi in my_chunks(len(side), chunk):
         best = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]  # S: NULL

@@ -32,6 +32,7 @@ from . import kernels
 from .cells import Batch, Batches, Counts, em, in_order, m_step
 from .dist import all_reduce
 from .ids import IdCorpus, LexTable
+from .kept import KeptCounts
 from .progress import report
 
 _FLOOR = 1e-100  # the smallest emission probability the E-step uses
@@ -50,7 +51,10 @@ class _HMM:
 
     def __init__(self, corpus: IdCorpus | Pairs, p0: float, max_jump: int, alpha: float, ibm2_iterations: int,
                  max_cells: int, ibm2: dict, identical: float = 0.0, groups: list[np.ndarray] | None = None,
-                 stage: str = "hmm"):
+                 stage: str = "hmm", kept: KeptCounts | None = None):
+        """``kept``: counts kept from training on another corpus (:mod:`.kept`), added in every M-step
+        (IBM2's included: this corpus's words start from nothing, as in training); J starts from its
+        jumps."""
         self.corpus = corpus if isinstance(corpus, IdCorpus) else IdCorpus.encode(corpus)
         self.table = LexTable(self.corpus)
         self.bonus = self.table.bonus(identical)
@@ -58,11 +62,24 @@ class _HMM:
         self.p0, self.max_jump, self.alpha, self.max_cells = p0, max_jump, alpha, max_cells
         self.batches = Batches(self.corpus, self.table, max_cells, hmm_cost, groups=groups)
         self.ibm2 = (ibm2.get("p0", 0.08), ibm2.get("tension", 4.0))
-        # t from IBM2: its EM steps, then one more M-step on its final posteriors
         self.stage = stage
-        self.set_t(em(self.batches, ibm2_iterations + 1, alpha, *self.ibm2, self.bonus, stage=stage)
-                   if ibm2_iterations else m_step(self.table, np.ones(self.n), alpha, self.bonus))
         self.jump = np.ones(2 * max_jump + 1)
+        # kept: counts [K], the rest of each source type's total [n_src], the prior's dimension, jumps
+        self.base: tuple | None = None
+        if kept is not None:
+            jumps = kept.tables.get("jump")
+            if jumps is None or jumps.shape != self.jump.shape:
+                jumps = np.zeros_like(self.jump)
+            self.base = (*kept.on(self.corpus, self.table), kept.n_tgt(self.corpus), jumps)
+            self.jump = (jumps + 1e-3) / (jumps + 1e-3).sum()
+        # t from IBM2: its EM steps, then one more M-step on its final posteriors
+        base = self.base[:3] if self.base else None
+        if ibm2_iterations:
+            self.set_t(em(self.batches, ibm2_iterations + 1, alpha, *self.ibm2, self.bonus, stage=stage,
+                          base=base))
+        else:
+            self.set_t(m_step(self.table, np.ones(self.n) + (base[0] if base else 0.0), alpha, self.bonus,
+                              *(base[1:] if base else ())))
 
     def set_t(self, t: np.ndarray) -> None:
         self.t = t
@@ -89,9 +106,18 @@ class _HMM:
         return counts.summed(), all_reduce(jumps)
 
     def m_step(self, counts: np.ndarray, jump_counts: np.ndarray) -> None:
-        """Re-estimate t from expected counts per table entry [K] and J from expected jump counts."""
-        self.set_t(m_step(self.table, counts, self.alpha, self.bonus))
+        """Re-estimate t from expected counts per table entry [K] and J from expected jump counts
+        (the kept ones added, if any)."""
+        outside = n_tgt = None
+        if self.base is not None:
+            base, outside, n_tgt, base_jumps = self.base
+            counts, jump_counts = counts + base, jump_counts + base_jumps
+        self.set_t(m_step(self.table, counts, self.alpha, self.bonus, outside, n_tgt))
         self.jump = (jump_counts + 1e-3) / (jump_counts + 1e-3).sum()
+
+    def keep(self, counts: np.ndarray, jump_counts: np.ndarray) -> KeptCounts:
+        """This corpus's expected counts (an E-step's) kept by word, to go on from (:mod:`.kept`)."""
+        return KeptCounts.of(self.corpus, self.table, counts, jump=jump_counts)
 
     def posteriors(self, lo: int, hi: int) -> list[np.ndarray]:
         """Posteriors ``[T, S + 1]`` (NULL last) of pairs ``lo..hi``."""
@@ -129,11 +155,16 @@ class HMMAgreement:
 
     def __init__(self, corpus: IdCorpus, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
                  alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
-                 identical: float = 0.0, **ibm2):
+                 identical: float = 0.0, kept: tuple[KeptCounts, KeptCounts] | None = None,
+                 keep: bool = False, **ibm2):
+        """``kept``: both directions' counts kept from training on another corpus, to go on from
+        (:mod:`.kept`); ``keep``: keep this training's last counts in :attr:`kept`."""
+        fwd_kept, rev_kept = kept or (None, None)
         self.fwd = _HMM(corpus, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical,
-                        stage="hmm-agree forward")
+                        stage="hmm-agree forward", kept=fwd_kept)
         self.rev = _HMM(corpus.swapped(), p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical,
-                        groups=self.fwd.batches.groups, stage="hmm-agree reverse")
+                        groups=self.fwd.batches.groups, stage="hmm-agree reverse", kept=rev_kept)
+        self.kept: tuple[KeptCounts, KeptCounts] | None = None
         for it in range(iterations):
             done = 0
             f_counts, r_counts = Counts(self.fwd.n), Counts(self.rev.n)
@@ -146,8 +177,11 @@ class HMMAgreement:
                 r_jumps += rj
                 done += len(fb.rows)
                 report("hmm-agree", f"HMM iteration {it + 1}/{iterations}", done, self.fwd.batches.pairs)
-            self.fwd.m_step(f_counts.summed(), all_reduce(f_jumps))
-            self.rev.m_step(r_counts.summed(), all_reduce(r_jumps))
+            fc, fj, rc, rj = f_counts.summed(), all_reduce(f_jumps), r_counts.summed(), all_reduce(r_jumps)
+            if keep and it == iterations - 1:
+                self.kept = self.fwd.keep(fc, fj), self.rev.keep(rc, rj)
+            self.fwd.m_step(fc, fj)
+            self.rev.m_step(rc, rj)
         self.fwd.batches.release()
         self.rev.batches.release()
 

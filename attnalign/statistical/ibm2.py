@@ -21,17 +21,22 @@ import numpy as np
 from ..data.corpus import Pairs
 from .cells import Batches, em, ibm2_posteriors, in_order, trim_heap
 from .ids import IdCorpus, LexTable
+from .kept import KeptCounts
 
 
 class IBM2:
     """One direction's IBM2, EM-trained batch by batch on an :class:`.ids.IdCorpus`."""
 
     def __init__(self, corpus: IdCorpus, iterations: int = 5, p0: float = 0.08, tension: float = 4.0,
-                 alpha: float = 0.01, identical: float = 0.0, stage: str = "ibm2"):
+                 alpha: float = 0.01, identical: float = 0.0, stage: str = "ibm2",
+                 kept: KeptCounts | None = None):
+        """``kept``: lexical counts kept from training on another corpus (:mod:`.kept`), added in every
+        M-step."""
         self.corpus, self.p0, self.tension = corpus, p0, tension
         self.table = LexTable(corpus)
+        base = (*kept.on(corpus, self.table), kept.n_tgt(corpus)) if kept is not None else None
         self.t = em(Batches(corpus, self.table), iterations, alpha, p0, tension, self.table.bonus(identical),
-                    stage=stage)
+                    stage=stage, base=base)
         trim_heap()  # the batches' cells
 
     def posteriors(self, lo: int, hi: int) -> list[np.ndarray]:

@@ -1,12 +1,14 @@
 """The teacher of a guided model, kept: its soft matrices of the training corpus in the model directory
 (``teacher.npz``), so that ``align corpus`` on that corpus reads them instead of training the teacher a
-second time. Torch-free.
+second time, and the counts its models learned (:mod:`.kept`), so that on other sentences it goes on
+from them instead of starting from nothing. Torch-free.
 
 The file is a NumPy ``.npz``: ``cells`` (every pair's ``[T, S]`` matrix, row-major, one after the
 other, each weight as a byte: round(255 w)), ``shapes`` (``[n, 2]``: T and S per pair, in corpus
-order; a pair with an empty side has no cells) and ``meta`` (JSON: the teacher's options and the
-corpus fingerprint). A byte per cell keeps 310,000 Hansards pairs under 200 MB; the rounding (at most
-1/510) is far below what moves a link across the decoding threshold.
+order; a pair with an empty side has no cells), ``meta`` (JSON: the teacher's options and the
+corpus fingerprint) and, for the models that keep them, ``kept.<model>.<fwd|rev>.<array>``
+(:meth:`.kept.KeptCounts.arrays`). A byte per cell keeps 310,000 Hansards pairs under 200 MB; the
+rounding (at most 1/510) is far below what moves a link across the decoding threshold.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ import numpy as np
 
 from ..data.fileio import atomic_open
 from .ids import CHUNK_PAIRS, chunks
+from .kept import KeptCounts
 
 FILE = "teacher.npz"
+_SIDES = ("fwd", "rev")
 _LEVELS = 255
 # what reading a damaged or foreign teacher file raises
 READ_ERRORS = (OSError, ValueError, KeyError, EOFError, AttributeError, zipfile.BadZipFile)
@@ -44,9 +48,12 @@ def save_matrices(path: str | os.PathLike, teacher, keep: list[int], shapes: lis
     for lo, hi in chunks(len(keep), CHUNK_PAIRS):
         for k, m in zip(keep[lo:hi], teacher.matrices(lo, hi), strict=True):
             cells[offsets[k]:offsets[k + 1]] = np.rint(np.clip(m, 0.0, 1.0) * _LEVELS).ravel()
+    kept = {name: array for model, sides in getattr(teacher, "kept", {}).items()
+            for side, counts in zip(_SIDES, sides, strict=True)
+            for name, array in counts.arrays(f"kept.{model}.{side}.").items()}
     with atomic_open(path, "wb") as f:
         np.savez(f, cells=cells, shapes=np.asarray(shapes, dtype=np.int64).reshape(-1, 2),
-                 meta=np.array(json.dumps(meta)))
+                 meta=np.array(json.dumps(meta)), **kept)
 
 
 class SavedTeacher:
@@ -71,22 +78,46 @@ class SavedTeacher:
                 for k in range(lo, hi)]
 
 
-def load_matching(model_dir: str | os.PathLike, options: dict, pairs: int,
-                  fingerprint: Callable[[], str]) -> SavedTeacher | None:
-    """The model directory's kept teacher if it was kept with these teacher ``options`` for a corpus of
-    ``pairs`` pairs whose fingerprint is ``fingerprint()`` (asked only when the rest matches: it reads
-    the corpus); None if there is none, it was kept for other data or options, or it cannot be read
-    (the teacher is then trained again, as if none were kept)."""
+def _read(model_dir: str | os.PathLike, read: Callable):
+    """``read(z, meta)`` of the model directory's teacher file (the open ``.npz`` and its meta), or
+    None where there is none or it cannot be read."""
     path = Path(model_dir) / FILE
     if not path.is_file():
         return None
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
+            return read(z, meta) if isinstance(meta, dict) else None
+    except READ_ERRORS:
+        return None
+
+
+def load_matching(model_dir: str | os.PathLike, options: dict, pairs: int,
+                  fingerprint: Callable[[], str]) -> SavedTeacher | None:
+    """The model directory's kept teacher if it was kept with these teacher ``options`` for a corpus of
+    ``pairs`` pairs whose fingerprint is ``fingerprint()`` (asked only when the rest matches: it reads
+    the corpus); None if there is none, it was kept for other data or options, or it cannot be read
+    (the teacher is then trained again, as if none were kept)."""
+    def matching(z, meta):
         if meta != teacher_meta(options, meta.get("fingerprint"), pairs):
             return None
         if meta["fingerprint"] != fingerprint():
             return None
-        return SavedTeacher(path)
-    except READ_ERRORS:
-        return None
+        return SavedTeacher(Path(model_dir) / FILE)
+
+    return _read(model_dir, matching)
+
+
+def load_kept(model_dir: str | os.PathLike, options: dict) -> tuple[dict, int] | None:
+    """The counts the model directory's kept teacher learned (per model name, both directions'
+    :class:`.kept.KeptCounts`: :class:`.align.SoftTeacher`'s ``kept``) and its number of training
+    pairs, if it was kept with these teacher ``options`` and holds them; else None (none kept, other
+    options, a file from before counts were kept, or one that cannot be read)."""
+    def counts(z, meta):
+        if meta.get("options") != options:
+            return None
+        models = sorted({n.split(".")[1] for n in z.files if n.startswith("kept.")})
+        kept = {m: tuple(KeptCounts.from_arrays(z, f"kept.{m}.{side}.") for side in _SIDES) for m in models}
+        return (kept, int(meta["pairs"])) if kept else None
+
+    return _read(model_dir, counts)

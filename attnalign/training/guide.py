@@ -37,7 +37,7 @@ def teacher_links(pairs: Pairs, options: TrainOptions, note=None) -> tuple[list[
         links = statistical.align_statistical(pairs, **chosen.as_kwargs())
     else:
         teacher = statistical.SoftTeacher(pairs, chosen.model, prefix=chosen.prefix,
-                                          identical=chosen.identical)
+                                          identical=chosen.identical, keep=True)
         links = [x for lo, hi in chunks(len(pairs), CHUNK_PAIRS) for x in teacher.links(lo, hi, chosen.sym)]
     if note:
         note(f"guide: {sum(map(len, links))} links in {time.perf_counter() - t0:.0f} s")
@@ -47,7 +47,7 @@ def teacher_links(pairs: Pairs, options: TrainOptions, note=None) -> tuple[list[
 def keep_teacher(model_dir, teacher, keep: list[int], pairs: Pairs, options: TrainOptions,
                  fingerprint: str) -> None:
     """Write the teacher's matrices of the training corpus (``teacher`` was fitted on its pairs
-    ``keep``) into the model directory (:mod:`attnalign.statistical.saved`)."""
+    ``keep``) and the counts it learned into the model directory (:mod:`attnalign.statistical.saved`)."""
     from dataclasses import asdict
 
     from ..statistical import saved

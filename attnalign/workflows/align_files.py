@@ -170,21 +170,47 @@ def _write_pairs(aligner, pairs, model, output, save_attention, json_lines: bool
 
 def with_teacher(aligner, model, pairs, outputs: dict, progress) -> None:
     """Combine the aligner with its teacher where it wants one: the teacher kept in the model directory
-    when ``pairs`` are its training corpus, else one trained now on ``pairs`` (and the model's training
-    corpus, per ``--teacher-corpus``: an input too, which no output may name)."""
+    when ``pairs`` are its training corpus; else one trained now on ``pairs`` and, per
+    ``--teacher-corpus``, the model's training corpus (``training``, or ``auto`` where its files are
+    there: an input too, which no output may name), or going on from the counts the kept teacher learned
+    (``kept``, or ``auto`` where the files are not there), or from nothing (``aligned``)."""
+    from ..errors import OptionError
+
+    choice = aligner.options.teacher_corpus
+    going_on = None  # what a kept teacher learned, to go on from
+    if aligner.may_want_teacher and choice in ("auto", "kept"):
+        going_on = _kept_counts(model, aligner)
+    if choice == "kept" and going_on is None:
+        raise OptionError("--teacher-corpus kept: the model directory keeps no teacher counts for its "
+                          "teacher's options (train --guide auto keeps them)", path=model,
+                          hint="give --teacher-corpus auto, training or aligned, or train the model again")
     extra = None  # the model's training corpus, where the teacher also learns from it
-    if aligner.may_want_teacher:
-        extra = training_corpus(model, pairs, aligner.options.teacher_corpus)
+    if aligner.may_want_teacher and choice != "kept":
+        extra = training_corpus(model, pairs, choice, "going on from the counts the model directory keeps"
+                                if going_on else "")
         if extra is not None:
+            going_on = None
             check_distinct(outputs, {"the training corpus": extra.src_path or extra.corpus_path,
                                      "the training corpus's target side": extra.tgt_path})
-    if not aligner.wants_teacher(len(pairs) + len(extra or ())):
+    kept_pairs = going_on[1] if going_on else 0
+    if not aligner.wants_teacher(len(pairs) + len(extra or ()) + kept_pairs):
         return
     kept = _kept_teacher(model, pairs, aligner) if extra is None else None
     if kept is not None:
         aligner.use_teacher(kept)
     else:
-        _fit_teacher(aligner, pairs, extra, progress)
+        _fit_teacher(aligner, pairs, extra, progress, going_on)
+
+
+def _kept_counts(model, aligner) -> tuple[dict, int] | None:
+    """What the teacher kept in the model directory learned, to go on from, if kept with the teacher's
+    options (:func:`attnalign.statistical.saved.load_kept`)."""
+    from dataclasses import asdict
+
+    from ..nmt.checkpoint import is_hf_model
+    from ..statistical import saved
+
+    return None if is_hf_model(model) else saved.load_kept(model, asdict(aligner.teacher_options))
 
 
 def _kept_teacher(model, pairs, aligner):
@@ -202,28 +228,30 @@ def _kept_teacher(model, pairs, aligner):
                                lambda: pairs_fingerprint(pairs))
 
 
-def _fit_teacher(aligner, pairs, extra, progress) -> None:
-    """Train the aligner's statistical teacher on the corpus, and the training corpus if given (a
-    warning where they are small)."""
+def _fit_teacher(aligner, pairs, extra, progress, going_on: tuple[dict, int] | None = None) -> None:
+    """Train the aligner's statistical teacher on the corpus, and the training corpus if given, or going
+    on from ``going_on`` (kept counts, and the pairs they were learned from) if given (a warning where
+    they are small)."""
     from ..decoding import TEACHER_MIN_PAIRS
     from ..errors import warn
     from ..statistical.progress import reporting
 
-    n = len(pairs) + len(extra or ())
+    n = len(pairs) + len(extra or ()) + (going_on[1] if going_on else 0)
     if n < TEACHER_MIN_PAIRS:
         warn(f"the teacher is trained on {n} pairs; under {TEACHER_MIN_PAIRS} pairs its matrices are weak: "
              "align them inside a larger corpus, or give --teacher off")
     with reporting(progress):
-        aligner.fit_teacher(pairs, extra)
+        aligner.fit_teacher(pairs, extra, going_on)
 
 
-def training_corpus(model, pairs, choice: str):
+def training_corpus(model, pairs, choice: str, instead: str = ""):
     """The model's training corpus for the teacher to train on beside ``pairs`` (``--teacher-corpus``;
     :data:`~attnalign.decoding.TEACHER_CORPUS_CHOICES`), opened lazily, or None: for ``aligned``; where
     ``pairs`` are the training corpus itself; and for ``auto`` where the files ``train`` recorded are
-    gone or changed (a warning says so), were never recorded (a model trained from the library), or
-    hold more than :data:`~attnalign.decoding.TEACHER_CORPUS_MAX_PAIRS` pairs. ``training`` makes
-    those cases errors."""
+    gone or changed (a warning says so, and what the teacher does ``instead``: by default, train on
+    the pairs being aligned only), were never recorded (a model trained from the library), or hold more
+    than :data:`~attnalign.decoding.TEACHER_CORPUS_MAX_PAIRS` pairs. ``training`` makes those cases
+    errors."""
     from ..decoding import TEACHER_CORPUS_MAX_PAIRS
     from ..errors import AttnAlignError, warn
     from ..nmt.checkpoint import is_hf_model, read_model_config
@@ -241,7 +269,8 @@ def training_corpus(model, pairs, choice: str):
         if must:
             raise AttnAlignError(f"--teacher-corpus training: {why}", path=model, hint=hint)
         if not quiet:
-            warn(f"{why}: the teacher can train on the pairs being aligned only (--teacher-corpus aligned)")
+            warn(f"{why}: the teacher trains on the pairs being aligned, "
+                 f"{instead or 'and only them (--teacher-corpus aligned)'}")
         return None
 
     if not files or not data.get("fingerprint"):
