@@ -192,7 +192,7 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
                      fertility_from: int = 10, collect: int = 20, p0: float = 0.2, alpha: float = 1e-3,
                      beta: float = 0.5, gamma: float = 0.5, max_jump: int = 10, max_fertility: int = 8,
                      seed: int = 1, stage: str = "fertility", stop: threading.Event | None = None,
-                     kept: KeptCounts | None = None) -> Marginals:
+                     kept: KeptCounts | None = None, keep: bool = False) -> Marginals:
     """Gibbs-sample one direction's links (target words to source words) from ``init`` (per pair, a
     source position or S for NULL for every target word; or flat over the corpus's target words) and
     return the link counts of the last ``collect`` sweeps (:class:`Marginals`).
@@ -201,8 +201,8 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     processes after every sweep (within a sweep a process sees the others' counts of the sweep
     before: the approximation of distributed LDA samplers). ``stop``: set from another thread, ends the
     sampling (:class:`Stopped`) before the next bucket. ``kept``: link counts kept from sampling
-    another corpus (:mod:`.kept`), added to this corpus's and fixed. The marginals' :attr:`Marginals.kept`
-    keeps this corpus's counts of the last sweep."""
+    another corpus (:mod:`.kept`), added to this corpus's and fixed; ``keep``: the marginals'
+    :attr:`Marginals.kept` keeps this corpus's counts of the last sweep."""
     if not 0 < collect <= sweeps:
         raise ValueError(f"collect must be in 1..sweeps, not {collect}")
     corpus, table, flat = _prepare(pairs, init)
@@ -242,8 +242,9 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
                 marg.add(b)
     if procs > 1:
         marg.counts = all_reduce(marg.counts.astype(np.float64)).astype(np.uint8)
-    jumps, fert = _tables(buckets, n_src, max_jump, max_fertility)
-    marg.kept = KeptCounts.of(corpus, table, n_pair - base.pair, jump=jumps, fert=fert)
+    if keep:
+        jumps, fert = _tables(buckets, n_src, max_jump, max_fertility)
+        marg.kept = KeptCounts.of(corpus, table, n_pair - base.pair, jump=jumps, fert=fert)
     return marg
 
 
@@ -261,11 +262,12 @@ class FertilityModel:
     def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS,
                  kept: tuple[KeptCounts, KeptCounts] | None = None, keep: bool = False, **kw):
         """``kept``: both directions' link counts kept from sampling another corpus (:mod:`.kept`),
-        to go on from; :attr:`kept` holds this corpus's (``keep`` is implied: the counts are small)."""
+        to go on from; ``keep``: :attr:`kept` holds this corpus's."""
         fwd_kept, rev_kept = kept or (None, None)
         sides = ((corpus, "forward", fwd_kept), (corpus.swapped(), "reverse", rev_kept))
         jobs = [functools.partial(sample_marginals, side, _ibm2_links(side, name, chunk, k), seed=seed,
-                                  stage=f"fertility {name}", kept=k, **kw) for side, name, k in sides]
+                                  stage=f"fertility {name}", kept=k, keep=keep, **kw)
+                for side, name, k in sides]
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
         if world()[1] == 1 and kernels.threads() >= 2 and 2 * _BYTES_PER_CELL * cells <= PARALLEL_BYTES:
             stop = threading.Event()
@@ -281,9 +283,10 @@ class FertilityModel:
             self.marginals = [job() for job in jobs]
 
     @property
-    def kept(self) -> tuple[KeptCounts, KeptCounts]:
-        """Both directions' link counts at their last sweep (:mod:`.kept`)."""
-        return self.marginals[0].kept, self.marginals[1].kept
+    def kept(self) -> tuple[KeptCounts, KeptCounts] | None:
+        """Both directions' link counts at their last sweep (:mod:`.kept`; with ``keep``)."""
+        fwd, rev = self.marginals[0].kept, self.marginals[1].kept
+        return None if fwd is None or rev is None else (fwd, rev)
 
     def posteriors(self, lo: int, hi: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Forward link frequencies ``[T, S + 1]`` and reverse ones ``[S, T + 1]`` of pairs ``lo..hi``."""
