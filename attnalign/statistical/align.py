@@ -122,10 +122,8 @@ def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, ident
     combined = model == COMBINED
     name = "hmm-agree" if combined else model
 
-    def going_on(name: str) -> dict:
-        if name not in KEEPS:
-            return {}
-        return {"kept": (kept or {}).get(name), "keep": keep}
+    def going_on(m: str) -> dict:  # the keyword arguments of model m's keeping and going on
+        return {"kept": (kept or {}).get(m), "keep": keep} if m in KEEPS else {}
 
     first = fit(words.cut(prefix), name, iterations, prefix, identical, **going_on(name), **kw)
     if not combined:
