@@ -32,7 +32,8 @@ def test_kept_counts_map_by_word_onto_another_corpus_table():
     # a new corpus: "the cat" again (known entries), "the bird" (a new target word), "big cat" (a new source)
     b = IdCorpus.encode([(["the", "cat"], ["le", "oiseau"]), (["big", "cat"], ["gros", "chat"])])
     tb = LexTable(b)
-    on, outside = kept.on(b, tb)
+    on_b = kept.on(b, tb)
+    on, outside = on_b.counts, on_b.outside
     for k, key in enumerate(tb.keys):
         e, f = b.src_words[key // tb.width], b.tgt_words[key % tb.width]
         ia = a.src_words.index(e) if e in a.src_words else -1
@@ -43,7 +44,7 @@ def test_kept_counts_map_by_word_onto_another_corpus_table():
     the_b = b.src_words.index("the")
     assert outside[the_b] == kept.src_totals[1] - on[tb.pair_src == the_b].sum()
     assert outside[b.src_words.index("big")] == 0.0
-    assert kept.n_tgt(b) == a.n_tgt - 1 + 2  # oiseau and gros are new
+    assert kept.n_tgt(b) == on_b.n_tgt == a.n_tgt - 1 + 2  # oiseau and gros are new
 
 
 def test_the_m_step_over_kept_counts_is_the_m_step_of_the_whole_corpus():
@@ -57,8 +58,7 @@ def test_the_m_step_over_kept_counts_is_the_m_step_of_the_whole_corpus():
     kept = KeptCounts.of(a, ta, counts)
     b = IdCorpus.encode(pairs[100:150])
     tb = LexTable(b)
-    base, outside = kept.on(b, tb)
-    t_b = m_step(tb, base, 0.01, outside=outside, n_tgt=kept.n_tgt(b))
+    t_b = m_step(tb, np.zeros(len(tb)), 0.01, base=kept.on(b, tb))
     index = {key: k for k, key in enumerate(ta.keys.tolist())}
     to_a = [index[a.src_words.index(b.src_words[key // tb.width]) * ta.width
                   + a.tgt_words.index(b.tgt_words[key % tb.width])] for key in tb.keys.tolist()]
@@ -76,6 +76,7 @@ def test_kept_counts_round_trip_and_prune():
     assert back.src_words == a.src_words and back.tgt_words == a.tgt_words
     assert (back.keys == kept.keys).all() and (back.counts == kept.counts).all()
     assert (back.tables["jump"] == np.arange(5.0)).all()
+    assert back.table("jump", (5,)) is not None and back.table("jump", (7,)) is None  # another model's sizes
     broken = {**kept.arrays("x."), "x.src_totals": np.zeros(1)}
     with pytest.raises(ValueError, match="do not fit"):
         KeptCounts.from_arrays(broken, "x.")

@@ -157,7 +157,8 @@ class SoftTeacher:
         self.pairs = len(words)
         names = ("hmm-agree", "fertility") if model == COMBINED else (model,)
         # with keep: per model name, both directions' .kept.KeptCounts
-        self.kept = {n: m.kept for n, m in zip(names, self.models, strict=True) if keep and n in KEEPS}
+        self.kept = {n: m.kept for n, m in zip(names, self.models, strict=True)
+                     if keep and n in KEEPS and m.kept is not None}
 
     def links(self, lo: int, hi: int, sym: str = DEFAULT.sym) -> list[list[Link]]:
         """Pairs ``lo..hi``'s links, as :func:`iter_links` decodes them from the same models."""

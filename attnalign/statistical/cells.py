@@ -26,6 +26,7 @@ from ..data.corpus import Pairs
 from . import kernels
 from .dist import all_reduce, world
 from .ids import IdCorpus, LexTable
+from .kept import OnTable
 from .progress import report
 
 IBM2_CELLS = 1_000_000  # cells of an IBM2 batch
@@ -165,31 +166,32 @@ class Counts:
 
 
 def m_step(table: LexTable, counts: np.ndarray, alpha: float, bonus: np.ndarray | None = None,
-           outside: np.ndarray | None = None, n_tgt: int | None = None) -> np.ndarray:
+           base: OnTable | None = None) -> np.ndarray:
     """Translation table t(f | e) per table entry from expected counts ``[K]``: relative frequencies,
     or with ``alpha > 0`` variational Bayes under a symmetric Dirichlet prior; ``bonus`` (identical
-    types) is added to the counts; ``outside [n_src]``: each source type's counts on entries not in
-    the table (kept from training: :mod:`.kept`), added to its total; ``n_tgt``: the prior's
-    dimension where it is not the table's target types (those of the training corpus too)."""
+    types) is added to the counts; ``base``: counts kept from training on another corpus
+    (:mod:`.kept`), added to the entries' counts and the source types' totals, the prior over both
+    corpora's target types."""
+    n_tgt = table.n_tgt
+    if base is not None:
+        counts, n_tgt = counts + base.counts, base.n_tgt
     if bonus is not None:
         counts = counts + bonus
     total = np.bincount(table.pair_src, weights=counts, minlength=table.n_src)
-    if outside is not None:
-        total = total + outside
+    if base is not None:
+        total = total + base.outside
     if alpha > 0:
-        n_tgt = table.n_tgt if n_tgt is None else n_tgt
         return np.exp(digamma(counts + alpha) - digamma(total + alpha * n_tgt)[table.pair_src])
     return counts / np.maximum(total[table.pair_src], 1e-300)
 
 
 def em(batches: Batches, iterations: int, alpha: float, p0: float, tension: float,
        bonus: np.ndarray | None = None, t: np.ndarray | None = None, stage: str = "ibm2",
-       base: tuple[np.ndarray, np.ndarray, int] | None = None) -> np.ndarray:
+       base: OnTable | None = None) -> np.ndarray:
     """The translation table after ``iterations`` EM steps of the IBM2 model from ``t`` (None:
     uniform). Under torchrun each process passes over its batches and the counts are summed across
     processes (:mod:`.dist`). ``stage``: the name progress reports give. ``base``: counts kept from
-    another corpus (:mod:`.kept`: per entry ``[K]``, outside the table per source type ``[n_src]``,
-    and the prior's dimension), added in every M-step."""
+    another corpus (:mod:`.kept`), added in every M-step."""
     table = batches.table
     t = np.ones(len(table)) if t is None else t
     for it in range(iterations):
@@ -200,10 +202,7 @@ def em(batches: Batches, iterations: int, alpha: float, p0: float, tension: floa
             counts.add(b, ibm2_posteriors(b, t_ext, p0, tension))
             done += len(b.rows)
             report(stage, f"IBM2 iteration {it + 1}/{iterations}", done, batches.pairs)
-        if base is None:
-            t = m_step(table, counts.summed(), alpha, bonus)
-        else:
-            t = m_step(table, counts.summed() + base[0], alpha, bonus, base[1], base[2])
+        t = m_step(table, counts.summed(), alpha, bonus, base)
     return t
 
 

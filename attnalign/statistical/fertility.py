@@ -152,13 +152,13 @@ class _Base:
         self.jumps, self.fert = np.zeros(2 * max_jump + 1), np.zeros((corpus.n_src, max_fertility + 1))
         if kept is None:
             return
-        self.n_tgt = kept.n_tgt(corpus)
-        self.pair = kept.on(corpus, table)[0]
+        on = kept.on(corpus, table)
+        self.n_tgt, self.pair = on.n_tgt, on.counts
         self.e = kept.per_src(corpus, kept.src_totals)
-        jumps, fert = kept.tables.get("jump"), kept.tables.get("fert")
-        if jumps is not None and jumps.shape == self.jumps.shape:
-            self.jumps = jumps.astype(np.float64)
-        if fert is not None and fert.ndim == 2 and fert.shape[1] == max_fertility + 1:
+        jumps, fert = kept.table("jump", self.jumps.shape), kept.table("fert", (max_fertility + 1,))
+        if jumps is not None:
+            self.jumps = jumps
+        if fert is not None and fert.ndim == 2:
             self.fert = kept.per_src(corpus, fert)
 
 

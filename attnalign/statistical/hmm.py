@@ -64,22 +64,15 @@ class _HMM:
         self.ibm2 = (ibm2.get("p0", 0.08), ibm2.get("tension", 4.0))
         self.stage = stage
         self.jump = np.ones(2 * max_jump + 1)
-        # kept: counts [K], the rest of each source type's total [n_src], the prior's dimension, jumps
-        self.base: tuple | None = None
-        if kept is not None:
-            jumps = kept.tables.get("jump")
-            if jumps is None or jumps.shape != self.jump.shape:
-                jumps = np.zeros_like(self.jump)
-            self.base = (*kept.on(self.corpus, self.table), kept.n_tgt(self.corpus), jumps)
+        self.base = kept.on(self.corpus, self.table) if kept is not None else None  # kept lexical counts
+        jumps = kept.table("jump", self.jump.shape) if kept is not None else None
+        self.base_jumps = np.zeros_like(self.jump) if jumps is None else jumps  # kept jump counts
+        if jumps is not None:
             self.jump = (jumps + 1e-3) / (jumps + 1e-3).sum()
         # t from IBM2: its EM steps, then one more M-step on its final posteriors
-        base = self.base[:3] if self.base else None
-        if ibm2_iterations:
-            self.set_t(em(self.batches, ibm2_iterations + 1, alpha, *self.ibm2, self.bonus, stage=stage,
-                          base=base))
-        else:
-            self.set_t(m_step(self.table, np.ones(self.n) + (base[0] if base else 0.0), alpha, self.bonus,
-                              *(base[1:] if base else ())))
+        self.set_t(em(self.batches, ibm2_iterations + 1, alpha, *self.ibm2, self.bonus, stage=stage,
+                      base=self.base)
+                   if ibm2_iterations else m_step(self.table, np.ones(self.n), alpha, self.bonus, self.base))
 
     def set_t(self, t: np.ndarray) -> None:
         self.t = t
@@ -108,11 +101,8 @@ class _HMM:
     def m_step(self, counts: np.ndarray, jump_counts: np.ndarray) -> None:
         """Re-estimate t from expected counts per table entry [K] and J from expected jump counts
         (the kept ones added, if any)."""
-        outside = n_tgt = None
-        if self.base is not None:
-            base, outside, n_tgt, base_jumps = self.base
-            counts, jump_counts = counts + base, jump_counts + base_jumps
-        self.set_t(m_step(self.table, counts, self.alpha, self.bonus, outside, n_tgt))
+        self.set_t(m_step(self.table, counts, self.alpha, self.bonus, self.base))
+        jump_counts = jump_counts + self.base_jumps
         self.jump = (jump_counts + 1e-3) / (jump_counts + 1e-3).sum()
 
     def keep(self, counts: np.ndarray, jump_counts: np.ndarray) -> KeptCounts:

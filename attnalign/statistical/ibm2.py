@@ -34,9 +34,8 @@ class IBM2:
         M-step."""
         self.corpus, self.p0, self.tension = corpus, p0, tension
         self.table = LexTable(corpus)
-        base = (*kept.on(corpus, self.table), kept.n_tgt(corpus)) if kept is not None else None
         self.t = em(Batches(corpus, self.table), iterations, alpha, p0, tension, self.table.bonus(identical),
-                    stage=stage, base=base)
+                    stage=stage, base=kept.on(corpus, self.table) if kept is not None else None)
         trim_heap()  # the batches' cells
 
     def posteriors(self, lo: int, hi: int) -> list[np.ndarray]:

@@ -34,6 +34,15 @@ def _unpack(data: np.ndarray) -> list[str]:
 
 
 @dataclass
+class OnTable:
+    """Kept counts as one corpus's EM sees them (:meth:`KeptCounts.on`)."""
+
+    counts: np.ndarray  # [K] per entry of the corpus's table (0 where not kept)
+    outside: np.ndarray  # [n_src] the rest of each source word's kept total: its entries outside the table
+    n_tgt: int  # the target types of both corpora: the Dirichlet prior's dimension
+
+
+@dataclass
 class KeptCounts:
     """One direction's kept counts. Ids are the training corpus's: ``src_words[i]`` (0: NULL),
     ``tgt_words[f]``; entry keys are ``e * len(tgt_words) + f``, sorted."""
@@ -59,10 +68,8 @@ class KeptCounts:
         (NULL stays 0)."""
         return _map(corpus.src_words, self.src_words)
 
-    def on(self, corpus: IdCorpus, table: LexTable) -> tuple[np.ndarray, np.ndarray]:
-        """The kept counts on another corpus's table: ``[K]`` per entry of ``table`` (0 where not
-        kept) and ``[n_src]`` the rest of each source word's kept total (what its entries outside
-        ``table`` held), both float64."""
+    def on(self, corpus: IdCorpus, table: LexTable) -> OnTable:
+        """The kept counts on another corpus's table (float64)."""
         e, f = table.keys // table.width, table.keys % table.width
         ke, kf = self.src_map(corpus)[e], _map(corpus.tgt_words, self.tgt_words)[f]
         ok = (ke >= 0) & (kf > 0)
@@ -72,7 +79,15 @@ class KeptCounts:
         counts = np.where(found, self.counts[pos] if len(self.keys) else 0.0, 0.0).astype(np.float64)
         totals = self.per_src(corpus, self.src_totals)
         inside = np.bincount(table.pair_src, weights=counts, minlength=table.n_src)
-        return counts, np.maximum(totals - inside, 0.0)
+        return OnTable(counts, np.maximum(totals - inside, 0.0), self.n_tgt(corpus))
+
+    def table(self, name: str, shape: tuple[int, ...]) -> np.ndarray | None:
+        """The kept table ``name`` as float64 if there is one whose trailing shape is ``shape`` (a
+        model with other sizes kept another: None)."""
+        t = self.tables.get(name)
+        if t is None or t.ndim < len(shape) or t.shape[t.ndim - len(shape):] != tuple(shape):
+            return None
+        return t.astype(np.float64)
 
     def n_tgt(self, corpus: IdCorpus) -> int:
         """Target types of the training corpus and ``corpus`` together."""
