@@ -8,6 +8,7 @@ hours beyond 40k pairs on 2 cores).
 
     python bench/scale.py                      # every size, attnalign's default and eflomal
     python bench/scale.py --sizes 10000 40000 --systems attnalign
+    python bench/scale.py --sizes 40000 --systems preset --epochs 7 auto   # the student's passes
 
 The raw corpus is upper-case, unaccented and untokenized; it is lower-cased, punctuation is split off,
 French elisions and contractions are written as the test set writes them (``l' homme`` -> ``le
@@ -98,18 +99,31 @@ def build(n: int) -> tuple[Path, Path]:
     return src, tgt
 
 
-def aer(pred: Path) -> float:
+def aer(pred: Path, gold_set: str = "test") -> float:
+    """AER in % of the first lines of ``pred`` against the gold of the 447 test (or 37 trial) sentences."""
     from attnalign.data.alignments import Alignment, read_alignments
     from attnalign.data.corpus import read_corpus
     from attnalign.eval.metrics import Counts, corpus_counts
 
     d = shared("enfr-hansards")
-    pairs = read_corpus(d / "test.en", d / "test.fr")
-    gold, _ = read_alignments(d / "test.gold.naacl", src_lengths=[len(s) for s, _ in pairs],
+    pairs = read_corpus(d / f"{gold_set}.en", d / f"{gold_set}.fr")
+    gold, _ = read_alignments(d / f"{gold_set}.gold.naacl", src_lengths=[len(s) for s, _ in pairs],
                               tgt_lengths=[len(t) for _, t in pairs])
     links = [sorted(tuple(map(int, x.split("-"))) for x in line.split())
-             for line in pred.read_text().splitlines()[:N_TEST]]
+             for line in pred.read_text().splitlines()[:len(pairs)]]
     return 100 * sum(corpus_counts([Alignment.from_links(x) for x in links], gold), Counts()).aer
+
+
+def trial_files() -> tuple[Path, Path]:
+    """The 37 trial sentences as the corpora write the test ones (lower-cased, French accents folded):
+    the student alone aligns them as new sentences, for selection (the test sentences only report)."""
+    d = shared("enfr-hansards")
+    WORK.mkdir(parents=True, exist_ok=True)
+    out = WORK / "trial.en", WORK / "trial.fr"
+    for path, src, folded in ((out[0], d / "trial.en", False), (out[1], d / "trial.fr", True)):
+        lines = [" ".join(x.split()).lower() for x in src.read_text(encoding="utf-8").splitlines()]
+        path.write_text("".join((fold(x) if folded else x) + "\n" for x in lines), encoding="utf-8")
+    return out
 
 
 PRESETS = {"preset": "align", "preset-fast": "align-fast"}  # --systems: attnalign train --preset VALUE
@@ -119,6 +133,7 @@ def worker(args) -> None:
     """One run in a fresh process: align, then report time and this process's (and its children's)
     peak RSS."""
     src, tgt, out = Path(args.src), Path(args.tgt), Path(args.out)
+    epochs = args.epochs[0]
     extra = {}  # the preset's training time and its student's AER alone
     t, seconds = time.perf_counter(), None
     if args.worker == "attnalign":
@@ -130,17 +145,22 @@ def worker(args) -> None:
                         "attnalign", "align", "statistical", "--src", str(src), "--tgt", str(tgt),
                         "-o", str(out), "--quiet"], check=True, capture_output=True)
     elif args.worker in PRESETS:  # attnalign train --preset NAME, then align corpus, as a user runs them
-        model, run = WORK / f"{args.worker}-{src.stem}", [sys.executable, "-m", "attnalign"]
+        model, run = WORK / f"{args.worker}-{src.stem}-e{epochs}", [sys.executable, "-m", "attnalign"]
         data = ["--src", str(src), "--tgt", str(tgt)]
         align = [*run, "align", "corpus", "--model", str(model), *data, "--quiet"]
         subprocess.run([*run, "train", *data, "--preset", PRESETS[args.worker], "--model", str(model),
-                        "--overwrite", "--quiet"], check=True, capture_output=True)
+                        "--epochs", epochs, "--overwrite", "--quiet"], check=True, capture_output=True)
         extra["train_s"] = time.perf_counter() - t
         subprocess.run([*align, "--output", str(out)], check=True, capture_output=True)
         seconds = time.perf_counter() - t  # training and align corpus's default, with its teacher
         subprocess.run([*align, "--output", f"{out}.student", "--teacher", "off"], check=True,
                        capture_output=True)
         extra["student_aer"] = aer(Path(f"{out}.student"))
+        trial = trial_files()
+        subprocess.run([*run, "align", "corpus", "--model", str(model), "--src", str(trial[0]), "--tgt",
+                        str(trial[1]), "--teacher", "off", "--output", f"{out}.trial", "--quiet"],
+                       check=True, capture_output=True)
+        extra["trial_student_aer"] = aer(Path(f"{out}.trial"), "trial")
     else:
         import eflomal
 
@@ -179,6 +199,8 @@ def main() -> None:
                          "preset: attnalign train --preset align, then align corpus with its default "
                          "(the student and its teacher) and --teacher off (the student alone); preset-fast: "
                          "the same with --preset align-fast")
+    ap.add_argument("--epochs", nargs="+", default=["auto"],
+                    help="preset systems: train --epochs VALUE, a run for each (auto: the preset's passes)")
     ap.add_argument("--results", default="scale", help="name of the results files in bench/results")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--src", help=argparse.SUPPRESS)
@@ -193,24 +215,28 @@ def main() -> None:
     for n in args.sizes:
         src, tgt = build(n)
         pairs = len(src.read_text(encoding="utf-8").splitlines())
-        for system in args.systems:
-            out = WORK / f"{system}{n}.align"
+        runs = [(s, e) for s in args.systems for e in (args.epochs if s in PRESETS else [None])]
+        for system, epochs in runs:
+            tag = "" if epochs in (None, "auto") else f"-e{epochs}"
+            out = WORK / f"{system}{n}{tag}.align"
             cmd = [sys.executable, __file__, "--worker", system, "--src", str(src), "--tgt", str(tgt),
-                   "--out", str(out)]
+                   "--out", str(out), "--epochs", epochs or "auto"]
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode:
                 print(f"{system} at {n}: failed\n{p.stderr[-2000:]}", file=sys.stderr)
                 continue
             r = parse_result(p.stdout)
-            row = {"system": system, "pairs": pairs, "seconds": round(r["seconds"], 1),
+            row = {"system": system, "pairs": pairs, "epochs": epochs, "seconds": round(r["seconds"], 1),
                    "pairs_per_s": round(pairs / r["seconds"]), "peak_rss_mb": round(r["peak_rss_mb"]),
                    "aer": round(aer(out), 2),
                    "train_s": round(r["train_s"], 1) if "train_s" in r else None,
-                   "student_aer": round(r["student_aer"], 2) if "student_aer" in r else None}
+                   "student_aer": round(r["student_aer"], 2) if "student_aer" in r else None,
+                   "trial_student_aer": round(r["trial_student_aer"], 2) if "trial_student_aer" in r
+                   else None}
             rows.append(row)
             print(json.dumps(row), flush=True)
     for system in args.systems:
-        mine = [r for r in rows if r["system"] == system]
+        mine = [r for r in rows if r["system"] == system and r["epochs"] in (None, args.epochs[0])]
         for key in ("seconds", "peak_rss_mb"):
             e = exponent(mine, key)
             if e is not None:
