@@ -81,13 +81,13 @@ def test_save_load_round_trip_gives_identical_outputs(tmp_path, sample_pairs):
 
 
 def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
-    """--epochs auto: 8 passes up to 20,000 pairs, 8 x sqrt(20,000 / pairs) beyond; a fraction of an
+    """--epochs auto: 8 passes up to 40,000 pairs, 8 x sqrt(40,000 / pairs) beyond; a fraction of an
     epoch stops that far into the last one (the learning rate decays over the steps actually run)."""
-    assert epochs_for("auto", 300) == epochs_for("auto", 20_000) == 8
-    assert epochs_for("auto", 80_000) == 4 and epochs_for("auto", 320_000) == 2
+    assert epochs_for("auto", 300) == epochs_for("auto", 40_000) == 8
+    assert epochs_for("auto", 160_000) == 4 and epochs_for("auto", 640_000) == 2
     assert epochs_for(1.5, 10**6) == 1.5 and TrainOptions().epochs == "auto"
-    assert epochs_for("auto", 5_000, 3) == 3 and epochs_for("auto", 80_000, 3) == 1.5  # align-fast's rule
-    assert TrainOptions(auto_epochs=3).passes(320_000) == 0.75
+    assert epochs_for("auto", 5_000, 3) == 3 and epochs_for("auto", 160_000, 3) == 1.5  # align-fast's rule
+    assert TrainOptions(auto_epochs=3).passes(640_000) == 0.75
     assert TrainOptions(epochs=2, auto_epochs=3).passes(9) == 2
     with pytest.raises(OptionError, match="auto_epochs"):
         TrainOptions(auto_epochs=0).check()
@@ -114,11 +114,11 @@ def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
         def end(self): pass
         def note(self, message): self.notes.append(message)
 
-    big = [([f"a{k % 50}"], [f"b{k % 50}"]) for k in range(40_000)]
+    big = [([f"a{k % 50}"], [f"b{k % 50}"]) for k in range(80_000)]
     r = Notes()
     res = train(big, tmp_path / "big", tiny_options(epochs="auto", max_steps=2, batch_tokens=4000),
                 reporter=r)
-    assert r.notes == ["--epochs auto: 5.66 passes over 40,000 pairs"]
+    assert r.notes == ["--epochs auto: 5.66 passes over 80,000 pairs"]
     assert res["directions"]["forward"]["steps"] == 2
 
 

@@ -22,7 +22,9 @@ from ..statistical.options import DEFAULT as TEACHER
 DIRECTIONS = ("forward", "reverse")
 PARALLEL_CHOICES = ("auto", "on", "off")  # --parallel-directions
 EPOCHS = 8  # --epochs auto: the passes over a corpus of up to EPOCHS_FULL_PAIRS pairs
-EPOCHS_FULL_PAIRS = 20_000  # the corpora the preset was benchmarked on (README) get the full EPOCHS
+# up to here a corpus gets the full EPOCHS (measured at 40,447 pairs: docs/benchmarks.md, "The student's
+# passes as the corpus grows")
+EPOCHS_FULL_PAIRS = 40_000
 MAX_SELF_TRAIN = 5  # --self-train rounds
 
 
