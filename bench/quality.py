@@ -103,11 +103,6 @@ CONFIGS = {
     "agree-fert-head-sp-e5-b2k-d0": _preset(**{**B2K, "epochs": 5}, **D0),
     # the preset with 8 passes (--preset align --epochs 8): does the student pass its teacher?
     "agree-fert-head-sp-e8-b2k-d0": _preset(**{**B2K, "epochs": 8}, **D0),
-    # the preset with the head's masked query (Mask-Align-style: guided, and predicting the word it
-    # does not see from its context vector); the head reads the product of its two queries' weights
-    "agree-fert-head-sp-e5-b2k-d0-mask": _preset(**{**B2K, "epochs": 5},
-                                                 model_config={"align_head": True, "dropout": 0.0,
-                                                               "masked_head": True}),
     # the preset's student at half the width (128-unit GRUs and embeddings): about twice as fast, far worse
     "agree-fert-head-sp-h128": _preset(model_config={"align_head": True, "hidden": 128, "emb_dim": 128}),
     # self-training: the preset's student guided by the links align corpus writes with the preset model

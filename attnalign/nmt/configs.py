@@ -25,7 +25,6 @@ class RNNConfig:
     input_feeding: bool = True
     tie_embeddings: bool = False
     align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
-    masked_head: bool = False  # the head's second, masked query that predicts the word it aligns
 
     def check(self) -> RNNConfig:
         """Raise an OptionError naming the ``train`` option that is out of range."""

@@ -236,12 +236,6 @@ class DirectionRun:
                                    null_to_eos=out.align is not None).to(self.device)
             read = out.align if out.align is not None else reduce_attention(out.attention, AttentionSpec())
             objective = objective + opts.guide_weight * guide_loss(read, target)
-            head = getattr(self.model, "align_head", None)
-            if head is not None and head.last is not None:  # the masked query: guided, and predicting
-                masked, states = head.last
-                head.last = None
-                mloss, _ = token_loss(self.model.out(states), b.tgt_out, opts.label_smoothing)
-                objective = objective + mloss / n + opts.guide_weight * guide_loss(masked, target)
         return objective, loss, n
 
     def _step(self, b, group: list[int]) -> tuple[torch.Tensor, int]:

@@ -23,26 +23,15 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .attention import Attention
 
-READS = ("head", "masked", "mean", "product")
-
 
 class AlignHead(nn.Module):
-    def __init__(self, emb_dim: int, dim: int, attention: str = "general", dropout: float = 0.0,
-                 masked: bool = False):
+    def __init__(self, emb_dim: int, dim: int, attention: str = "general", dropout: float = 0.0):
         super().__init__()
         self.dim = dim
         self.context = nn.GRU(emb_dim, dim, batch_first=True, bidirectional=True)
         self.query = nn.Linear(3 * dim, dim)
         self.attn = Attention(attention, dim)
         self.drop = nn.Dropout(dropout)
-        # a second query that does not see the word it aligns (its left and right context only), whose
-        # context vector must predict that word (in the spirit of Mask-Align, Chen et al. 2021)
-        self.masked = masked
-        self.read = "product"
-        self.last = None  # training: (masked weights [B, T, S], prediction states [B, T, D])
-        if masked:
-            self.mquery = nn.Linear(3 * dim, dim)
-            self.mout = nn.Linear(2 * dim, dim)
 
     def forward(self, memory: torch.Tensor, src_mask: torch.Tensor, states: torch.Tensor,
                 tgt_emb: torch.Tensor, tgt_mask: torch.Tensor) -> torch.Tensor:
@@ -53,23 +42,4 @@ class AlignHead(nn.Module):
         ctx, _ = pad_packed_sequence(ctx, batch_first=True, total_length=T)  # [B, T, 2D]
         nxt = torch.cat([ctx[:, 1:], ctx.new_zeros(B, 1, ctx.size(-1))], 1)  # row t <- token t + 1
         q = torch.tanh(self.query(self.drop(torch.cat([states, nxt], -1))))  # [B, T, D]
-        proj = self.attn.precompute(memory)
-        w = self.attn.weights(q, src_mask, proj)
-        if not self.masked:
-            return w
-        D = self.dim
-        # row t: the forward context up to tgt_in[t] and the backward one from tgt_in[t + 2]
-        after = torch.cat([ctx[:, 2:, D:], ctx.new_zeros(B, 2, D)], 1)  # [B, T, D]
-        mq = torch.tanh(self.mquery(self.drop(torch.cat([states, ctx[:, :, :D], after], -1))))
-        mw = self.attn.weights(mq, src_mask, proj)  # [B, T, S]
-        if self.training:
-            self.last = (mw, torch.tanh(self.mout(torch.cat([torch.bmm(mw, memory), mq], -1))))
-            return w
-        if self.read == "head":
-            return w
-        if self.read == "masked":
-            return mw
-        if self.read == "mean":
-            return 0.5 * (w + mw)
-        prod = w * mw
-        return prod / prod.sum(-1, keepdim=True).clamp_min(1e-30)
+        return self.attn.weights(q, src_mask, self.attn.precompute(memory))

@@ -43,8 +43,7 @@ class RNNModel(nn.Module):
         self.out = nn.Linear(H, tgt_vocab_size)
         if cfg.tie_embeddings and E == H:
             self.out.weight = self.tgt_emb.weight
-        self.align_head = (AlignHead(E, H, cfg.attention, cfg.dropout, cfg.masked_head) if cfg.align_head
-                           else None)
+        self.align_head = AlignHead(E, H, cfg.attention, cfg.dropout) if cfg.align_head else None
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """src [B, S] -> memory [B, S, H] and initial decoder state [dec_layers, B, H]."""
