@@ -106,13 +106,14 @@ def _bucket(corpus: IdCorpus, table: LexTable, g: list[int], init: np.ndarray) -
     return _Bucket(g, e, S, T, a, pid, poff)
 
 
-def _prepare(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray
+def _prepare(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray, table: LexTable | None = None
              ) -> tuple[IdCorpus, LexTable, np.ndarray]:
-    """The corpus as ids, its table, and ``init`` flat over its target words."""
+    """The corpus as ids, its table (``table``, built from that corpus, if given), and ``init`` flat over
+    its target words."""
     corpus = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
     flat = init if isinstance(init, np.ndarray) else (
         np.concatenate([np.asarray(x, dtype=np.int64) for x in init]) if len(init) else np.zeros(0, np.int64))
-    return corpus, LexTable(corpus), flat
+    return corpus, table if table is not None else LexTable(corpus), flat
 
 
 def _buckets(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray
@@ -192,7 +193,8 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
                      fertility_from: int = 10, collect: int = 20, p0: float = 0.2, alpha: float = 1e-3,
                      beta: float = 0.5, gamma: float = 0.5, max_jump: int = 10, max_fertility: int = 8,
                      seed: int = 1, stage: str = "fertility", stop: threading.Event | None = None,
-                     kept: KeptCounts | None = None, keep: bool = False) -> Marginals:
+                     kept: KeptCounts | None = None, keep: bool = False, table: LexTable | None = None
+                     ) -> Marginals:
     """Gibbs-sample one direction's links (target words to source words) from ``init`` (per pair, a
     source position or S for NULL for every target word; or flat over the corpus's target words) and
     return the link counts of the last ``collect`` sweeps (:class:`Marginals`).
@@ -202,10 +204,11 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     before: the approximation of distributed LDA samplers). ``stop``: set from another thread, ends the
     sampling (:class:`Stopped`) before the next bucket. ``kept``: link counts kept from sampling
     another corpus (:mod:`.kept`), added to this corpus's and fixed; ``keep``: the marginals'
-    :attr:`Marginals.kept` keeps this corpus's counts of the last sweep."""
+    :attr:`Marginals.kept` keeps this corpus's counts of the last sweep. ``table``: the corpus's
+    :class:`.ids.LexTable` where it is built already (IBM2's, for the start)."""
     if not 0 < collect <= sweeps:
         raise ValueError(f"collect must be in 1..sweeps, not {collect}")
-    corpus, table, flat = _prepare(pairs, init)
+    corpus, table, flat = _prepare(pairs, init, table)
     rank, procs = world()
     rng = np.random.default_rng(seed + 7919 * rank)
     buckets = [_bucket(corpus, table, g, flat) for k, g in enumerate(_groups(corpus)) if k % procs == rank]
@@ -265,9 +268,10 @@ class FertilityModel:
         to go on from; ``keep``: :attr:`kept` holds this corpus's."""
         fwd_kept, rev_kept = kept or (None, None)
         sides = ((corpus, "forward", fwd_kept), (corpus.swapped(), "reverse", rev_kept))
-        jobs = [functools.partial(sample_marginals, side, _ibm2_links(side, name, chunk, k), seed=seed,
-                                  stage=f"fertility {name}", kept=k, keep=keep, **kw)
-                for side, name, k in sides]
+        starts = [(side, name, k, *_ibm2_links(side, name, chunk, k)) for side, name, k in sides]
+        jobs = [functools.partial(sample_marginals, side, init, seed=seed, stage=f"fertility {name}", kept=k,
+                                  keep=keep, table=table, **kw)
+                for side, name, k, init, table in starts]
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
         if world()[1] == 1 and kernels.threads() >= 2 and 2 * _BYTES_PER_CELL * cells <= PARALLEL_BYTES:
             stop = threading.Event()
@@ -293,17 +297,20 @@ class FertilityModel:
         return self.marginals[0].frequencies(lo, hi), self.marginals[1].frequencies(lo, hi)
 
 
-def _ibm2_links(side: IdCorpus, name: str, chunk: int, kept: KeptCounts | None = None) -> np.ndarray:
+def _ibm2_links(side: IdCorpus, name: str, chunk: int, kept: KeptCounts | None = None
+                ) -> tuple[np.ndarray, LexTable]:
     """One direction's IBM2 Viterbi links, flat over the target words (S: NULL): the sampler's start
-    (``kept``: link counts kept from another corpus join IBM2's counts)."""
+    (``kept``: link counts kept from another corpus join IBM2's counts); and IBM2's lexical table of
+    ``side``, which the sampler reads too."""
     ibm2 = IBM2(side, 5, stage=f"fertility {name}", kept=kept)
     init = np.zeros(len(side.tgt), dtype=np.int32)
     for lo, hi in my_chunks(len(side), chunk):
         best = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]  # S: NULL
         init[side.tgt_off[lo]:side.tgt_off[hi]] = np.concatenate(best) if best else 0
+    table = ibm2.table
     del ibm2
     trim_heap()  # before the samplers' state comes on top
-    return all_reduce(init.astype(np.float64)).astype(np.int64)
+    return all_reduce(init.astype(np.float64)).astype(np.int64), table
 
 
 def train_fertility_posteriors(pairs: Pairs, seed: int = 1, **kw
