@@ -3,8 +3,9 @@
 English-French Hansards test sentences, for 10k, 40k, 160k and 310k pairs of the raw ISI Hansards,
 with eflomal (pip install eflomal) on the same files in the same run; ``--systems preset``: the
 ``--preset align`` model (``preset-fast``: ``--preset align-fast``) trained on the same corpora (its
-own process tree: the teacher, both directions, then ``align corpus`` with and without its teacher;
-hours beyond 40k pairs on 2 cores).
+own process tree: the teacher, both directions, then ``align corpus`` with and without its teacher,
+and the student alone on the 37 trial sentences as new sentences, which choose; ``--epochs``: one
+such run for each number of passes; hours beyond 40k pairs on 2 cores).
 
     python bench/scale.py                      # every size, attnalign's default and eflomal
     python bench/scale.py --sizes 10000 40000 --systems attnalign
