@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
-from scale import WORK, aer, trial_files  # noqa: E402
+from scale import N_TEST, WORK, aer, trial_files  # noqa: E402
 
 
 def main() -> None:
@@ -50,7 +50,7 @@ def main() -> None:
                        check=True, capture_output=True)
         subprocess.run([*run, "--src", str(src), "--tgt", str(tgt), "--teacher-weight", str(w),
                         "-o", f"{out}.test"], check=True, capture_output=True)
-        row = {"pairs": args.size + 447, "epochs": args.epochs, "teacher_weight": w,
+        row = {"pairs": args.size + N_TEST, "epochs": args.epochs, "teacher_weight": w,
                "trial_aer": round(aer(Path(f"{out}.trial"), "trial"), 2),
                "test_aer": round(aer(Path(f"{out}.test")), 2), "seconds": round(time.perf_counter() - t, 1)}
         rows.append(row)
