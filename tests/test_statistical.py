@@ -144,16 +144,46 @@ def test_guide_identical_option(tmp_path):
         train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto", guide_identical=-1.0))
 
 
+def cell_keys(corpus) -> np.ndarray:
+    """Every cell's key ``e * n_tgt + f`` (NULL: e = 0), pair by pair, ``[T, S + 1]`` row-major, pairs
+    with an empty side left out: plain Python, the reference for the compiled table and cells."""
+    keys = []
+    for k in range(len(corpus)):
+        src = corpus.src[corpus.src_off[k]:corpus.src_off[k + 1]].tolist()
+        tgt = corpus.tgt[corpus.tgt_off[k]:corpus.tgt_off[k + 1]].tolist()
+        if src and tgt:
+            keys += [e * corpus.n_tgt + f for f in tgt for e in (*src, 0)]
+    return np.array(keys, np.int64)
+
+
+def test_the_table_holds_every_cells_key_once_in_order():
+    """LexTable's keys are the sorted distinct keys of every cell, and type e's run from starts[e],
+    whatever the threads (each thread takes its own source types)."""
+    from attnalign.statistical import kernels
+    from attnalign.statistical.ids import IdCorpus, LexTable
+
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:500] + [([], ["x"]), (["y"], [])]
+    corpus = IdCorpus.encode(pairs, prefix=4)
+    keys = np.unique(cell_keys(corpus))
+    starts = np.searchsorted(keys, np.arange(corpus.n_src + 1) * corpus.n_tgt)
+    for parts in (1, 3, 8):
+        got, got_starts = kernels.lex_keys(corpus.src, corpus.src_off, corpus.tgt, corpus.tgt_off,
+                                           corpus.n_src, corpus.n_tgt, parts)
+        assert np.array_equal(got, keys) and np.array_equal(got_starts, starts)
+    table = LexTable(corpus)
+    assert np.array_equal(table.keys, keys) and np.array_equal(table.pair_src, keys // corpus.n_tgt)
+
+
 def test_the_cells_find_each_key_where_a_binary_search_of_the_whole_table_does():
     """The compiled cells search a key among its source type's entries only: the same entry as
     np.searchsorted over the whole table, padded (make_batch) and unpadded (flat_cells)."""
     from attnalign.statistical.cells import make_batch, plan
-    from attnalign.statistical.ids import IdCorpus, LexTable, chunk_keys
+    from attnalign.statistical.ids import IdCorpus, LexTable
     from attnalign.statistical.kernels import flat_cells
 
     corpus = IdCorpus.encode(read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:500], prefix=4)
     table = LexTable(corpus)
-    keys = chunk_keys(corpus, 0, len(corpus))  # every cell's key, pair by pair, [T, S + 1] row-major
+    keys = cell_keys(corpus)
     expected = np.searchsorted(table.keys, keys)
     assert np.array_equal(table.keys[expected], keys)
     rows = np.arange(len(corpus))

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import kernels
+
 CHUNK_PAIRS = 5000  # pairs decoded (and their links yielded) at once, in corpus order
 
 
@@ -105,53 +107,17 @@ def chunks(n: int, size: int = CHUNK_PAIRS) -> Iterator[tuple[int, int]]:
         yield lo, min(n, lo + size)
 
 
-def chunk_keys(corpus: IdCorpus, lo: int, hi: int) -> np.ndarray:
-    """The (source type or NULL, target type) key ``e * n_tgt + f`` of every cell of pairs ``lo..hi``
-    with both sides non-empty, flat (per pair ``[T, S + 1]`` row-major, NULL last)."""
-    S = np.diff(corpus.src_off[lo:hi + 1])
-    T = np.diff(corpus.tgt_off[lo:hi + 1])
-    sizes = np.where((S > 0) & (T > 0), T * (S + 1), 0)
-    n = int(sizes.sum())
-    if not n:
-        return np.zeros(0, np.int64)
-    T = np.where(sizes > 0, T, 0)
-    width = S + 1
-    row_pair = np.repeat(np.arange(len(T)), T)  # rows: (pair, target word)
-    row_t = np.arange(len(row_pair)) - np.repeat(np.cumsum(T) - T, T)
-    row_len = width[row_pair]
-    cell_row = np.repeat(np.arange(len(row_pair)), row_len)
-    s = np.arange(n) - np.repeat(np.cumsum(row_len) - row_len, row_len)  # source position (S: NULL)
-    f = corpus.tgt[np.repeat(corpus.tgt_off[lo:hi][row_pair] + row_t, row_len)]
-    start = corpus.src_off[lo:hi][row_pair][cell_row]
-    src = S[row_pair][cell_row]
-    e = np.where(s < src, corpus.src[np.minimum(start + s, max(len(corpus.src) - 1, 0))], 0)
-    return e.astype(np.int64) * corpus.n_tgt + f
-
-
-def _unique(x: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (by sorting: NumPy 2's hash-based np.unique is far slower on int64)."""
-    x = np.sort(x)
-    return x[np.concatenate([[True], x[1:] != x[:-1]])] if len(x) else x
-
-
 class LexTable:
     """The co-occurring (source type or NULL, target type) pairs of a corpus: sorted int64 keys
     ``e * n_tgt + f``; an entry's index is where its counts and probabilities live."""
 
-    def __init__(self, corpus: IdCorpus, chunk: int = CHUNK_PAIRS):
+    def __init__(self, corpus: IdCorpus):
         self.width = corpus.n_tgt
-        keys = np.zeros(0, np.int64)
-        pending: list[np.ndarray] = []
-        for lo, hi in corpus.chunks(chunk):
-            pending.append(_unique(chunk_keys(corpus, lo, hi)))
-            if sum(map(len, pending)) > 4 * max(len(keys), 1_000_000):  # merge now and then
-                keys = _unique(np.concatenate([keys, *pending]))
-                pending = []
-        self.keys = _unique(np.concatenate([keys, *pending])) if pending else keys
+        # [n_src + 1]: source type e's entries are keys[starts[e]:starts[e + 1]]
+        self.keys, self.starts = kernels.lex_keys(corpus.src, corpus.src_off, corpus.tgt, corpus.tgt_off,
+                                                  corpus.n_src, corpus.n_tgt, 4 * kernels.threads())
         self.pair_src = self.keys // self.width  # [K] source id of each entry (0 = NULL)
         self.n_src = corpus.n_src
-        # [n_src + 1]: source type e's entries are keys[starts[e]:starts[e + 1]]
-        self.starts = np.searchsorted(self.keys, np.arange(corpus.n_src + 1, dtype=np.int64) * self.width)
         self.n_tgt = corpus.n_tgt - 1  # target types (the Dirichlet prior's dimension)
         self._same = corpus.same_type()
 

@@ -271,3 +271,88 @@ def digamma(x):
         inv2 = inv * inv
         out[k] = acc + np.log(v) - 0.5 * inv - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 / 252))
     return out
+
+
+@njit(cache=True)
+def _lex_rows(src, src_off, tgt_off, n_src):
+    """The pairs each source type occurs in (as often as it occurs), pairs with an empty side left out:
+    type e's are ``pairs[first[e]:first[e + 1]]``; type 0 (NULL) occurs once in every pair. Also each
+    type's work, the target words of those pairs (``[n_src]``)."""
+    n = len(src_off) - 1
+    count = np.zeros(n_src + 1, np.int64)
+    for k in range(n):
+        s0, s1 = src_off[k], src_off[k + 1]
+        if s1 > s0 and tgt_off[k + 1] > tgt_off[k]:
+            count[1] += 1  # NULL
+            for p in range(s0, s1):
+                count[src[p] + 1] += 1
+    first = np.cumsum(count)
+    pairs = np.empty(first[-1], np.int64)
+    fill = first[:-1].copy()
+    work = np.zeros(n_src, np.int64)
+    for k in range(n):
+        s0, s1 = src_off[k], src_off[k + 1]
+        t = tgt_off[k + 1] - tgt_off[k]
+        if s1 > s0 and t > 0:
+            pairs[fill[0]] = k
+            fill[0] += 1
+            work[0] += t
+            for p in range(s0, s1):
+                e = src[p]
+                pairs[fill[e]] = k
+                fill[e] += 1
+                work[e] += t
+    return pairs, first, work
+
+
+@njit(cache=True, parallel=True)
+def lex_keys(src, src_off, tgt, tgt_off, n_src, width, parts):
+    """The sorted distinct keys ``e * width + f`` of every (source type or NULL 0, target type)
+    co-occurring in a pair with both sides non-empty, and ``starts [n_src + 1]``: type e's keys are
+    ``keys[starts[e]:starts[e + 1]]``. ``parts`` runs of source types of about equal work go to the
+    threads; each marks the target types it has seen for the current type instead of sorting every
+    cell's key."""
+    pairs, first, work = _lex_rows(src, src_off, tgt_off, n_src)
+    # runs of types [bound[p], bound[p + 1]) of about equal work (a type is never split)
+    bound = np.full(parts + 1, n_src, np.int64)
+    bound[0] = 0
+    done, p = 0, 1
+    total = max(work.sum(), 1)
+    for e in range(n_src):
+        while p < parts and done >= p * total / parts:
+            bound[p] = e
+            p += 1
+        done += work[e]
+    count = np.zeros(n_src, np.int64)
+    for p in prange(parts):
+        seen = np.full(width, -1, np.int64)
+        for e in range(bound[p], bound[p + 1]):
+            c = 0
+            for q in range(first[e], first[e + 1]):
+                k = pairs[q]
+                for x in range(tgt_off[k], tgt_off[k + 1]):
+                    f = tgt[x]
+                    if seen[f] != e:
+                        seen[f] = e
+                        c += 1
+            count[e] = c
+    starts = np.zeros(n_src + 1, np.int64)
+    starts[1:] = np.cumsum(count)
+    keys = np.empty(starts[-1], np.int64)
+    for p in prange(parts):
+        seen = np.full(width, -1, np.int64)
+        for e in range(bound[p], bound[p + 1]):
+            c = starts[e]
+            for q in range(first[e], first[e + 1]):
+                k = pairs[q]
+                for x in range(tgt_off[k], tgt_off[k + 1]):
+                    f = tgt[x]
+                    if seen[f] != e:
+                        seen[f] = e
+                        keys[c] = f
+                        c += 1
+            row = keys[starts[e]:starts[e + 1]]
+            row.sort()
+            for x in range(len(row)):
+                row[x] += e * width
+    return keys, starts
