@@ -16,7 +16,7 @@ from ..data.corpus import Pairs
 from ..decoding.symmetrize import symmetrize
 from .dist import gather_chunks, my_chunks, world
 from .ids import CHUNK_PAIRS, IdCorpus, chunks
-from .links import posterior_links, viterbi_links
+from .links import mask_links, posterior_links, posterior_mask, viterbi_links
 from .options import DEFAULT, FERTILITY_PREFIX, FERTILITY_THRESHOLD, SYMS
 from .progress import report
 from .registry import COMBINED, DIRECTIONAL, KEEPS, MODELS
@@ -109,7 +109,7 @@ def union_links(agree, fertility) -> list[list[Link]]:
     """:data:`COMBINED`'s links of some pairs: the agreement HMMs' posterior links united with the
     fertility model's links sampled in at least :data:`FERTILITY_THRESHOLD` of the sweeps; each
     argument is a model's (forward, reverse) posteriors of the same pairs."""
-    return [sorted(set(posterior_links(w, x)) | set(posterior_links(y, z, FERTILITY_THRESHOLD)))
+    return [mask_links(posterior_mask(w, x) | posterior_mask(y, z, FERTILITY_THRESHOLD))
             for w, x, y, z in zip(*agree, *fertility, strict=True)]
 
 

@@ -25,8 +25,18 @@ def viterbi_links(post: np.ndarray) -> list[Link]:
 def posterior_links(fwd: np.ndarray, rev: np.ndarray, threshold: float = POSTERIOR_THRESHOLD) -> list[Link]:
     """Links (i, j) whose posterior is at least ``threshold`` in both directions: ``fwd`` is the
     forward posteriors [T, S + 1], ``rev`` the reverse ones [S, T + 1] (NULL last)."""
-    both = np.minimum(fwd[:, :-1], rev[:, :-1].T)  # [T, S]
-    return sorted((int(i), int(j)) for j, i in zip(*np.nonzero(both >= threshold), strict=True))
+    return mask_links(posterior_mask(fwd, rev, threshold))
+
+
+def posterior_mask(fwd: np.ndarray, rev: np.ndarray, threshold: float = POSTERIOR_THRESHOLD) -> np.ndarray:
+    """:func:`posterior_links` as a mask ``[S, T]``: True where a link is."""
+    return np.minimum(fwd[:, :-1].T, rev[:, :-1]) >= threshold
+
+
+def mask_links(mask: np.ndarray) -> list[Link]:
+    """The links of a mask ``[S, T]``, sorted (row-major order is (i, j) order)."""
+    i, j = np.nonzero(mask)
+    return list(zip(i.tolist(), j.tolist(), strict=True))
 
 
 def word_prefixes(pairs: Pairs, prefix: int) -> Pairs:
