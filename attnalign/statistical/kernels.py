@@ -163,15 +163,28 @@ def _find(keys, lo, hi, key):
 
 
 @njit(cache=True, inline="always")
+def _gallop(keys, lo, hi, key):
+    """:func:`_find` where ``key`` is likely near ``lo``: steps of 1, 2, 4, ... then a binary search."""
+    step = 1
+    while lo + step < hi and keys[lo + step - 1] < key:
+        lo += step
+        step *= 2
+    return _find(keys, lo, min(lo + step, hi), key)
+
+
+@njit(cache=True, inline="always")
 def _pair_cells(src, s0, s, tgt, t0, t, keys, starts, width, out, base, row, null):
     """The table entries of one pair's cells: cell (j, i) to ``out[base + j * row + i]``, its NULL
-    cell (j) to ``out[base + j * row + null]``."""
-    for j in range(t):
-        f = np.int64(tgt[t0 + j])
-        out[base + j * row + null] = _find(keys, starts[0], starts[1], f)  # NULL: source type 0
-        for i in range(s):
-            e = np.int64(src[s0 + i])
-            out[base + j * row + i] = _find(keys, starts[e], starts[e + 1], e * width + f)
+    cell (j) to ``out[base + j * row + null]``. The target words are looked up in order of type, each
+    from where the last was found in the source type's sorted row of the table."""
+    order = np.argsort(tgt[t0:t0 + t])
+    for i in range(s + 1):
+        e = np.int64(src[s0 + i]) if i < s else np.int64(0)  # NULL: source type 0
+        col = i if i < s else null
+        at, hi = starts[e], starts[e + 1]
+        for j in order:
+            at = _gallop(keys, at, hi, e * width + tgt[t0 + j])
+            out[base + j * row + col] = at
 
 
 @njit(cache=True, parallel=True)
