@@ -94,6 +94,19 @@ def test_sampling_is_deterministic_per_seed_and_keeps_empty_sides():
         sample_marginals(pairs, init, sweeps=2, collect=3)
 
 
+def test_cells_of_two_or_four_bytes_sample_the_same_links(monkeypatch):
+    """A cell holds its place in its source type's table row: in 2 bytes where every row is shorter than
+    65,536 entries, else 4; the sampler reads the same entries either way."""
+    from attnalign.statistical import fertility
+
+    pairs, _ = _dictionary_corpus(60)
+    init = [np.zeros(len(t), dtype=np.int64) for _, t in pairs]
+    small = sample_marginals(pairs, init, sweeps=4, fertility_from=2, collect=2, seed=3).counts
+    monkeypatch.setattr(fertility, "_cell_type", lambda table: np.int32)
+    assert np.array_equal(sample_marginals(pairs, init, sweeps=4, fertility_from=2, collect=2, seed=3).counts,
+                          small)
+
+
 def test_combined_teacher_is_the_union_of_its_parts():
     pairs, _ = _dictionary_corpus(80)
     agree = directional_posteriors(pairs, "hmm-agree")

@@ -176,7 +176,8 @@ def test_the_table_holds_every_cells_key_once_in_order():
 
 def test_the_cells_find_each_key_where_a_binary_search_of_the_whole_table_does():
     """The compiled cells search a key among its source type's entries only: the same entry as
-    np.searchsorted over the whole table, padded (make_batch) and unpadded (flat_cells)."""
+    np.searchsorted over the whole table, padded (make_batch) and unpadded (flat_cells, as places in
+    the source type's row)."""
     from attnalign.statistical.cells import make_batch, plan
     from attnalign.statistical.ids import IdCorpus, LexTable
     from attnalign.statistical.kernels import flat_cells
@@ -187,9 +188,11 @@ def test_the_cells_find_each_key_where_a_binary_search_of_the_whole_table_does()
     expected = np.searchsorted(table.keys, keys)
     assert np.array_equal(table.keys[expected], keys)
     rows = np.arange(len(corpus))
-    flat, off = flat_cells(corpus.src, corpus.src_off, corpus.tgt, corpus.tgt_off, rows, table.keys,
-                           table.starts, table.width)
-    assert np.array_equal(flat, expected) and off[-1] == len(keys)
+    for kind in (np.uint16, np.int32):  # unpadded, each cell's place in its source type's row
+        flat = np.empty(len(keys), kind)
+        off = flat_cells(corpus.src, corpus.src_off, corpus.tgt, corpus.tgt_off, rows, table.keys,
+                         table.starts, table.width, flat)
+        assert np.array_equal(table.starts[keys // corpus.n_tgt] + flat, expected) and off[-1] == len(keys)
     for group in plan(corpus, rows, 20_000, lambda B, S, T: B * T * (S + 1)):
         b = make_batch(corpus, table, group)
         for k, cells in zip(group.tolist(), b.unpad(b.idx), strict=True):

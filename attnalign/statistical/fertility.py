@@ -29,9 +29,10 @@ their errors differ, and the union of the two models' confident links is the def
 (``hmm-agree+fertility``, :func:`.align.combined_links`).
 
 Shapes, per bucket of sentences of similar source length: source type ids ``e [B, Sm + 1]`` (column
-Sm is NULL), links ``a [B, Tm]`` (value Sm = NULL), fertilities ``phi [B, Sm + 1]``, and the cells'
-table entries ``pid`` unpadded (sentence r's ``[T, S + 1]``, NULL last, from ``poff[r]``), so that a
-bucket of mixed target lengths holds no cells for its padding.
+Sm is NULL), links ``a [B, Tm]`` (value Sm = NULL), fertilities ``phi [B, Sm + 1]``, and the cells
+``pid`` unpadded (sentence r's ``[T, S + 1]``, NULL last, from ``poff[r]``), so that a bucket of mixed
+target lengths holds no cells for its padding; a cell holds its place in its source type's row of the
+lexical table, 2 bytes where every row is shorter than 65,536 entries (:func:`_cell_type`).
 """
 
 from __future__ import annotations
@@ -55,8 +56,7 @@ from .kept import KeptCounts
 from .progress import report
 
 _BUCKET = 3000  # at most this many sentences resampled together
-_BYTES_PER_CELL = 5  # a sampler's state per cell: its table entry (int32) and its link count (uint8)
-PARALLEL_BYTES = 768 * 2**20  # the most the two samplers may take at once
+PARALLEL_BYTES = 2 * 2**30  # the most the two samplers' cells may take at once
 
 
 @dataclass
@@ -66,7 +66,7 @@ class _Bucket:
     S: np.ndarray  # [B] source lengths
     T: np.ndarray  # [B] target lengths
     a: np.ndarray  # [B, Tm] current links (Sm = NULL)
-    pid: np.ndarray  # int32 LexTable entry of every cell: sentence r's [T, S + 1] from poff[r], unpadded
+    pid: np.ndarray  # each cell's place in its source type's table row: sentence r's [T, S + 1] from poff[r]
     poff: np.ndarray  # [B + 1]
     phi: np.ndarray | None = None  # [B, Sm + 1] fertilities
 
@@ -101,9 +101,20 @@ def _bucket(corpus: IdCorpus, table: LexTable, g: list[int], init: np.ndarray) -
     e = np.concatenate([src, np.zeros((len(rows), 1), np.int64)], axis=1).astype(np.int32)  # NULL: column Sm
     a, _ = padded(init, corpus.tgt_off, rows)
     a = np.where(a >= S[:, None], Sm, a).astype(np.int32)
-    pid, poff = kernels.flat_cells(corpus.src, corpus.src_off, corpus.tgt, corpus.tgt_off, rows, table.keys,
-                                   table.starts, table.width)
+    pid = np.empty(int((T * (S + 1)).sum()), _cell_type(table))
+    poff = kernels.flat_cells(corpus.src, corpus.src_off, corpus.tgt, corpus.tgt_off, rows, table.keys,
+                              table.starts, table.width, pid)
     return _Bucket(g, e, S, T, a, pid, poff)
+
+
+def _cell_type(table: LexTable) -> type:
+    """The sampler's type for a cell's place in its source type's row: uint16 where every row fits."""
+    return np.uint16 if len(table.starts) < 2 or np.diff(table.starts).max() <= 2**16 else np.int32
+
+
+def _bytes_per_cell(table: LexTable) -> int:
+    """A sampler's state per cell: its place in the row and its link count (uint8, :class:`Marginals`)."""
+    return np.dtype(_cell_type(table)).itemsize + 1
 
 
 def _prepare(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray, table: LexTable | None = None
@@ -219,7 +230,8 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     for b in buckets:
         live = _live(b)
         r, j = np.nonzero(live)
-        np.add.at(n_pair, b.pid[b.poff[r] + j * (b.S[r] + 1) + np.minimum(b.a[r, j], b.S[r])], 1)  # NULL: S
+        cell = b.poff[r] + j * (b.S[r] + 1) + np.minimum(b.a[r, j], b.S[r])  # NULL: column S
+        np.add.at(n_pair, table.starts[b.e[r, b.a[r, j]]] + b.pid[cell], 1)
         np.add.at(n_e, b.e[r, b.a[r, j]], 1)
     n_pair, n_e = all_reduce(n_pair) + base.pair, all_reduce(n_e) + base.e
     marg = Marginals(corpus, collect)
@@ -233,8 +245,8 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
         for b in buckets:
             if stop is not None and stop.is_set():
                 raise Stopped
-            gibbs.sweep(b.e, b.S, b.T, b.a, b.pid, b.poff, b.phi, n_pair, n_e, base.n_tgt, J, fert, use_fert,
-                        rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
+            gibbs.sweep(b.e, b.S, b.T, b.a, b.pid, b.poff, table.starts, b.phi, n_pair, n_e, base.n_tgt, J,
+                        fert, use_fert, rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
             done += len(b.rows)
             report(stage, f"sweep {sweep + 1}/{sweeps}", done, total)
         if start is not None:  # every process's changes, added to the counts all started from
@@ -273,7 +285,8 @@ class FertilityModel:
                                   keep=keep, table=table, **kw)
                 for side, name, k, init, table in starts]
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
-        if world()[1] == 1 and kernels.threads() >= 2 and 2 * _BYTES_PER_CELL * cells <= PARALLEL_BYTES:
+        state = sum(_bytes_per_cell(table) for *_, table in starts) * cells
+        if world()[1] == 1 and kernels.threads() >= 2 and state <= PARALLEL_BYTES:
             stop = threading.Event()
             with ThreadPoolExecutor(2) as pool:  # each thread reports progress to this context's listener
                 futures = [pool.submit(contextvars.copy_context().run, functools.partial(job, stop=stop))

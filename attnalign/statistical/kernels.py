@@ -173,18 +173,21 @@ def _gallop(keys, lo, hi, key):
 
 
 @njit(cache=True, inline="always")
-def _pair_cells(src, s0, s, tgt, t0, t, keys, starts, width, out, base, row, null):
+def _pair_cells(src, s0, s, tgt, t0, t, keys, starts, width, out, base, row, null, within):
     """The table entries of one pair's cells: cell (j, i) to ``out[base + j * row + i]``, its NULL
-    cell (j) to ``out[base + j * row + null]``. The target words are looked up in order of type, each
-    from where the last was found in the source type's sorted row of the table."""
+    cell (j) to ``out[base + j * row + null]``; ``within``: each as its place in its source type's row
+    (the entry less ``starts[e]``). The target words are looked up in order of type, each from where
+    the last was found in the source type's sorted row of the table."""
     order = np.argsort(tgt[t0:t0 + t])
     for i in range(s + 1):
         e = np.int64(src[s0 + i]) if i < s else np.int64(0)  # NULL: source type 0
         col = i if i < s else null
-        at, hi = starts[e], starts[e + 1]
+        lo, hi = starts[e], starts[e + 1]
+        less = lo if within else 0
+        at = lo
         for j in order:
             at = _gallop(keys, at, hi, e * width + tgt[t0 + j])
-            out[base + j * row + col] = at
+            out[base + j * row + col] = at - less
 
 
 @njit(cache=True, parallel=True)
@@ -202,14 +205,15 @@ def batch_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width):
     flat = idx.reshape(-1)
     for b in prange(B):
         _pair_cells(src, src_off[rows[b]], S[b], tgt, tgt_off[rows[b]], T[b], keys, starts, width, flat,
-                    b * Tm * (Sm + 1), Sm + 1, Sm)
+                    b * Tm * (Sm + 1), Sm + 1, Sm, False)
     return idx, S, T
 
 
 @njit(cache=True, nogil=True)
-def flat_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width):
-    """The table entries of the pairs ``rows``' cells, unpadded: pair b's ``[T, S + 1]`` (NULL last),
-    row-major, at ``out[off[b]:off[b + 1]]``; int32. Returns ``out`` and ``off [B + 1]``. Keys as
+def flat_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width, out):
+    """The pairs ``rows``' cells, unpadded, into ``out`` (``sum(T * (S + 1))`` of them): pair b's
+    ``[T, S + 1]`` (NULL last), row-major, from ``off[b]``; each cell as its place in its source type's
+    row of the table (the entry is ``starts[e] + place``). Returns ``off [B + 1]``. Keys as
     :func:`batch_cells`'. One thread, without the GIL: the two sampler threads each call it (numba's
     parallel loops must not be entered from two threads at once where its threading layer is not
     OpenMP)."""
@@ -218,11 +222,10 @@ def flat_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width):
     T = tgt_off[rows + 1] - tgt_off[rows]
     off = np.zeros(B + 1, np.int64)
     off[1:] = np.cumsum(T * (S + 1))
-    out = np.empty(off[B], np.int32)
     for b in range(B):
         _pair_cells(src, src_off[rows[b]], S[b], tgt, tgt_off[rows[b]], T[b], keys, starts, width, out,
-                    off[b], S[b] + 1, S[b])
-    return out, off
+                    off[b], S[b] + 1, S[b], True)
+    return off
 
 
 @njit(cache=True, parallel=True)
