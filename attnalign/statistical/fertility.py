@@ -323,7 +323,7 @@ def _ibm2_links(side: IdCorpus, name: str, chunk: int, kept: KeptCounts | None =
     table = ibm2.table
     del ibm2
     trim_heap()  # before the samplers' state comes on top
-    return all_reduce(init.astype(np.float64)).astype(np.int64), table
+    return all_reduce(init.astype(np.float64)).astype(np.int32), table
 
 
 def train_fertility_posteriors(pairs: Pairs, seed: int = 1, **kw

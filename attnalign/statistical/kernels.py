@@ -303,7 +303,7 @@ def _lex_rows(src, src_off, tgt_off, n_src):
             for p in range(s0, s1):
                 count[src[p] + 1] += 1
     first = np.cumsum(count)
-    pairs = np.empty(first[-1], np.int64)
+    pairs = np.empty(first[-1], np.int32)
     fill = first[:-1].copy()
     work = np.zeros(n_src, np.int64)
     for k in range(n):
@@ -341,7 +341,7 @@ def lex_keys(src, src_off, tgt, tgt_off, n_src, width, parts):
         done += work[e]
     count = np.zeros(n_src, np.int64)
     for p in prange(parts):
-        seen = np.full(width, -1, np.int64)
+        seen = np.full(width, -1, np.int32)
         for e in range(bound[p], bound[p + 1]):
             c = 0
             for q in range(first[e], first[e + 1]):
@@ -356,7 +356,7 @@ def lex_keys(src, src_off, tgt, tgt_off, n_src, width, parts):
     starts[1:] = np.cumsum(count)
     keys = np.empty(starts[-1], np.int64)
     for p in prange(parts):
-        seen = np.full(width, -1, np.int64)
+        seen = np.full(width, -1, np.int32)
         for e in range(bound[p], bound[p + 1]):
             c = starts[e]
             for q in range(first[e], first[e + 1]):
