@@ -321,6 +321,23 @@ def _lex_rows(src, src_off, tgt_off, n_src):
     return pairs, first, work
 
 
+@njit(cache=True, inline="always")
+def _type_row(e, pairs, first, tgt, tgt_off, seen, out, at, write):
+    """How many distinct target types the pairs of source type e hold (``seen[f] == e`` marks those
+    met); with ``write``, each also goes to ``out`` from ``at``, in order of first meeting."""
+    c = 0
+    for q in range(first[e], first[e + 1]):
+        k = pairs[q]
+        for x in range(tgt_off[k], tgt_off[k + 1]):
+            f = tgt[x]
+            if seen[f] != e:
+                seen[f] = e
+                if write:
+                    out[at + c] = f
+                c += 1
+    return c
+
+
 @njit(cache=True, parallel=True)
 def lex_keys(src, src_off, tgt, tgt_off, n_src, width, parts):
     """The sorted distinct keys ``e * width + f`` of every (source type or NULL 0, target type)
@@ -340,33 +357,18 @@ def lex_keys(src, src_off, tgt, tgt_off, n_src, width, parts):
             p += 1
         done += work[e]
     count = np.zeros(n_src, np.int64)
-    for p in prange(parts):
+    none = np.empty(0, np.int64)
+    for p in prange(parts):  # first count each type's distinct target types, then write them
         seen = np.full(width, -1, np.int32)
         for e in range(bound[p], bound[p + 1]):
-            c = 0
-            for q in range(first[e], first[e + 1]):
-                k = pairs[q]
-                for x in range(tgt_off[k], tgt_off[k + 1]):
-                    f = tgt[x]
-                    if seen[f] != e:
-                        seen[f] = e
-                        c += 1
-            count[e] = c
+            count[e] = _type_row(e, pairs, first, tgt, tgt_off, seen, none, 0, False)
     starts = np.zeros(n_src + 1, np.int64)
     starts[1:] = np.cumsum(count)
     keys = np.empty(starts[-1], np.int64)
     for p in prange(parts):
         seen = np.full(width, -1, np.int32)
         for e in range(bound[p], bound[p + 1]):
-            c = starts[e]
-            for q in range(first[e], first[e + 1]):
-                k = pairs[q]
-                for x in range(tgt_off[k], tgt_off[k + 1]):
-                    f = tgt[x]
-                    if seen[f] != e:
-                        seen[f] = e
-                        keys[c] = f
-                        c += 1
+            _type_row(e, pairs, first, tgt, tgt_off, seen, keys, starts[e], True)
             row = keys[starts[e]:starts[e + 1]]
             row.sort()
             for x in range(len(row)):
