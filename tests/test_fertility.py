@@ -107,6 +107,32 @@ def test_cells_of_two_or_four_bytes_sample_the_same_links(monkeypatch):
                           small)
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_the_parallel_sweep_draws_the_links_of_the_serial_one(monkeypatch, threads):
+    """The sentences' draws at one position shared among the cores (``sweep_parallel``) take the same
+    uniform numbers as the one-core sweep, so the links are the same, bit for bit."""
+    from attnalign.statistical import gibbs, kernels
+
+    pairs, _ = _dictionary_corpus(200)
+    pairs += [(["w1"] * 7, ["v2", "v1"]), (["w3", "w2"], ["v1"] * 9)]  # lengths unlike the others'
+    init = [np.zeros(len(t), dtype=np.int64) for _, t in pairs]
+    kw = dict(sweeps=5, fertility_from=2, collect=3, seed=4)
+    used = []
+    for name in ("sweep", "sweep_parallel"):
+        real = getattr(gibbs, name)
+        monkeypatch.setattr(gibbs, name, lambda *a, _n=name, _f=real: used.append(_n) or _f(*a))
+    try:
+        kernels.set_threads(1)
+        one = sample_marginals(pairs, init, **kw).counts
+        assert set(used) == {"sweep"}
+        used.clear()
+        kernels.set_threads(threads)
+        assert np.array_equal(sample_marginals(pairs, init, **kw).counts, one)
+        assert set(used) == ({"sweep_parallel"} if kernels.threads() > 1 else {"sweep"})
+    finally:
+        kernels.set_threads()
+
+
 def test_combined_teacher_is_the_union_of_its_parts():
     pairs, _ = _dictionary_corpus(80)
     agree = directional_posteriors(pairs, "hmm-agree")

@@ -204,8 +204,8 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
                      fertility_from: int = 10, collect: int = 20, p0: float = 0.2, alpha: float = 1e-3,
                      beta: float = 0.5, gamma: float = 0.5, max_jump: int = 10, max_fertility: int = 8,
                      seed: int = 1, stage: str = "fertility", stop: threading.Event | None = None,
-                     kept: KeptCounts | None = None, keep: bool = False, table: LexTable | None = None
-                     ) -> Marginals:
+                     kept: KeptCounts | None = None, keep: bool = False, table: LexTable | None = None,
+                     cores: _Cores | None = None) -> Marginals:
     """Gibbs-sample one direction's links (target words to source words) from ``init`` (per pair, a
     source position or S for NULL for every target word; or flat over the corpus's target words) and
     return the link counts of the last ``collect`` sweeps (:class:`Marginals`).
@@ -216,9 +216,13 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     sampling (:class:`Stopped`) before the next bucket. ``kept``: link counts kept from sampling
     another corpus (:mod:`.kept`), added to this corpus's and fixed; ``keep``: the marginals'
     :attr:`Marginals.kept` keeps this corpus's counts of the last sweep. ``table``: the corpus's
-    :class:`.ids.LexTable` where it is built already (IBM2's, for the start)."""
+    :class:`.ids.LexTable` where it is built already (IBM2's, for the start). ``cores``: shared with
+    another sampler running at once (else this thread's :func:`.kernels.threads`); the links are the
+    same whatever the cores."""
     if not 0 < collect <= sweeps:
         raise ValueError(f"collect must be in 1..sweeps, not {collect}")
+    if cores is not None:
+        cores.take()
     corpus, table, flat = _prepare(pairs, init, table)
     rank, procs = world()
     rng = np.random.default_rng(seed + 7919 * rank)
@@ -245,8 +249,10 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
         for b in buckets:
             if stop is not None and stop.is_set():
                 raise Stopped
-            gibbs.sweep(b.e, b.S, b.T, b.a, b.pid, b.poff, table.starts, b.phi, n_pair, n_e, base.n_tgt, J,
-                        fert, use_fert, rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
+            many = (cores.take() if cores is not None else kernels.threads()) > 1
+            (gibbs.sweep_parallel if many else gibbs.sweep)(
+                b.e, b.S, b.T, b.a, b.pid, b.poff, table.starts, b.phi, n_pair, n_e, base.n_tgt, J, fert,
+                use_fert, rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
             done += len(b.rows)
             report(stage, f"sweep {sweep + 1}/{sweeps}", done, total)
         if start is not None:  # every process's changes, added to the counts all started from
@@ -263,6 +269,24 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     return marg
 
 
+class _Cores:
+    """The cores of two samplers running at once: before each bucket a sampler takes an equal share of
+    them for its thread (numba's thread count is per thread), so the one that ends last takes all the
+    cores the other leaves."""
+
+    def __init__(self, total: int, running: int):
+        self.total, self.running, self.lock = total, running, threading.Lock()
+
+    def take(self) -> int:
+        n = max(1, self.total // max(1, self.running))
+        kernels.set_threads(n)
+        return n
+
+    def done(self) -> None:
+        with self.lock:
+            self.running -= 1
+
+
 class Stopped(Exception):
     """A sampler thread ended early because the run was interrupted."""
 
@@ -271,8 +295,9 @@ class FertilityModel:
     """Both directions' sampled links, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`).
     The two IBM2 models run one after the other (their cached cells are the memory's peak); in one
     process the two samplers then run at once in two threads where two cores are given (their loops
-    release the GIL) and their state takes at most :data:`PARALLEL_BYTES`; else, and under torchrun
-    (each direction exchanges counts with the other processes), one after the other."""
+    release the GIL) and their state takes at most :data:`PARALLEL_BYTES`, sharing the cores
+    (:class:`_Cores`); else, and under torchrun (each direction exchanges counts with the other
+    processes), one after the other on all of them."""
 
     def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS,
                  kept: tuple[KeptCounts, KeptCounts] | None = None, keep: bool = False, **kw):
@@ -287,10 +312,16 @@ class FertilityModel:
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
         state = sum(_bytes_per_cell(table) for *_, table in starts) * cells
         if world()[1] == 1 and kernels.threads() >= 2 and state <= PARALLEL_BYTES:
-            stop = threading.Event()
+            stop, cores = threading.Event(), _Cores(kernels.threads(), len(jobs))
+
+            def run(job):
+                try:
+                    return job(stop=stop, cores=cores)
+                finally:
+                    cores.done()
+
             with ThreadPoolExecutor(2) as pool:  # each thread reports progress to this context's listener
-                futures = [pool.submit(contextvars.copy_context().run, functools.partial(job, stop=stop))
-                           for job in jobs]
+                futures = [pool.submit(contextvars.copy_context().run, run, job) for job in jobs]
                 try:
                     self.marginals = [f.result() for f in futures]
                 except BaseException:  # Ctrl-C: the threads stop at their next bucket, not after sampling

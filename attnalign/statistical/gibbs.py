@@ -13,7 +13,7 @@ padding; a cell of source type e has the table entry ``starts[e] + pid``), ferti
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(cache=True)
@@ -57,33 +57,72 @@ def sweep(e, S, T, a, pid, poff, starts, phi, n_pair, n_e, n_tgt, J, fert, use_f
     """Resample every link of the bucket's sentences once, position by position: word j of every
     sentence is taken out of the counts, then each is drawn given the others, then all go back in.
     ``u``: the uniform draws, ``sum(T)`` of them, position-major. Updates ``a``, ``phi``, ``n_pair`` and
-    ``n_e`` in place."""
+    ``n_e`` in place. One core; :func:`sweep_parallel` draws the same links on several."""
     B, Tm = a.shape
-    Sm = e.shape[1] - 1
-    w = np.empty(Sm + 1)
+    w = np.empty((1, e.shape[1]))
     new = np.empty(B, dtype=a.dtype)
     k = 0  # the next draw
     for j in range(Tm):
-        for r in range(B):
-            if j < T[r]:
-                old = a[r, j]
-                n_pair[starts[e[r, old]] + pid[_cell(poff, S, r, j, old, Sm)]] -= 1
-                n_e[e[r, old]] -= 1
-                if old < Sm:
-                    phi[r, old] -= 1
+        _take_out(j, e, S, T, a, pid, poff, starts, phi, n_pair, n_e)
         for r in range(B):
             if j < T[r]:
                 new[r] = _draw(r, j, e, S[r], T[r], a, pid, poff[r] + j * (S[r] + 1), starts, phi, n_pair,
-                               n_e, n_tgt, J, fert, use_fert, u[k], p0, alpha, max_jump, max_fertility, w)
+                               n_e, n_tgt, J, fert, use_fert, u[k], p0, alpha, max_jump, max_fertility, w[0])
                 k += 1
+        _put_back(j, new, e, S, T, a, pid, poff, starts, phi, n_pair, n_e)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sweep_parallel(e, S, T, a, pid, poff, starts, phi, n_pair, n_e, n_tgt, J, fert, use_fert, u, p0, alpha,
+                   max_jump, max_fertility):
+    """:func:`sweep` with the sentences' draws at each position shared among the cores (numba's
+    threads): the draws of one position read the counts without any of them and each sentence's own
+    links, so they are independent; each takes the uniform number :func:`sweep` gives it, and the
+    links are the same whatever the cores."""
+    B, Tm = a.shape
+    w = np.empty((B, e.shape[1]))  # each sentence's running weights
+    new = np.empty(B, dtype=a.dtype)
+    at = np.empty(B, dtype=np.int64)  # each sentence's draw in u
+    k = 0
+    for j in range(Tm):
+        _take_out(j, e, S, T, a, pid, poff, starts, phi, n_pair, n_e)
         for r in range(B):
+            at[r] = k
             if j < T[r]:
-                x = new[r]
-                a[r, j] = x
-                n_pair[starts[e[r, x]] + pid[_cell(poff, S, r, j, x, Sm)]] += 1
-                n_e[e[r, x]] += 1
-                if x < Sm:
-                    phi[r, x] += 1
+                k += 1
+        for r in prange(B):
+            if j < T[r]:
+                new[r] = _draw(r, j, e, S[r], T[r], a, pid, poff[r] + j * (S[r] + 1), starts, phi, n_pair,
+                               n_e, n_tgt, J, fert, use_fert, u[at[r]], p0, alpha, max_jump, max_fertility,
+                               w[r])
+        _put_back(j, new, e, S, T, a, pid, poff, starts, phi, n_pair, n_e)
+
+
+@njit(cache=True, nogil=True)
+def _take_out(j, e, S, T, a, pid, poff, starts, phi, n_pair, n_e):
+    """Take word j of every sentence (that has one) out of the counts and fertilities."""
+    Sm = e.shape[1] - 1
+    for r in range(a.shape[0]):
+        if j < T[r]:
+            old = a[r, j]
+            n_pair[starts[e[r, old]] + pid[_cell(poff, S, r, j, old, Sm)]] -= 1
+            n_e[e[r, old]] -= 1
+            if old < Sm:
+                phi[r, old] -= 1
+
+
+@njit(cache=True, nogil=True)
+def _put_back(j, new, e, S, T, a, pid, poff, starts, phi, n_pair, n_e):
+    """Link word j of every sentence (that has one) to ``new[r]`` and count it."""
+    Sm = e.shape[1] - 1
+    for r in range(a.shape[0]):
+        if j < T[r]:
+            x = new[r]
+            a[r, j] = x
+            n_pair[starts[e[r, x]] + pid[_cell(poff, S, r, j, x, Sm)]] += 1
+            n_e[e[r, x]] += 1
+            if x < Sm:
+                phi[r, x] += 1
 
 
 @njit(cache=True, nogil=True)
