@@ -246,3 +246,20 @@ def test_a_batch_holds_each_cells_table_entry():
     assert b.idx[1].tolist() == [[entry[bb * w + y], pad, entry[y]], [entry[bb * w + x], pad, entry[x]],
                                  [entry[bb * w + z], pad, entry[z]]]
     assert b.idx[2].tolist() == [[pad, pad, entry[x]], [pad] * 3, [pad] * 3]  # no source: NULL only
+
+
+def test_ibm2_viterbi_is_the_argmax_of_each_pairs_posteriors():
+    """The sampler's start: IBM2's best source position per target word (S for NULL), computed batch by
+    batch, equals the argmax of each pair's posteriors, empty sides and sentences of every length
+    included."""
+    from attnalign.statistical.ibm2 import IBM2
+    from attnalign.statistical.ids import IdCorpus
+
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:300]
+    pairs += [([], ["a", "b"]), (["a"], []), (["x"] * 30, ["y"]), (["the"], ["la", "le", "les"])]
+    corpus = IdCorpus.encode(pairs)
+    ibm2 = IBM2(corpus, 2)
+    for lo, hi in ((0, len(pairs)), (5, 17), (300, len(pairs))):
+        expect = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]
+        got = ibm2.viterbi(lo, hi)
+        assert got.tolist() == np.concatenate(expect).tolist()

@@ -349,8 +349,7 @@ def _ibm2_links(side: IdCorpus, name: str, chunk: int, kept: KeptCounts | None =
     ibm2 = IBM2(side, 5, stage=f"fertility {name}", kept=kept)
     init = np.zeros(len(side.tgt), dtype=np.int32)
     for lo, hi in my_chunks(len(side), chunk):
-        best = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]  # S: NULL
-        init[side.tgt_off[lo]:side.tgt_off[hi]] = np.concatenate(best) if best else 0
+        init[side.tgt_off[lo]:side.tgt_off[hi]] = ibm2.viterbi(lo, hi)  # S: NULL
     table = ibm2.table
     del ibm2
     trim_heap()  # before the samplers' state comes on top

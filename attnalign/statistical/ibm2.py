@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.corpus import Pairs
-from .cells import Batches, em, ibm2_posteriors, in_order, trim_heap
+from .cells import IBM2_CELLS, Batches, em, ibm2_cost, ibm2_posteriors, in_order, make_batch, plan, trim_heap
 from .ids import IdCorpus, LexTable
 from .kept import KeptCounts
 
@@ -43,6 +43,25 @@ class IBM2:
         t_ext = np.append(self.t, 0.0)
         return in_order(self.corpus, self.table, lo, hi,
                         lambda b: ibm2_posteriors(b, t_ext, self.p0, self.tension))
+
+
+    def viterbi(self, lo: int, hi: int) -> np.ndarray:
+        """Each target word's most probable source position in pairs ``lo..hi`` (S: NULL; the first of
+        equals, as ``posteriors(lo, hi)[k].argmax(axis=1)`` gives), flat over their target words, batch
+        by batch without a matrix per pair."""
+        t_ext = np.append(self.t, 0.0)
+        c = self.corpus
+        out = np.zeros(int(c.tgt_off[hi] - c.tgt_off[lo]), dtype=np.int32)  # an empty source: NULL (0)
+        for rows in plan(c, np.arange(lo, hi), IBM2_CELLS, ibm2_cost):
+            b = make_batch(c, self.table, rows)
+            Tm = b.idx.shape[1]
+            # padded source columns hold 0, so they never win over a real one or NULL (column Sm)
+            best = ibm2_posteriors(b, t_ext, self.p0, self.tension).argmax(axis=2)
+            best = np.minimum(best, b.S[:, None])  # NULL -> S
+            live = np.arange(Tm)[None, :] < b.T[:, None]
+            at = (c.tgt_off[rows] - c.tgt_off[lo])[:, None] + np.arange(Tm)[None, :]
+            out[at[live]] = best[live]
+        return out
 
 
 def train_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.08, tension: float = 4.0,
