@@ -67,7 +67,7 @@ def teacher_links(models, lo: int, hi: int) -> list[list[tuple[int, int]]]:
     """The teacher's own links (hmm-agree+fertility: agreement posterior links united with the
     fertility model's frequent links), from the models the aligner trained."""
     agree, fert = models
-    return union_links(agree.posteriors(lo, hi), fert.posteriors(lo, hi))
+    return union_links(agree, fert, lo, hi)
 
 
 def grown(m, high: float, low: float, rule: str) -> list[tuple[int, int]]:

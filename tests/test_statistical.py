@@ -263,3 +263,22 @@ def test_ibm2_viterbi_is_the_argmax_of_each_pairs_posteriors():
         expect = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]
         got = ibm2.viterbi(lo, hi)
         assert got.tolist() == np.concatenate(expect).tolist()
+
+
+def test_union_cells_by_hand():
+    """Two pairs' links from flat cells: a link where both posteriors reach 0.2, or both sampled counts
+    reach half of the sweeps; an empty pair between them."""
+    from attnalign.statistical.decode_kernels import union_cells
+
+    S, T = np.array([2, 0, 1]), np.array([2, 3, 1])
+    # pair 0: forward [T=2, S+1=3], reverse [S=2, T+1=3]; pair 1: 3 NULL cells forward, none reverse
+    fwd = np.array([0.5, 0.1, 0.4, 0.1, 0.1, 0.8] + [1, 1, 1] + [0.9, 0.1])
+    rev = np.array([0.6, 0.3, 0.1, 0.19, 0.1, 0.71] + [] + [0.2, 0.8])
+    f_at, r_at = np.array([0, 6, 9]), np.array([0, 6, 6])
+    counts_f = np.array([0, 0, 4, 0, 3, 1] + [4, 4, 4] + [0, 4], dtype=np.uint8)
+    counts_r = np.array([0, 2, 2, 0, 2, 2] + [] + [0, 4], dtype=np.uint8)
+    li, lj, starts = union_cells(S, T, fwd, f_at, rev, r_at, counts_f, f_at, counts_r, r_at, 4, 0.2, 0.5)
+    # pair 0: (0,0) posteriors 0.5/0.6; (0,1) 0.1 no, counts 0/2 no; (1,0) 0.1 no, counts 0/0 no;
+    # (1,1) posteriors 0.1 no, counts 3/4 and 2/4 yes; pair 2: (0,0) posteriors 0.9 and 0.2 yes
+    assert list(zip(li.tolist(), lj.tolist(), strict=True)) == [(0, 0), (1, 1), (0, 0)]
+    assert starts.tolist() == [0, 2, 2, 3]

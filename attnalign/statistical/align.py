@@ -7,6 +7,7 @@ the CLI and training check options first with :meth:`TeacherOptions.check` for a
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 import numpy as np
@@ -16,8 +17,8 @@ from ..data.corpus import Pairs
 from ..decoding.symmetrize import symmetrize
 from .dist import gather_chunks, my_chunks, world
 from .ids import CHUNK_PAIRS, IdCorpus, chunks
-from .links import mask_links, posterior_links, posterior_mask, viterbi_links
-from .options import DEFAULT, FERTILITY_PREFIX, FERTILITY_THRESHOLD, SYMS
+from .links import posterior_links, viterbi_links
+from .options import DEFAULT, FERTILITY_PREFIX, FERTILITY_THRESHOLD, POSTERIOR_THRESHOLD, SYMS
 from .progress import report
 from .registry import COMBINED, DIRECTIONAL, KEEPS, MODELS
 
@@ -99,18 +100,28 @@ def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int 
 def _links_of(models: tuple, sym: str, lo: int, hi: int) -> list[list[Link]]:
     """Pairs ``lo..hi``'s links from :func:`_fit_models`' trained models."""
     first, second = models
+    if second is not None:
+        return union_links(first, second, lo, hi)
     a, b = first.posteriors(lo, hi)
-    if second is None:
-        return [_decode(f, r, sym) for f, r in zip(a, b, strict=True)]
-    return union_links((a, b), second.posteriors(lo, hi))
+    return [_decode(f, r, sym) for f, r in zip(a, b, strict=True)]
 
 
-def union_links(agree, fertility) -> list[list[Link]]:
-    """:data:`COMBINED`'s links of some pairs: the agreement HMMs' posterior links united with the
-    fertility model's links sampled in at least :data:`FERTILITY_THRESHOLD` of the sweeps; each
-    argument is a model's (forward, reverse) posteriors of the same pairs."""
-    return [mask_links(posterior_mask(w, x) | posterior_mask(y, z, FERTILITY_THRESHOLD))
-            for w, x, y, z in zip(*agree, *fertility, strict=True)]
+def union_links(agree, fertility, lo: int, hi: int) -> list[list[Link]]:
+    """:data:`COMBINED`'s links of pairs ``lo..hi``: the agreement HMMs' (``agree``, a trained
+    :class:`.hmm.HMMAgreement`) posterior links united with the fertility model's (a trained
+    :class:`.fertility.FertilityModel`) links sampled in at least :data:`FERTILITY_THRESHOLD` of the
+    sweeps in both directions; all pairs at once (:func:`.kernels.union_cells`), none as a matrix."""
+    from .decode_kernels import union_cells
+
+    (f, f_at), (r, r_at) = agree.flat_posteriors(lo, hi)
+    fwd, rev = fertility.marginals
+    (fc, fc_at), (rc, rc_at) = fwd.flat(lo, hi), rev.flat(lo, hi)
+    corpus = fwd.corpus
+    S, T = np.diff(corpus.src_off[lo:hi + 1]), np.diff(corpus.tgt_off[lo:hi + 1])
+    li, lj, starts = union_cells(S, T, f, f_at, r, r_at, fc, fc_at, rc, rc_at, fwd.collect,
+                                 POSTERIOR_THRESHOLD, FERTILITY_THRESHOLD)
+    links = list(zip(li.tolist(), lj.tolist(), strict=True))
+    return [links[a:b] for a, b in itertools.pairwise(starts.tolist())]
 
 
 def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, identical: float, chunk: int,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.corpus import Pairs
-from . import kernels
+from . import decode_kernels, kernels
 from .dist import all_reduce, world
 from .ids import IdCorpus, LexTable
 from .kept import OnTable
@@ -209,14 +209,26 @@ def em(batches: Batches, iterations: int, alpha: float, p0: float, tension: floa
 def in_order(corpus: IdCorpus, table: LexTable, lo: int, hi: int, posteriors: Callable[[Batch], np.ndarray],
              limit: int = IBM2_CELLS, cost: Callable[[int, int, int], int] = ibm2_cost) -> list[np.ndarray]:
     """``posteriors(batch) -> [B, Tm, Sm + 1]`` over pairs ``lo..hi`` in batches (:func:`plan`), one
-    ``[T, S + 1]`` array per pair in corpus order (zeros for a pair with an empty side)."""
+    ``[T, S + 1]`` array per pair in corpus order (zeros for a pair with an empty side): views of
+    :func:`in_order_flat`'s cells."""
+    cells, at = in_order_flat(corpus, table, lo, hi, posteriors, limit, cost)
+    S, T = np.diff(corpus.src_off[lo:hi + 1]).tolist(), np.diff(corpus.tgt_off[lo:hi + 1]).tolist()
+    return [cells[at[k]:at[k + 1]].reshape(t, s + 1) for k, (s, t) in enumerate(zip(S, T, strict=True))]
+
+
+def in_order_flat(corpus: IdCorpus, table: LexTable, lo: int, hi: int,
+                  posteriors: Callable[[Batch], np.ndarray], limit: int = IBM2_CELLS,
+                  cost: Callable[[int, int, int], int] = ibm2_cost) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`in_order`'s arrays end to end: the cells of pairs ``lo..hi``, each pair's ``[T, S + 1]``
+    row-major (NULL last; zeros for a pair with an empty side), and where each pair starts
+    ``[hi - lo + 1]``."""
     S, T = np.diff(corpus.src_off[lo:hi + 1]), np.diff(corpus.tgt_off[lo:hi + 1])
-    out = [np.zeros((t, s + 1)) for s, t in zip(S.tolist(), T.tolist(), strict=True)]
+    at = np.concatenate([[0], np.cumsum(T * (S + 1))]).astype(np.int64)
+    cells = np.zeros(int(at[-1]))
     for rows in plan(corpus, np.arange(lo, hi), limit, cost):
         b = make_batch(corpus, table, rows)
-        for k, p in zip(rows.tolist(), b.unpad(posteriors(b)), strict=True):
-            out[k - lo] = p
-    return out
+        decode_kernels.unpad_into(posteriors(b), b.S, b.T, at[rows - lo], cells)
+    return cells, at
 
 
 def build_cells(pairs: Pairs, identical: float = 0.0) -> tuple[Batch, LexTable, np.ndarray | None]:

@@ -191,6 +191,11 @@ class Marginals:
         """Count the bucket's current links."""
         gibbs.count_links(self.counts, self.offsets[np.asarray(b.rows)], b.S, b.T, b.a)
 
+    def flat(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """The link counts of pairs ``lo..hi`` end to end (each pair's ``[T, S + 1]``, row-major) and
+        where each pair's start ``[hi - lo + 1]``."""
+        return self.counts[self.offsets[lo]:self.offsets[hi]], self.offsets[lo:hi + 1] - self.offsets[lo]
+
     def frequencies(self, lo: int, hi: int) -> list[np.ndarray]:
         """The sampled link frequencies ``[T, S + 1]`` of pairs ``lo..hi`` (rows sum to 1)."""
         out = []

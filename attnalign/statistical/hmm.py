@@ -29,7 +29,7 @@ import numpy as np
 
 from ..data.corpus import Pairs
 from . import kernels
-from .cells import Batch, Batches, Counts, em, in_order, m_step
+from .cells import Batch, Batches, Counts, em, in_order, in_order_flat, m_step
 from .dist import all_reduce
 from .ids import IdCorpus, LexTable
 from .kept import KeptCounts
@@ -114,6 +114,11 @@ class _HMM:
         return in_order(self.corpus, self.table, lo, hi, lambda b: self.e_batch(b)[0], self.max_cells,
                         hmm_cost)
 
+    def flat_posteriors(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`posteriors` end to end, and where each pair's starts (:func:`.cells.in_order_flat`)."""
+        return in_order_flat(self.corpus, self.table, lo, hi, lambda b: self.e_batch(b)[0], self.max_cells,
+                             hmm_cost)
+
 
 def train_hmm_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
                          alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
@@ -187,6 +192,10 @@ class HMMAgreement:
     def posteriors(self, lo: int, hi: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Forward posteriors ``[T, S + 1]`` and reverse ones ``[S, T + 1]`` of pairs ``lo..hi``."""
         return self.fwd.posteriors(lo, hi), self.rev.posteriors(lo, hi)
+
+    def flat_posteriors(self, lo: int, hi: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """Both directions' :meth:`_HMM.flat_posteriors`: (cells, starts) forward, then reverse."""
+        return self.fwd.flat_posteriors(lo, hi), self.rev.flat_posteriors(lo, hi)
 
 
 def train_hmm_agreement(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
