@@ -136,10 +136,6 @@ def _buckets(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray
     return buckets, corpus.n_src, corpus.n_tgt - 1, len(table)
 
 
-def _live(b: _Bucket) -> np.ndarray:
-    return np.arange(b.a.shape[1])[None, :] < b.T[:, None]  # [B, Tm]
-
-
 def _tables(buckets: list[_Bucket], n_src: int, max_jump: int, max_fertility: int
             ) -> tuple[np.ndarray, np.ndarray]:
     """The jump counts ``[2 * max_jump + 1]`` and fertility counts ``[n_src, max_fertility + 1]`` of
@@ -237,11 +233,7 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     n_pair = np.zeros(len(table))  # link counts per table entry (source type, target type)
     n_e = np.zeros(n_src)  # link counts per source type
     for b in buckets:
-        live = _live(b)
-        r, j = np.nonzero(live)
-        cell = b.poff[r] + j * (b.S[r] + 1) + np.minimum(b.a[r, j], b.S[r])  # NULL: column S
-        np.add.at(n_pair, table.starts[b.e[r, b.a[r, j]]] + b.pid[cell], 1)
-        np.add.at(n_e, b.e[r, b.a[r, j]], 1)
+        gibbs.add_links(b.e, b.S, b.T, b.a, b.pid, b.poff, table.starts, n_pair, n_e)
     n_pair, n_e = all_reduce(n_pair) + base.pair, all_reduce(n_e) + base.e
     marg = Marginals(corpus, collect)
     for sweep in range(sweeps):

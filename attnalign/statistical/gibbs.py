@@ -168,6 +168,18 @@ def _draw(r, j, e, s, t, a, pid, row, starts, phi, n_pair, n_e, n_tgt, J, fert, 
 
 
 @njit(cache=True, nogil=True)
+def add_links(e, S, T, a, pid, poff, starts, n_pair, n_e):
+    """Count every current link of a bucket's sentences: in ``n_pair`` (per table entry) and ``n_e``
+    (per source type)."""
+    Sm = e.shape[1] - 1
+    for r in range(a.shape[0]):
+        for j in range(T[r]):
+            x = a[r, j]
+            n_pair[starts[e[r, x]] + pid[_cell(poff, S, r, j, x, Sm)]] += 1
+            n_e[e[r, x]] += 1
+
+
+@njit(cache=True, nogil=True)
 def tables(e, S, T, a, phi, jumps, fert, max_jump, max_fertility):
     """Add the bucket's jump counts (to ``jumps [2 max_jump + 1]``) and fertility counts (to ``fert
     [n_src, max_fertility + 1]``) from its current links, and set its fertilities ``phi``."""
