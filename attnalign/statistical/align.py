@@ -110,7 +110,7 @@ def union_links(agree, fertility, lo: int, hi: int) -> list[list[Link]]:
     """:data:`COMBINED`'s links of pairs ``lo..hi``: the agreement HMMs' (``agree``, a trained
     :class:`.hmm.HMMAgreement`) posterior links united with the fertility model's (a trained
     :class:`.fertility.FertilityModel`) links sampled in at least :data:`FERTILITY_THRESHOLD` of the
-    sweeps in both directions; all pairs at once (:func:`.kernels.union_cells`), none as a matrix."""
+    sweeps in both directions; all pairs at once (:func:`.decode_kernels.union_cells`), none as a matrix."""
     from .decode_kernels import union_cells
 
     (f, f_at), (r, r_at) = agree.flat_posteriors(lo, hi)

@@ -29,7 +29,7 @@ def union_cells(S, T, fwd, f_at, rev, r_at, f_count, fc_at, r_count, rc_at, coll
     least ``threshold`` (``fwd``: each pair's ``[T, S + 1]`` from ``f_at``, ``rev``: its ``[S, T + 1]``
     from ``r_at``), or whose two sampled counts out of ``collect`` are both at least ``count_threshold``
     (``f_count``, ``r_count``: the same layouts from ``fc_at``, ``rc_at``). Returns the links' i and j,
-    in (i, j) order pair by pair, and where each pair's start ``[P + 1]``."""
+    in (i, j) order pair by pair, and where each pair starts ``[P + 1]``."""
     room = 0
     for k in range(len(S)):
         room += S[k] * T[k]

@@ -189,7 +189,7 @@ class Marginals:
 
     def flat(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """The link counts of pairs ``lo..hi`` end to end (each pair's ``[T, S + 1]``, row-major) and
-        where each pair's start ``[hi - lo + 1]``."""
+        where each pair starts ``[hi - lo + 1]``."""
         return self.counts[self.offsets[lo]:self.offsets[hi]], self.offsets[lo:hi + 1] - self.offsets[lo]
 
     def frequencies(self, lo: int, hi: int) -> list[np.ndarray]:

@@ -115,7 +115,7 @@ class _HMM:
                         hmm_cost)
 
     def flat_posteriors(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`posteriors` end to end, and where each pair's starts (:func:`.cells.in_order_flat`)."""
+        """:meth:`posteriors` end to end, and where each pair starts (:func:`.cells.in_order_flat`)."""
         return in_order_flat(self.corpus, self.table, lo, hi, lambda b: self.e_batch(b)[0], self.max_cells,
                              hmm_cost)
 

@@ -44,7 +44,6 @@ class IBM2:
         return in_order(self.corpus, self.table, lo, hi,
                         lambda b: ibm2_posteriors(b, t_ext, self.p0, self.tension))
 
-
     def viterbi(self, lo: int, hi: int) -> np.ndarray:
         """Each target word's most probable source position in pairs ``lo..hi`` (S: NULL; the first of
         equals, as ``posteriors(lo, hi)[k].argmax(axis=1)`` gives), flat over their target words, batch
