@@ -240,6 +240,7 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
         jumps, fert = _tables(buckets, n_src, max_jump, max_fertility)
         J = (jumps + base.jumps + beta) / (jumps + base.jumps + beta).sum()
         fert = fert + base.fert + gamma
+        grow = fert[:, 1:] / fert[:, :-1]  # [n_src, max_fertility]: P(phi + 1 | e) / P(phi | e)
         use_fert = sweep >= fertility_from
         start = (n_pair.copy(), n_e.copy()) if procs > 1 else None
         done, total = 0, sum(len(b.rows) for b in buckets)
@@ -248,7 +249,7 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
                 raise Stopped
             many = (cores.take() if cores is not None else kernels.threads()) > 1
             (gibbs.sweep_parallel if many else gibbs.sweep)(
-                b.e, b.S, b.T, b.a, b.pid, b.poff, table.starts, b.phi, n_pair, n_e, base.n_tgt, J, fert,
+                b.e, b.S, b.T, b.a, b.pid, b.poff, table.starts, b.phi, n_pair, n_e, base.n_tgt, J, grow,
                 use_fert, rng.random(int(b.T.sum())), p0, alpha, max_jump, max_fertility)
             done += len(b.rows)
             report(stage, f"sweep {sweep + 1}/{sweeps}", done, total)

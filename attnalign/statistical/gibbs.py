@@ -46,18 +46,30 @@ def _jump(J: np.ndarray, d: int, max_jump: int) -> float:
 
 
 @njit(cache=True, inline="always")
+def _shared_jump(J, d, first, last, max_jump):
+    """``_jump(J, d) / tail(d, first, last)``, dividing only in the clipped buckets (by 1 elsewhere)."""
+    if d >= max_jump:
+        return J[2 * max_jump] / last
+    if d <= -max_jump:
+        return J[0] / first
+    return J[d + max_jump]
+
+
+@njit(cache=True, inline="always")
 def _cell(poff, S, r, j, i, Sm):
     """Where sentence r's cell (j, i) (i = Sm: NULL) is in the unpadded ``pid``."""
     return poff[r] + j * (S[r] + 1) + (S[r] if i == Sm else i)
 
 
 @njit(cache=True, nogil=True)
-def sweep(e, S, T, a, pid, poff, starts, phi, n_pair, n_e, n_tgt, J, fert, use_fert, u, p0, alpha, max_jump,
+def sweep(e, S, T, a, pid, poff, starts, phi, n_pair, n_e, n_tgt, J, grow, use_fert, u, p0, alpha, max_jump,
           max_fertility):
     """Resample every link of the bucket's sentences once, position by position: word j of every
     sentence is taken out of the counts, then each is drawn given the others, then all go back in.
-    ``u``: the uniform draws, ``sum(T)`` of them, position-major. Updates ``a``, ``phi``, ``n_pair`` and
-    ``n_e`` in place. One core; :func:`sweep_parallel` draws the same links on several."""
+    ``u``: the uniform draws, ``sum(T)`` of them, position-major; ``grow [n_src, max_fertility]``: how
+    much likelier a source type is to have phi + 1 linked words than phi (used with ``use_fert``).
+    Updates ``a``, ``phi``, ``n_pair`` and ``n_e`` in place. One core; :func:`sweep_parallel` draws the
+    same links on several."""
     B, Tm = a.shape
     w = np.empty((1, e.shape[1]))
     new = np.empty(B, dtype=a.dtype)
@@ -67,13 +79,13 @@ def sweep(e, S, T, a, pid, poff, starts, phi, n_pair, n_e, n_tgt, J, fert, use_f
         for r in range(B):
             if j < T[r]:
                 new[r] = _draw(r, j, e, S[r], T[r], a, pid, poff[r] + j * (S[r] + 1), starts, phi, n_pair,
-                               n_e, n_tgt, J, fert, use_fert, u[k], p0, alpha, max_jump, max_fertility, w[0])
+                               n_e, n_tgt, J, grow, use_fert, u[k], p0, alpha, max_jump, max_fertility, w[0])
                 k += 1
         _put_back(j, new, e, S, T, a, pid, poff, starts, phi, n_pair, n_e)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def sweep_parallel(e, S, T, a, pid, poff, starts, phi, n_pair, n_e, n_tgt, J, fert, use_fert, u, p0, alpha,
+def sweep_parallel(e, S, T, a, pid, poff, starts, phi, n_pair, n_e, n_tgt, J, grow, use_fert, u, p0, alpha,
                    max_jump, max_fertility):
     """:func:`sweep` with the sentences' draws at each position shared among the cores (numba's
     threads): the draws of one position read the counts without any of them and each sentence's own
@@ -93,7 +105,7 @@ def sweep_parallel(e, S, T, a, pid, poff, starts, phi, n_pair, n_e, n_tgt, J, fe
         for r in prange(B):
             if j < T[r]:
                 new[r] = _draw(r, j, e, S[r], T[r], a, pid, poff[r] + j * (S[r] + 1), starts, phi, n_pair,
-                               n_e, n_tgt, J, fert, use_fert, u[at[r]], p0, alpha, max_jump, max_fertility,
+                               n_e, n_tgt, J, grow, use_fert, u[at[r]], p0, alpha, max_jump, max_fertility,
                                w[r])
         _put_back(j, new, e, S, T, a, pid, poff, starts, phi, n_pair, n_e)
 
@@ -126,7 +138,7 @@ def _put_back(j, new, e, S, T, a, pid, poff, starts, phi, n_pair, n_e):
 
 
 @njit(cache=True, nogil=True)
-def _draw(r, j, e, s, t, a, pid, row, starts, phi, n_pair, n_e, n_tgt, J, fert, use_fert, u, p0, alpha,
+def _draw(r, j, e, s, t, a, pid, row, starts, phi, n_pair, n_e, n_tgt, J, grow, use_fert, u, p0, alpha,
           max_jump, max_fertility, w):
     """Word j of sentence r's new link (a source position, or Sm for NULL), given every other link.
     ``row``: where the word's cells start in ``pid``."""
@@ -150,13 +162,13 @@ def _draw(r, j, e, s, t, a, pid, row, starts, phi, n_pair, n_e, n_tgt, J, fert, 
     skip_p = _jump(J, skip, max_jump) / share
     total = 0.0
     for i in range(s):
-        lex = (n_pair[starts[e[r, i]] + pid[row + i]] + alpha) / (n_e[e[r, i]] + alpha * n_tgt)
-        into = _jump(J, i - prev, max_jump) / tail(i - prev, in_first, in_last, max_jump)
-        out = _jump(J, nxt - i, max_jump) / tail(nxt - i, out_first, out_last, max_jump)
+        ei = e[r, i]
+        lex = (n_pair[starts[ei] + pid[row + i]] + alpha) / (n_e[ei] + alpha * n_tgt)
+        into = _shared_jump(J, i - prev, in_first, in_last, max_jump)
+        out = _shared_jump(J, nxt - i, out_first, out_last, max_jump)
         p = (1 - p0) * lex * into * out / skip_p
         if use_fert:
-            f = min(phi[r, i], max_fertility - 1)
-            p *= fert[e[r, i], f + 1] / fert[e[r, i], f]
+            p *= grow[ei, min(phi[r, i], max_fertility - 1)]
         total += p
         w[i] = total
     total += p0 * (n_pair[starts[e[r, Sm]] + pid[row + s]] + alpha) / (n_e[e[r, Sm]] + alpha * n_tgt)
