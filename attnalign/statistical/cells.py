@@ -105,6 +105,13 @@ def plan(corpus: IdCorpus, rows: np.ndarray, limit: int, cost: Callable[[int, in
     return out
 
 
+def my_groups(corpus: IdCorpus, limit: int, cost: Callable[[int, int, int], int]) -> list[np.ndarray]:
+    """This process's groups of the corpus's pairs (:func:`plan`): all of them, or every N-th under
+    torchrun (:mod:`.dist`)."""
+    rank, procs = world()
+    return plan(corpus, np.arange(len(corpus)), limit, cost)[rank::procs]
+
+
 def ibm2_cost(B: int, S: int, T: int) -> int:
     return B * T * (S + 1)
 
@@ -118,11 +125,8 @@ class Batches:
                  groups: list[np.ndarray] | None = None):
         """``groups``: this process's groups of pairs, as another direction's :attr:`groups` (the same
         pairs batch by batch)."""
-        if groups is None:
-            rank, procs = world()
-            groups = plan(corpus, np.arange(len(corpus)), limit, cost)[rank::procs]
-        self.groups = groups
-        self.pairs = sum(map(len, groups))  # this process's share
+        self.groups = my_groups(corpus, limit, cost) if groups is None else groups
+        self.pairs = sum(map(len, self.groups))  # this process's share
         self.corpus, self.table, self.room = corpus, table, cache
         self.cached: dict[int, Batch] = {}
 

@@ -48,12 +48,13 @@ import numpy as np
 
 from ..data.corpus import Pairs
 from . import gibbs, kernels
+from .at_once import at_once
 from .cells import padded, trim_heap
 from .dist import all_reduce, my_chunks, world
 from .ibm2 import IBM2
 from .ids import CHUNK_PAIRS, IdCorpus, LexTable
 from .kept import KeptCounts
-from .progress import report
+from .progress import Stopped, report
 
 _BUCKET = 3000  # at most this many sentences resampled together
 PARALLEL_BYTES = 2 * 2**30  # the most the two samplers' cells may take at once
@@ -115,6 +116,9 @@ def _cell_type(table: LexTable) -> type:
 def _bytes_per_cell(table: LexTable) -> int:
     """A sampler's state per cell: its place in the row and its link count (uint8, :class:`Marginals`)."""
     return np.dtype(_cell_type(table)).itemsize + 1
+
+
+_WIDEST_CELL = np.dtype(np.int32).itemsize + 1  # _bytes_per_cell at most
 
 
 def _prepare(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray, table: LexTable | None = None
@@ -276,7 +280,8 @@ class _Cores:
         self.total, self.running, self.lock = total, running, threading.Lock()
 
     def take(self) -> int:
-        n = max(1, self.total // max(1, self.running))
+        # two threads may not enter parallel loops at once in every threading layer: then one core each
+        n = max(1, self.total // max(1, self.running)) if self.running < 2 or kernels.thread_safe() else 1
         kernels.set_threads(n)
         return n
 
@@ -285,17 +290,13 @@ class _Cores:
             self.running -= 1
 
 
-class Stopped(Exception):
-    """A sampler thread ended early because the run was interrupted."""
-
-
 class FertilityModel:
     """Both directions' sampled links, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`).
-    The two IBM2 models run one after the other (their cached cells are the memory's peak); in one
-    process the two samplers then run at once in two threads where two cores are given (their loops
-    release the GIL) and their state takes at most :data:`PARALLEL_BYTES`, sharing the cores
-    (:class:`_Cores`); else, and under torchrun (each direction exchanges counts with the other
-    processes), one after the other on all of them."""
+    In one process with two cores or more, the two IBM2 models run at once (:mod:`.at_once`), and
+    the two samplers then run at once in two threads (their loops release the GIL) where their state
+    takes at most :data:`PARALLEL_BYTES`, sharing the cores (:class:`_Cores`); else, and under
+    torchrun (each direction exchanges counts with the other processes), one after the other on all
+    of them."""
 
     def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS,
                  kept: tuple[KeptCounts, KeptCounts] | None = None, keep: bool = False, **kw):
@@ -303,11 +304,14 @@ class FertilityModel:
         to go on from; ``keep``: :attr:`kept` holds this corpus's."""
         fwd_kept, rev_kept = kept or (None, None)
         sides = ((corpus, "forward", fwd_kept), (corpus.swapped(), "reverse", rev_kept))
-        starts = [(side, name, k, *_ibm2_links(side, name, chunk, k)) for side, name, k in sides]
+        cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
+        firsts = [functools.partial(_ibm2_links, side, name, chunk, k) for side, name, k in sides]
+        # at once where the samplers will be too: their state, not IBM2's, is then the memory's peak
+        firsts = at_once(firsts) if 2 * _WIDEST_CELL * cells <= PARALLEL_BYTES else [f() for f in firsts]
+        starts = [(side, name, k, *first) for (side, name, k), first in zip(sides, firsts, strict=True)]
         jobs = [functools.partial(sample_marginals, side, init, seed=seed, stage=f"fertility {name}", kept=k,
                                   keep=keep, table=table, **kw)
                 for side, name, k, init, table in starts]
-        cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
         state = sum(_bytes_per_cell(table) for *_, table in starts) * cells
         if world()[1] == 1 and kernels.threads() >= 2 and state <= PARALLEL_BYTES:
             stop, cores = threading.Event(), _Cores(kernels.threads(), len(jobs))

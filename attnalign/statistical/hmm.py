@@ -25,11 +25,14 @@ state's NULL successor is the NULL at its own position, with probability p0).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..data.corpus import Pairs
 from . import kernels
-from .cells import Batch, Batches, Counts, em, in_order, in_order_flat, m_step
+from .at_once import at_once
+from .cells import Batch, Batches, Counts, em, in_order, in_order_flat, m_step, my_groups
 from .dist import all_reduce
 from .ids import IdCorpus, LexTable
 from .kept import KeptCounts
@@ -155,10 +158,11 @@ class HMMAgreement:
         """``kept``: both directions' counts kept from training on another corpus, to go on from
         (:mod:`.kept`); ``keep``: keep this training's last counts in :attr:`kept`."""
         fwd_kept, rev_kept = kept or (None, None)
-        self.fwd = _HMM(corpus, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical,
-                        stage="hmm-agree forward", kept=fwd_kept)
-        self.rev = _HMM(corpus.swapped(), p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical,
-                        groups=self.fwd.batches.groups, stage="hmm-agree reverse", kept=rev_kept)
+        groups = my_groups(corpus, max_cells, hmm_cost)  # both directions batch the same pairs together
+        self.fwd, self.rev = at_once([
+            functools.partial(_HMM, side, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical,
+                              groups=groups, stage=f"hmm-agree {name}", kept=k)
+            for side, name, k in ((corpus, "forward", fwd_kept), (corpus.swapped(), "reverse", rev_kept))])
         self.kept: tuple[KeptCounts, KeptCounts] | None = None
         for it in range(iterations):
             done = 0
@@ -183,10 +187,7 @@ class HMMAgreement:
     def _joint(self, fb: Batch, rb: Batch):
         """Both directions' E-step on one batch, word-word posteriors replaced by their product."""
         (fp, fj), (rp, rj) = self.fwd.e_batch(fb), self.rev.e_batch(rb)
-        Tm, Sm = fp.shape[1], fp.shape[2] - 1  # the reverse's are [B, Sm, Tm + 1]
-        both = fp[:, :, :Sm] * rp[:, :, :Tm].transpose(0, 2, 1)
-        fp[:, :, :Sm] = both
-        rp[:, :, :Tm] = both.transpose(0, 2, 1)
+        kernels.agree(fp, rp)
         return (fp, fj), (rp, rj)
 
     def posteriors(self, lo: int, hi: int) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -6,6 +6,7 @@ Torch-free.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numba
@@ -25,6 +26,14 @@ def set_threads(threads: int | None = None) -> None:
 def threads() -> int:
     """The cores the parallel loops run on (:func:`set_threads`)."""
     return numba.get_num_threads()
+
+
+@functools.cache
+def thread_safe() -> bool:
+    """Whether two threads may run parallel loops at once: numba's OpenMP and TBB threading layers
+    allow it; its workqueue layer (where neither library is found) ends the process instead."""
+    digamma(np.ones(1))  # the layer is chosen at the first parallel loop
+    return numba.threading_layer() in ("omp", "tbb")
 
 
 @njit(cache=True)
@@ -119,7 +128,7 @@ def transitions(jump, s, p0, max_jump):
     return trans, init
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def hmm_posteriors(idx, emit, jump, S, T, p0, max_jump):
     """The HMM's E-step on a batch of cells (:class:`.cells.Batch`'s ``idx [B, Tm, Sm + 1]``, lengths
     ``S``, ``T [B]``), sentence by sentence in parallel: each cell's emission is ``emit[idx]`` (the
@@ -148,6 +157,20 @@ def hmm_posteriors(idx, emit, jump, S, T, p0, max_jump):
             for i in range(s):
                 moves[b, min(max(i - k, -max_jump), max_jump) + max_jump] += xi[k, i]
     return post, moves.sum(axis=0)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def agree(fwd, rev):
+    """The agreement of two directions' posteriors on a batch, in place: forward cell (b, j, i) and
+    reverse cell (b, i, j) both become their product, for every word-word cell (``fwd [B, Tm, Sm + 1]``,
+    ``rev [B, Sm, Tm + 1]``); the NULL columns keep their own."""
+    B, Tm, Sm1 = fwd.shape
+    for b in prange(B):
+        for j in range(Tm):
+            for i in range(Sm1 - 1):
+                v = fwd[b, j, i] * rev[b, i, j]
+                fwd[b, j, i] = v
+                rev[b, i, j] = v
 
 
 @njit(cache=True, inline="always")
@@ -190,7 +213,7 @@ def _pair_cells(src, s0, s, tgt, t0, t, keys, starts, width, out, base, row, nul
             out[base + j * row + col] = at - less
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def batch_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width):
     """The cells of the pairs ``rows`` of an id corpus (:class:`.ids.IdCorpus`'s arrays) as the table
     entries ``idx [B, Tm, Sm + 1]`` of :class:`.cells.Batch` (column Sm: NULL; padding: ``len(keys)``),
@@ -228,7 +251,7 @@ def flat_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width, out):
     return off
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def ibm2_posteriors(idx, S, T, t_ext, p0, tension):
     """IBM2's E-step on a batch of cells (:mod:`.cells`, :mod:`.ibm2`), sentence by sentence in
     parallel: the posteriors ``[B, Tm, Sm + 1]`` (0 in the padding) of ``idx [B, Tm, Sm + 1]`` under
@@ -260,7 +283,7 @@ def ibm2_posteriors(idx, S, T, t_ext, p0, tension):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def add_counts(total, idx, w, parts):
     """``total[idx[k]] += w[k]`` for every k, in order of k for each entry, as ``np.add.at`` would
     give it. ``parts`` threads split the entries, not the cells: each reads every index and adds the
@@ -274,7 +297,7 @@ def add_counts(total, idx, w, parts):
                 total[x] += w[k]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def digamma(x):
     """Digamma of every ``x > 0`` (recurrence up to 6, then the asymptotic series)."""
     out = np.empty(len(x))
@@ -338,7 +361,7 @@ def _type_row(e, pairs, first, tgt, tgt_off, seen, out, at, write):
     return c
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def lex_keys(src, src_off, tgt, tgt_off, n_src, width, parts):
     """The sorted distinct keys ``e * width + f`` of every (source type or NULL 0, target type)
     co-occurring in a pair with both sides non-empty, and ``starts [n_src + 1]``: type e's keys are

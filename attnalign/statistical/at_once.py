@@ -1,0 +1,57 @@
+"""Independent jobs (a model's two directions) at once, in threads that share the cores. Torch-free.
+
+numba's compiled loops release the GIL and its thread count is per thread, so two directions' EM can
+run side by side, each on its share of the cores, with the same results as one after the other. Only
+where that is safe: one process (under torchrun each direction's counts are summed across processes,
+and two threads' collectives would interleave), two cores or more, and a numba threading layer that
+two threads may enter at once (:func:`.kernels.thread_safe`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from typing import TypeVar
+
+from . import kernels
+from .dist import world
+from .progress import stopping
+
+R = TypeVar("R")
+
+
+def possible() -> bool:
+    """Whether :func:`at_once` runs its jobs at once here."""
+    return world()[1] == 1 and kernels.threads() >= 2 and kernels.thread_safe()
+
+
+def shares(cores: int, jobs: int) -> list[int]:
+    """``cores`` split among ``jobs`` threads (at least one each; the first ones take the rest)."""
+    return [max(1, cores // jobs + (k < cores % jobs)) for k in range(jobs)]
+
+
+def at_once(jobs: Sequence[Callable[[], R]]) -> list[R]:
+    """Each job's result, in order: the jobs run at once in threads, each on its share of this
+    thread's cores, where :func:`possible`; else one after the other. An exception in one (or Ctrl-C)
+    stops the others at their next progress report (:func:`.progress.stopping`) and is raised."""
+    if len(jobs) < 2 or not possible():
+        return [job() for job in jobs]
+    stop = threading.Event()
+
+    def run(job: Callable[[], R], cores: int) -> R:
+        kernels.set_threads(cores)
+        with stopping(stop):
+            return job()
+
+    with ThreadPoolExecutor(len(jobs)) as pool:  # each thread reports to this context's listener
+        futures = [pool.submit(contextvars.copy_context().run, run, job, cores)
+                   for job, cores in zip(jobs, shares(kernels.threads(), len(jobs)), strict=True)]
+        try:
+            wait(futures, return_when=FIRST_EXCEPTION)
+            failed = [f for f in futures if f.done() and f.exception() is not None]
+            return [f.result() for f in failed or futures]  # a failure raises without waiting for the rest
+        except BaseException:
+            stop.set()
+            raise

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""`attnalign align statistical --threads N` against one thread: wall seconds of the whole command
+(process start, reading and writing included), runs alternating between the thread counts so that a
+machine's drift falls on all of them, and the ratio of the medians.
+
+    python bench/threads.py --src bench/work/enfr/corpus.src --tgt bench/work/enfr/corpus.tgt \\
+        --threads 1 2 --runs 6 --results threads_amd
+
+Each run writes its links; they are compared with the first (the links must not depend on the
+threads). Writes ``bench/results/<results>.csv`` (one row per run). Prints numbers and asserts nothing;
+run it alone, never beside other work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import filecmp
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--src", type=Path, required=True)
+    ap.add_argument("--tgt", type=Path, required=True)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--runs", type=int, default=6, help="runs of each thread count")
+    ap.add_argument("--results", default=None, help="write bench/results/RESULTS.csv")
+    args = ap.parse_args()
+    rows, first = [], None
+    with tempfile.TemporaryDirectory() as tmp:
+        for run in range(args.runs):
+            for n in args.threads:
+                out = Path(tmp) / f"links{run}_{n}.txt"
+                cmd = [sys.executable, "-m", "attnalign", "align", "statistical", "--src", str(args.src),
+                       "--tgt", str(args.tgt), "--threads", str(n), "-o", str(out)]
+                t0 = time.perf_counter()
+                subprocess.run(cmd, check=True, cwd=ROOT, stderr=subprocess.DEVNULL)
+                seconds = time.perf_counter() - t0
+                first = first or out
+                same = filecmp.cmp(first, out, shallow=False)
+                rows.append({"run": run, "threads": n, "seconds": round(seconds, 2), "same_links": same})
+                print(f"run {run} threads {n}: {seconds:.2f} s, links {'same' if same else 'DIFFER'}",
+                      flush=True)
+    medians = {n: statistics.median(r["seconds"] for r in rows if r["threads"] == n) for n in args.threads}
+    base = medians[args.threads[0]]
+    for n, m in medians.items():
+        print(f"threads {n}: median {m:.2f} s, {base / m:.2f}x threads {args.threads[0]}")
+    if args.results:
+        path = ROOT / "bench" / "results" / f"{args.results}.csv"
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
