@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """`attnalign align statistical --threads N` against one thread: wall seconds of the whole command
-(process start, reading and writing included), runs alternating between the thread counts so that a
-machine's drift falls on all of them, and the ratio of the medians.
+(process start, reading and writing included), runs alternating between the thread counts (and the
+checkouts compared) so that a machine's drift falls on all of them, and the ratio of the medians.
 
     python bench/threads.py --src bench/work/enfr/corpus.src --tgt bench/work/enfr/corpus.tgt \\
         --threads 1 2 --runs 6 --results threads_amd
+    python bench/threads.py ... --checkout /tmp/before --checkout /tmp/after   # two versions, alternating
 
 Each run writes its links; they are compared with the first (the links must not depend on the
 threads). Writes ``bench/results/<results>.csv`` (one row per run). Prints numbers and asserts nothing;
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import filecmp
+import os
 import statistics
 import subprocess
 import sys
@@ -32,27 +34,37 @@ def main() -> None:
     ap.add_argument("--tgt", type=Path, required=True)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--runs", type=int, default=6, help="runs of each thread count")
+    ap.add_argument("--checkout", action="append", type=Path, default=None,
+                    help="run the attnalign of this checkout (repeat to compare; default: this one)")
     ap.add_argument("--results", default=None, help="write bench/results/RESULTS.csv")
     args = ap.parse_args()
+    checkouts = [c.resolve() for c in args.checkout or [ROOT]]
     rows, first = [], None
     with tempfile.TemporaryDirectory() as tmp:
         for run in range(args.runs):
-            for n in args.threads:
-                out = Path(tmp) / f"links{run}_{n}.txt"
-                cmd = [sys.executable, "-m", "attnalign", "align", "statistical", "--src", str(args.src),
-                       "--tgt", str(args.tgt), "--threads", str(n), "-o", str(out)]
-                t0 = time.perf_counter()
-                subprocess.run(cmd, check=True, cwd=ROOT, stderr=subprocess.DEVNULL)
-                seconds = time.perf_counter() - t0
-                first = first or out
-                same = filecmp.cmp(first, out, shallow=False)
-                rows.append({"run": run, "threads": n, "seconds": round(seconds, 2), "same_links": same})
-                print(f"run {run} threads {n}: {seconds:.2f} s, links {'same' if same else 'DIFFER'}",
-                      flush=True)
-    medians = {n: statistics.median(r["seconds"] for r in rows if r["threads"] == n) for n in args.threads}
-    base = medians[args.threads[0]]
-    for n, m in medians.items():
-        print(f"threads {n}: median {m:.2f} s, {base / m:.2f}x threads {args.threads[0]}")
+            for c, checkout in enumerate(checkouts):
+                for n in args.threads:
+                    out = Path(tmp) / f"links{run}_{c}_{n}.txt"
+                    cmd = [sys.executable, "-m", "attnalign", "align", "statistical", "--src",
+                           str(args.src.resolve()), "--tgt", str(args.tgt.resolve()), "--threads", str(n),
+                           "-o", str(out)]
+                    env = {**os.environ, "PYTHONPATH": str(checkout)}
+                    t0 = time.perf_counter()
+                    subprocess.run(cmd, check=True, cwd=checkout, env=env, stderr=subprocess.DEVNULL)
+                    seconds = time.perf_counter() - t0
+                    first = first or out
+                    same = filecmp.cmp(first, out, shallow=False)
+                    rows.append({"run": run, "checkout": str(checkout), "threads": n,
+                                 "seconds": round(seconds, 2), "same_links": same})
+                    print(f"run {run} {checkout} threads {n}: {seconds:.2f} s, links "
+                          f"{'same' if same else 'DIFFER'}", flush=True)
+    for checkout in checkouts:
+        mine = [r for r in rows if r["checkout"] == str(checkout)]
+        medians = {n: statistics.median(r["seconds"] for r in mine if r["threads"] == n)
+                   for n in args.threads}
+        base = medians[args.threads[0]]
+        for n, m in medians.items():
+            print(f"{checkout} threads {n}: median {m:.2f} s, {base / m:.2f}x threads {args.threads[0]}")
     if args.results:
         path = ROOT / "bench" / "results" / f"{args.results}.csv"
         with open(path, "w", newline="", encoding="utf-8") as f:
