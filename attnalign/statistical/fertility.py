@@ -49,7 +49,7 @@ import numpy as np
 from ..data.corpus import Pairs
 from . import gibbs, kernels
 from .at_once import at_once
-from .cells import padded, trim_heap
+from .cells import CACHE_CELLS, padded, trim_heap
 from .dist import all_reduce, my_chunks, world
 from .ibm2 import IBM2
 from .ids import CHUNK_PAIRS, IdCorpus, LexTable
@@ -117,8 +117,6 @@ def _bytes_per_cell(table: LexTable) -> int:
     """A sampler's state per cell: its place in the row and its link count (uint8, :class:`Marginals`)."""
     return np.dtype(_cell_type(table)).itemsize + 1
 
-
-_WIDEST_CELL = np.dtype(np.int32).itemsize + 1  # _bytes_per_cell at most
 
 
 def _prepare(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray, table: LexTable | None = None
@@ -292,11 +290,11 @@ class _Cores:
 
 class FertilityModel:
     """Both directions' sampled links, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`).
-    In one process with two cores or more, the two IBM2 models run at once (:mod:`.at_once`), and
-    the two samplers then run at once in two threads (their loops release the GIL) where their state
-    takes at most :data:`PARALLEL_BYTES`, sharing the cores (:class:`_Cores`); else, and under
-    torchrun (each direction exchanges counts with the other processes), one after the other on all
-    of them."""
+    In one process with two cores or more, the two IBM2 models run at once (:mod:`.at_once`) where
+    their cells fit in one IBM2's cache, and the two samplers run at once in two threads (their loops
+    release the GIL) where their state takes at most :data:`PARALLEL_BYTES`, sharing the cores
+    (:class:`_Cores`); else, and under torchrun (each direction exchanges counts with the other
+    processes), one after the other on all of them."""
 
     def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS,
                  kept: tuple[KeptCounts, KeptCounts] | None = None, keep: bool = False, **kw):
@@ -306,8 +304,9 @@ class FertilityModel:
         sides = ((corpus, "forward", fwd_kept), (corpus.swapped(), "reverse", rev_kept))
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
         firsts = [functools.partial(_ibm2_links, side, name, chunk, k) for side, name, k in sides]
-        # at once where the samplers will be too: their state, not IBM2's, is then the memory's peak
-        firsts = at_once(firsts) if 2 * _WIDEST_CELL * cells <= PARALLEL_BYTES else [f() for f in firsts]
+        # at once where both directions' cells fit in what one IBM2 may cache: beyond it, their two
+        # caches would raise the run's peak
+        firsts = at_once(firsts) if 2 * cells <= CACHE_CELLS else [f() for f in firsts]
         starts = [(side, name, k, *first) for (side, name, k), first in zip(sides, firsts, strict=True)]
         jobs = [functools.partial(sample_marginals, side, init, seed=seed, stage=f"fertility {name}", kept=k,
                                   keep=keep, table=table, **kw)
