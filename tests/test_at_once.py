@@ -103,3 +103,25 @@ def test_the_teacher_aligns_the_same_on_one_core_and_two():
         assert align_statistical(pairs) == one
     finally:
         kernels.set_threads()
+
+
+def test_without_a_thread_safe_layer_nothing_enters_parallel_loops_from_two_threads(monkeypatch):
+    """numba's workqueue layer ends the process when two threads enter its parallel loops at once: there
+    the jobs run one after the other, and two samplers at once each take one core (the serial sweep)."""
+    from attnalign.statistical.fertility import _Cores
+
+    monkeypatch.setattr(kernels, "thread_safe", lambda: False)
+    kernels.set_threads(4)
+    try:
+        assert not at_once_module.possible()
+        threads = []
+        at_once([lambda: threads.append(threading.get_ident())] * 2)
+        assert threads == [threading.get_ident()] * 2
+        cores = _Cores(4, 2)
+        assert cores.take() == 1
+        cores.done()
+        assert cores.take() == 4  # the one left takes them all: no other thread is in a loop
+        monkeypatch.setattr(kernels, "thread_safe", lambda: True)
+        assert _Cores(4, 2).take() == 2
+    finally:
+        kernels.set_threads()
