@@ -118,7 +118,6 @@ def _bytes_per_cell(table: LexTable) -> int:
     return np.dtype(_cell_type(table)).itemsize + 1
 
 
-
 def _prepare(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray, table: LexTable | None = None
              ) -> tuple[IdCorpus, LexTable, np.ndarray]:
     """The corpus as ids, its table (``table``, built from that corpus, if given), and ``init`` flat over
