@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """`attnalign align statistical --threads N` against one thread: wall seconds of the whole command
-(process start, reading and writing included), runs alternating between the thread counts (and the
-checkouts compared) so that a machine's drift falls on all of them, and the ratio of the medians.
+(process start, reading and writing included) and the aligner's own seconds (what the command reports:
+training, decoding and writing the links, after reading the corpus), runs alternating between the thread
+counts (and the checkouts compared) so that a machine's drift falls on all of them, and the ratios of
+the medians.
 
     python bench/threads.py --src bench/work/enfr/corpus.src --tgt bench/work/enfr/corpus.tgt \\
         --threads 1 2 --runs 6 --results threads_amd
@@ -18,6 +20,7 @@ import argparse
 import csv
 import filecmp
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -50,21 +53,24 @@ def main() -> None:
                            "-o", str(out)]
                     env = {**os.environ, "PYTHONPATH": str(checkout)}
                     t0 = time.perf_counter()
-                    subprocess.run(cmd, check=True, cwd=checkout, env=env, stderr=subprocess.DEVNULL)
+                    p = subprocess.run(cmd, check=True, cwd=checkout, env=env, stderr=subprocess.PIPE,
+                                       text=True)
                     seconds = time.perf_counter() - t0
+                    own = float(re.search(r"aligned \d+ pairs in ([\d.]+) s", p.stderr).group(1))
                     first = first or out
                     same = filecmp.cmp(first, out, shallow=False)
                     rows.append({"run": run, "checkout": str(checkout), "threads": n,
-                                 "seconds": round(seconds, 2), "same_links": same})
-                    print(f"run {run} {checkout} threads {n}: {seconds:.2f} s, links "
+                                 "seconds": round(seconds, 2), "aligner_s": own, "same_links": same})
+                    print(f"run {run} {checkout} threads {n}: {seconds:.2f} s (aligner {own:.1f} s), links "
                           f"{'same' if same else 'DIFFER'}", flush=True)
     for checkout in checkouts:
         mine = [r for r in rows if r["checkout"] == str(checkout)]
-        medians = {n: statistics.median(r["seconds"] for r in mine if r["threads"] == n)
-                   for n in args.threads}
-        base = medians[args.threads[0]]
-        for n, m in medians.items():
-            print(f"{checkout} threads {n}: median {m:.2f} s, {base / m:.2f}x threads {args.threads[0]}")
+        for key, what in (("seconds", "wall"), ("aligner_s", "aligner")):
+            medians = {n: statistics.median(r[key] for r in mine if r["threads"] == n) for n in args.threads}
+            base = medians[args.threads[0]]
+            for n, m in medians.items():
+                print(f"{checkout} threads {n}: {what} median {m:.2f} s, {base / m:.2f}x threads "
+                      f"{args.threads[0]}")
     if args.results:
         path = ROOT / "bench" / "results" / f"{args.results}.csv"
         with open(path, "w", newline="", encoding="utf-8") as f:
