@@ -237,9 +237,8 @@ def flat_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width, out):
     """The pairs ``rows``' cells, unpadded, into ``out`` (``sum(T * (S + 1))`` of them): pair b's
     ``[T, S + 1]`` (NULL last), row-major, from ``off[b]``; each cell as its place in its source type's
     row of the table (the entry is ``starts[e] + place``). Returns ``off [B + 1]``. Keys as
-    :func:`batch_cells`'. One thread, without the GIL: the two sampler threads each call it (numba's
-    parallel loops must not be entered from two threads at once where its threading layer is not
-    OpenMP)."""
+    :func:`batch_cells`'. One thread, without the GIL: the two sampler threads each call it (two threads
+    may enter numba's parallel loops at once only in some threading layers: :func:`thread_safe`)."""
     B = len(rows)
     S = src_off[rows + 1] - src_off[rows]
     T = tgt_off[rows + 1] - tgt_off[rows]

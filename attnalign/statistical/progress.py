@@ -3,7 +3,7 @@
 The models call :func:`report` after each batch of a pass (an EM iteration, a sampler sweep, the
 decoding of the links) with the pairs done so far of this process's share; :func:`reporting` installs
 a listener for the calls made inside it (the CLI's progress bar). Without a listener a report costs
-one lookup. Inside :func:`stopping`, a report raises :class:`Stopped` once its event is set: the way
+two lookups. Inside :func:`stopping`, a report raises :class:`Stopped` once its event is set: the way
 a pass running in another thread (:mod:`.at_once`) is ended early.
 """
 
