@@ -153,13 +153,13 @@ def test_combined_teacher_is_the_union_of_its_parts():
 def test_a_stop_ends_the_sampler_before_its_next_bucket():
     import threading
 
-    from attnalign.statistical.fertility import Stopped
+    from attnalign.statistical.progress import Stopped, stopping
 
     pairs = [(["a", "b"], ["x", "y"])] * 20
     stop = threading.Event()
     stop.set()
-    with pytest.raises(Stopped):
-        sample_marginals(pairs, [np.array([0, 1])] * 20, sweeps=5, collect=2, stop=stop)
+    with pytest.raises(Stopped), stopping(stop):
+        sample_marginals(pairs, [np.array([0, 1])] * 20, sweeps=5, collect=2)
 
 
 def test_ctrl_c_stops_both_sampler_threads_at_once(tmp_path):

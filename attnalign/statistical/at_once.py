@@ -32,11 +32,12 @@ def shares(cores: int, jobs: int) -> list[int]:
     return [max(1, cores // jobs + (k < cores % jobs)) for k in range(jobs)]
 
 
-def at_once(jobs: Sequence[Callable[[], R]]) -> list[R]:
+def at_once(jobs: Sequence[Callable[[], R]], together: bool | None = None) -> list[R]:
     """Each job's result, in order: the jobs run at once in threads, each on its share of this
-    thread's cores, where :func:`possible`; else one after the other. An exception in one (or Ctrl-C)
-    stops the others at their next progress report (:func:`.progress.stopping`) and is raised."""
-    if len(jobs) < 2 or not possible():
+    thread's cores, where ``together`` (None: where :func:`possible`); else one after the other. An
+    exception in one (or Ctrl-C) stops the others at their next progress report
+    (:func:`.progress.stopping`) and is raised."""
+    if len(jobs) < 2 or not (possible() if together is None else together):
         return [job() for job in jobs]
     stop = threading.Event()
 

@@ -37,24 +37,22 @@ lexical table, 2 bytes where every row is shorter than 65,536 entries (:func:`_c
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..data.corpus import Pairs
 from . import gibbs, kernels
-from .at_once import at_once
+from .at_once import at_once, possible
 from .cells import CACHE_CELLS, padded, trim_heap
 from .dist import all_reduce, my_chunks, world
 from .ibm2 import IBM2
 from .ids import CHUNK_PAIRS, IdCorpus, LexTable
 from .kept import KeptCounts
-from .progress import Stopped, report
+from .progress import report
 
 _BUCKET = 3000  # at most this many sentences resampled together
 PARALLEL_BYTES = 2 * 2**30  # the most the two samplers' cells may take at once
@@ -205,7 +203,7 @@ class Marginals:
 def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray, sweeps: int = 40,
                      fertility_from: int = 10, collect: int = 20, p0: float = 0.2, alpha: float = 1e-3,
                      beta: float = 0.5, gamma: float = 0.5, max_jump: int = 10, max_fertility: int = 8,
-                     seed: int = 1, stage: str = "fertility", stop: threading.Event | None = None,
+                     seed: int = 1, stage: str = "fertility",
                      kept: KeptCounts | None = None, keep: bool = False, table: LexTable | None = None,
                      cores: _Cores | None = None) -> Marginals:
     """Gibbs-sample one direction's links (target words to source words) from ``init`` (per pair, a
@@ -214,13 +212,13 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
 
     Under torchrun each process samples its share of the buckets; the count tables are summed across
     processes after every sweep (within a sweep a process sees the others' counts of the sweep
-    before: the approximation of distributed LDA samplers). ``stop``: set from another thread, ends the
-    sampling (:class:`Stopped`) before the next bucket. ``kept``: link counts kept from sampling
-    another corpus (:mod:`.kept`), added to this corpus's and fixed; ``keep``: the marginals'
-    :attr:`Marginals.kept` keeps this corpus's counts of the last sweep. ``table``: the corpus's
-    :class:`.ids.LexTable` where it is built already (IBM2's, for the start). ``cores``: shared with
-    another sampler running at once (else this thread's :func:`.kernels.threads`); the links are the
-    same whatever the cores."""
+    before: the approximation of distributed LDA samplers). Inside :func:`.progress.stopping`, setting
+    its event ends the sampling (:class:`.progress.Stopped`) at the next bucket's report. ``kept``:
+    link counts kept from sampling another corpus (:mod:`.kept`), added to this corpus's and fixed;
+    ``keep``: the marginals' :attr:`Marginals.kept` keeps this corpus's counts of the last sweep.
+    ``table``: the corpus's :class:`.ids.LexTable` where it is built already (IBM2's, for the start).
+    ``cores``: shared with another sampler running at once (else this thread's
+    :func:`.kernels.threads`); the links are the same whatever the cores."""
     if not 0 < collect <= sweeps:
         raise ValueError(f"collect must be in 1..sweeps, not {collect}")
     if cores is not None:
@@ -246,8 +244,6 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
         start = (n_pair.copy(), n_e.copy()) if procs > 1 else None
         done, total = 0, sum(len(b.rows) for b in buckets)
         for b in buckets:
-            if stop is not None and stop.is_set():
-                raise Stopped
             many = (cores.take() if cores is not None else kernels.threads()) > 1
             (gibbs.sweep_parallel if many else gibbs.sweep)(
                 b.e, b.S, b.T, b.a, b.pid, b.poff, table.starts, b.phi, n_pair, n_e, base.n_tgt, J, grow,
@@ -305,30 +301,24 @@ class FertilityModel:
         firsts = [functools.partial(_ibm2_links, side, name, chunk, k) for side, name, k in sides]
         # at once where both directions' cells fit in what one IBM2 may cache: beyond it, their two
         # caches would raise the run's peak
-        firsts = at_once(firsts) if 2 * cells <= CACHE_CELLS else [f() for f in firsts]
+        firsts = at_once(firsts, possible() and 2 * cells <= CACHE_CELLS)
         starts = [(side, name, k, *first) for (side, name, k), first in zip(sides, firsts, strict=True)]
         jobs = [functools.partial(sample_marginals, side, init, seed=seed, stage=f"fertility {name}", kept=k,
                                   keep=keep, table=table, **kw)
                 for side, name, k, init, table in starts]
         state = sum(_bytes_per_cell(table) for *_, table in starts) * cells
-        if world()[1] == 1 and kernels.threads() >= 2 and state <= PARALLEL_BYTES:
-            stop, cores = threading.Event(), _Cores(kernels.threads(), len(jobs))
+        # at once with one core each even where parallel loops are not thread-safe (:class:`_Cores`)
+        together = world()[1] == 1 and kernels.threads() >= 2 and state <= PARALLEL_BYTES
+        cores = _Cores(kernels.threads(), len(jobs))
 
-            def run(job):
-                try:
-                    return job(stop=stop, cores=cores)
-                finally:
-                    cores.done()
+        def shared(job):
+            try:
+                return job(cores=cores)
+            finally:
+                cores.done()
 
-            with ThreadPoolExecutor(2) as pool:  # each thread reports progress to this context's listener
-                futures = [pool.submit(contextvars.copy_context().run, run, job) for job in jobs]
-                try:
-                    self.marginals = [f.result() for f in futures]
-                except BaseException:  # Ctrl-C: the threads stop at their next bucket, not after sampling
-                    stop.set()
-                    raise
-        else:
-            self.marginals = [job() for job in jobs]
+        self.marginals = at_once([functools.partial(shared, job) for job in jobs] if together else jobs,
+                                 together)
 
     @property
     def kept(self) -> tuple[KeptCounts, KeptCounts] | None:
