@@ -1,5 +1,6 @@
 """Two directions at once (:mod:`attnalign.statistical.at_once`): the cores split, results in order and
-equal to one after the other, a failure stopping the other job; and the agreement kernel by hand."""
+equal to one after the other, a failure stopping the other job; the next chunk decoded ahead; and the
+agreement kernel by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from attnalign.statistical import at_once as at_once_module
 from attnalign.statistical import kernels
-from attnalign.statistical.at_once import at_once, shares
+from attnalign.statistical.at_once import ahead, at_once, shares
 from attnalign.statistical.progress import Stopped, report
 
 
@@ -90,6 +91,38 @@ def test_agreement_multiplies_the_paired_cells_and_keeps_nulls():
     assert np.array_equal(fwd[:, :, 4], f0[:, :, 4]) and np.array_equal(rev[:, :, 3], r0[:, :, 3])
 
 
+def test_ahead_runs_the_next_job_while_the_last_result_is_used(two_cores):
+    if not at_once_module.possible():
+        pytest.skip("needs two cores and a thread-safe numba threading layer")
+    second_started = threading.Event()
+
+    def job(k):
+        if k == 1:
+            second_started.set()
+        return k, kernels.threads()
+
+    results = ahead(lambda k=k: job(k) for k in range(3))
+    assert next(results) == (0, 2)  # on the caller's cores
+    assert second_started.wait(30)  # started before its result was asked for
+    assert list(results) == [(1, 2), (2, 2)]
+
+
+def test_ahead_raises_a_jobs_error_at_its_turn_and_runs_lazily_on_one_core(two_cores):
+    def job(k):
+        if k == 1:
+            raise ValueError("bad chunk")
+        return k
+
+    results = ahead(lambda k=k: job(k) for k in range(3))
+    assert next(results) == 0
+    with pytest.raises(ValueError, match="bad chunk"):
+        next(results)
+    kernels.set_threads(1)
+    ran = []
+    results = ahead(lambda k=k: ran.append(k) or k for k in range(3))
+    assert next(results) == 0 and ran == [0]  # nothing ahead on one core
+
+
 def test_the_teacher_aligns_the_same_on_one_core_and_two():
     from attnalign.statistical import align_statistical
 
@@ -101,6 +134,7 @@ def test_the_teacher_aligns_the_same_on_one_core_and_two():
         one = align_statistical(pairs)
         kernels.set_threads(2)
         assert align_statistical(pairs) == one
+        assert align_statistical(pairs, chunk=70) == one  # chunks decoded ahead, in order
     finally:
         kernels.set_threads()
 

@@ -218,15 +218,21 @@ def test_ibm2_posteriors_by_hand():
 @pytest.mark.parametrize("parts", [1, 2, 3])
 def test_counts_add_up_in_order_whatever_the_threads(parts):
     """The counts of any number of threads equal np.add.at's, bit for bit (each entry's cells are
-    added in the same order)."""
-    from attnalign.statistical.kernels import add_counts
+    added in the same order), one direction alone or two in the same loop."""
+    from attnalign.statistical.count_kernels import add_counts
 
     rng = np.random.default_rng(0)
     idx, w = rng.integers(0, 101, 50_000), rng.random(50_000)
-    total, expected = np.zeros(101), np.zeros(101)
-    add_counts(total, idx, w, parts)
+    idx2, w2 = rng.integers(0, 37, 20_000).astype(np.int32), rng.random(20_000)  # the other index type
+    expected, expected2 = np.zeros(101), np.zeros(37)
     np.add.at(expected, idx, w)
+    np.add.at(expected2, idx2, w2)
+    total = np.zeros(101)
+    add_counts(total, idx, w, parts, total, idx, w, 0)  # one direction: parts2 0
     assert np.array_equal(total, expected)
+    total, total2 = np.zeros(101), np.zeros(37)
+    add_counts(total, idx, w, parts, total2, idx2, w2, 4 - parts)
+    assert np.array_equal(total, expected) and np.array_equal(total2, expected2)
 
 
 def test_a_batch_holds_each_cells_table_entry():

@@ -7,6 +7,7 @@ the CLI and training check options first with :meth:`TeacherOptions.check` for a
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterator
 
@@ -15,6 +16,7 @@ import numpy as np
 from ..data.alignments import Link
 from ..data.corpus import Pairs
 from ..decoding.symmetrize import symmetrize
+from .at_once import ahead
 from .dist import gather_chunks, my_chunks, world
 from .ids import CHUNK_PAIRS, IdCorpus, chunks
 from .links import posterior_links, viterbi_links
@@ -89,8 +91,8 @@ def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int 
         return out
 
     if world()[1] == 1:
-        for lo, hi in chunks(n, chunk):
-            yield from links(lo, hi)
+        for part in ahead(functools.partial(links, lo, hi) for lo, hi in chunks(n, chunk)):
+            yield from part
         return
     gathered = gather_chunks([(lo, links(lo, hi)) for lo, hi in my_chunks(n, chunk)])
     for part in gathered or ():

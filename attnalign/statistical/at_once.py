@@ -1,4 +1,5 @@
-"""Independent jobs (a model's two directions) at once, in threads that share the cores. Torch-free.
+"""Independent jobs (a model's two directions) at once, in threads that share the cores; and a
+sequence of jobs (the chunks' decoding) one ahead of its consumer. Torch-free.
 
 numba's compiled loops release the GIL and its thread count is per thread, so two directions' EM can
 run side by side, each on its share of the cores, with the same results as one after the other. Only
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import TypeVar
 
@@ -56,3 +57,30 @@ def at_once(jobs: Sequence[Callable[[], R]], together: bool | None = None) -> li
         except BaseException:
             stop.set()
             raise
+
+
+def ahead(jobs: Iterable[Callable[[], R]]) -> Iterator[R]:
+    """Each job's result, in order, the next job running in a thread (on this thread's cores) while the
+    caller uses the last one's result, where :func:`possible` (a chunk's links decoded while the last
+    chunk's are written); else each job when its result is wanted. At most two results are held."""
+    if not possible():
+        yield from (job() for job in jobs)
+        return
+    cores = kernels.threads()
+
+    def run(job: Callable[[], R]) -> R:
+        kernels.set_threads(cores)
+        return job()
+
+    pool = ThreadPoolExecutor(1)
+    try:
+        last = None
+        for job in jobs:
+            nxt = pool.submit(contextvars.copy_context().run, run, job)
+            if last is not None:
+                yield last.result()
+            last = nxt
+        if last is not None:
+            yield last.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

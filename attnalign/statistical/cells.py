@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.corpus import Pairs
-from . import decode_kernels, kernels
+from . import count_kernels, decode_kernels, kernels
 from .dist import all_reduce, world
 from .ids import IdCorpus, LexTable
 from .kept import OnTable
@@ -34,9 +34,9 @@ CACHE_CELLS = 60_000_000  # cell indices kept between EM passes (4 bytes each); 
 
 
 def digamma(x: np.ndarray) -> np.ndarray:
-    """Digamma for x > 0 (any shape; :func:`.kernels.digamma`)."""
+    """Digamma for x > 0 (any shape; :func:`.count_kernels.digamma`)."""
     x = np.asarray(x, dtype=np.float64)
-    return kernels.digamma(np.ascontiguousarray(x).ravel()).reshape(x.shape)
+    return count_kernels.digamma(np.ascontiguousarray(x).ravel()).reshape(x.shape)
 
 
 def trim_heap() -> None:
@@ -160,9 +160,19 @@ class Counts:
     def __init__(self, n: int):
         self.total = np.zeros(n + 1)
 
-    def add(self, b: Batch, post: np.ndarray) -> None:
-        """Add a batch's posteriors ``[B, Tm, Sm + 1]``."""
-        kernels.add_counts(self.total, b.idx.ravel(), np.ascontiguousarray(post).ravel(), kernels.threads())
+    def add(self, b: Batch, post: np.ndarray, also: tuple[Counts, Batch, np.ndarray] | None = None) -> None:
+        """Add a batch's posteriors ``[B, Tm, Sm + 1]``; ``also``: another direction's counts, batch and
+        posteriors, added in the same parallel loop (each direction on half the threads, so that a
+        thread reads one direction's cells instead of every thread both's)."""
+        first = self.total, b.idx.ravel(), np.ascontiguousarray(post).ravel()
+        n = kernels.threads()
+        if also is None:
+            count_kernels.add_counts(*first, n, *first, 0)
+            return
+        other, ob, opost = also
+        half = max(1, n // 2)
+        second = other.total, ob.idx.ravel(), np.ascontiguousarray(opost).ravel()
+        count_kernels.add_counts(*first, half, *second, max(1, n - half))
 
     def summed(self) -> np.ndarray:
         """The counts ``[K]`` of every batch added, summed across processes (:mod:`.dist`)."""

@@ -170,8 +170,7 @@ class HMMAgreement:
             f_jumps, r_jumps = np.zeros_like(self.fwd.jump), np.zeros_like(self.rev.jump)
             for fb, rb in zip(self.fwd.batches, self.rev.batches, strict=True):
                 (fp, fj), (rp, rj) = self._joint(fb, rb)
-                f_counts.add(fb, fp)
-                r_counts.add(rb, rp)
+                f_counts.add(fb, fp, also=(r_counts, rb, rp))
                 f_jumps += fj
                 r_jumps += rj
                 done += len(fb.rows)
@@ -179,8 +178,7 @@ class HMMAgreement:
             fc, fj, rc, rj = f_counts.summed(), all_reduce(f_jumps), r_counts.summed(), all_reduce(r_jumps)
             if keep and it == iterations - 1:
                 self.kept = self.fwd.keep(fc, fj), self.rev.keep(rc, rj)
-            self.fwd.m_step(fc, fj)
-            self.rev.m_step(rc, rj)
+            at_once([functools.partial(self.fwd.m_step, fc, fj), functools.partial(self.rev.m_step, rc, rj)])
         self.fwd.batches.release()
         self.rev.batches.release()
 
@@ -195,8 +193,12 @@ class HMMAgreement:
         return self.fwd.posteriors(lo, hi), self.rev.posteriors(lo, hi)
 
     def flat_posteriors(self, lo: int, hi: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-        """Both directions' :meth:`_HMM.flat_posteriors`: (cells, starts) forward, then reverse."""
-        return self.fwd.flat_posteriors(lo, hi), self.rev.flat_posteriors(lo, hi)
+        """Both directions' :meth:`_HMM.flat_posteriors`: (cells, starts) forward, then reverse (at
+        once where :func:`.at_once.possible`: each direction's batching and unpadding between its
+        compiled loops overlaps with the other's)."""
+        fwd, rev = at_once([functools.partial(self.fwd.flat_posteriors, lo, hi),
+                            functools.partial(self.rev.flat_posteriors, lo, hi)])
+        return fwd, rev
 
 
 def train_hmm_agreement(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,

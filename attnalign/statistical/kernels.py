@@ -1,7 +1,7 @@
 """Compiled inner loops of the statistical aligners' EM (numba): the cells' table entries, IBM2's
-E-step, the HMM's forward-backward, the count collection and digamma of the M-step; and the number of
-cores every compiled loop runs on (:func:`set_threads`; the sampler's loops are in :mod:`.gibbs`).
-Torch-free.
+E-step, the HMM's forward-backward and agreement; and the number of cores every compiled loop runs on
+(:func:`set_threads`; the count collection and the M-step's digamma are in :mod:`.count_kernels`, the
+sampler's loops in :mod:`.gibbs`). Torch-free.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def threads() -> int:
 def thread_safe() -> bool:
     """Whether two threads may run parallel loops at once: numba's OpenMP and TBB threading layers
     allow it; its workqueue layer (where neither library is found) ends the process instead."""
-    digamma(np.ones(1))  # the layer is chosen at the first parallel loop
+    agree(np.ones((1, 1, 2)), np.ones((1, 1, 2)))  # the layer is chosen at the first parallel loop
     return numba.threading_layer() in ("omp", "tbb")
 
 
@@ -279,35 +279,6 @@ def ibm2_posteriors(idx, S, T, t_ext, p0, tension):
             for i in range(s):
                 out[b, j, i] /= total
             out[b, j, Sm] /= total
-    return out
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def add_counts(total, idx, w, parts):
-    """``total[idx[k]] += w[k]`` for every k, in order of k for each entry, as ``np.add.at`` would
-    give it. ``parts`` threads split the entries, not the cells: each reads every index and adds the
-    cells of its own range of entries, so no two threads write the same entry."""
-    n = len(total)
-    for p in prange(parts):
-        lo, hi = p * n // parts, (p + 1) * n // parts
-        for k in range(len(idx)):
-            x = idx[k]
-            if lo <= x < hi:
-                total[x] += w[k]
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def digamma(x):
-    """Digamma of every ``x > 0`` (recurrence up to 6, then the asymptotic series)."""
-    out = np.empty(len(x))
-    for k in prange(len(x)):
-        v, acc = x[k], 0.0
-        while v < 6:
-            acc -= 1.0 / v
-            v += 1.0
-        inv = 1.0 / v
-        inv2 = inv * inv
-        out[k] = acc + np.log(v) - 0.5 * inv - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 / 252))
     return out
 
 
