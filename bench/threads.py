@@ -6,7 +6,7 @@ counts (and the checkouts compared) so that a machine's drift falls on all of th
 the medians.
 
     python bench/threads.py --src bench/work/enfr/corpus.src --tgt bench/work/enfr/corpus.tgt \\
-        --threads 1 2 --runs 6 --results threads_amd
+        --threads 1 2 --runs 8 --results threads_amd_3
     python bench/threads.py ... --checkout /tmp/before --checkout /tmp/after   # two versions, alternating
 
 Each run writes its links; they are compared with the first (the links must not depend on the
