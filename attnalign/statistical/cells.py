@@ -162,8 +162,8 @@ class Counts:
 
     def add(self, b: Batch, post: np.ndarray, also: tuple[Counts, Batch, np.ndarray] | None = None) -> None:
         """Add a batch's posteriors ``[B, Tm, Sm + 1]``; ``also``: another direction's counts, batch and
-        posteriors, added in the same parallel loop (each direction on half the threads, so that a
-        thread reads one direction's cells instead of every thread both's)."""
+        posteriors, added in the same parallel loop: each direction on half the threads, so that a thread
+        reads one direction's cells, where two calls would have every thread read both directions'."""
         first = self.total, b.idx.ravel(), np.ascontiguousarray(post).ravel()
         n = kernels.threads()
         if also is None:
