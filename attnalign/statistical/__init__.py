@@ -3,8 +3,9 @@ engine of ``attnalign align statistical``.
 
 Modules, bottom up: :mod:`.ids` (the corpus as token ids, the lexical table of co-occurring word
 pairs), :mod:`.dist` (torchrun: shares of the pairs, counts summed across processes),
-:mod:`.progress` (reports of each pass), :mod:`.kernels` and :mod:`.gibbs` (the compiled loops),
-:mod:`.at_once` (a model's two directions at once, in threads sharing the cores),
+:mod:`.progress` (reports of each pass), :mod:`.kernels`, :mod:`.count_kernels`, :mod:`.gibbs` and
+:mod:`.decode_kernels` (the compiled loops), :mod:`.at_once` (a model's two directions at once, in
+threads sharing the cores; the next chunk decoded ahead),
 :mod:`.cells` (the EM cells shared by IBM2 and the HMMs, in padded batches), :mod:`.ibm2` (fast_align's
 model), :mod:`.hmm` (HMMs, alone or trained by agreement), :mod:`.fertility` (Gibbs-sampled HMMs with
 fertility), :mod:`.kept` (what a trained model learned, kept by word, to go on from over new pairs),

@@ -10,10 +10,11 @@ two threads may enter at once (:func:`.kernels.thread_safe`).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 from . import kernels
@@ -33,6 +34,19 @@ def shares(cores: int, jobs: int) -> list[int]:
     return [max(1, cores // jobs + (k < cores % jobs)) for k in range(jobs)]
 
 
+def _submit(pool: ThreadPoolExecutor, job: Callable[[], R], cores: int, stop: threading.Event | None = None
+            ) -> Future[R]:
+    """``job`` run in ``pool`` on ``cores`` cores (inside :func:`.progress.stopping` of ``stop``, if
+    given), in a copy of this context: its progress reports reach this context's listener."""
+
+    def run() -> R:
+        kernels.set_threads(cores)
+        with stopping(stop) if stop is not None else contextlib.nullcontext():
+            return job()
+
+    return pool.submit(contextvars.copy_context().run, run)
+
+
 def at_once(jobs: Sequence[Callable[[], R]], together: bool | None = None) -> list[R]:
     """Each job's result, in order: the jobs run at once in threads, each on its share of this
     thread's cores, where ``together`` (None: where :func:`possible`); else one after the other. An
@@ -41,14 +55,8 @@ def at_once(jobs: Sequence[Callable[[], R]], together: bool | None = None) -> li
     if len(jobs) < 2 or not (possible() if together is None else together):
         return [job() for job in jobs]
     stop = threading.Event()
-
-    def run(job: Callable[[], R], cores: int) -> R:
-        kernels.set_threads(cores)
-        with stopping(stop):
-            return job()
-
-    with ThreadPoolExecutor(len(jobs)) as pool:  # each thread reports to this context's listener
-        futures = [pool.submit(contextvars.copy_context().run, run, job, cores)
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        futures = [_submit(pool, job, cores, stop)
                    for job, cores in zip(jobs, shares(kernels.threads(), len(jobs)), strict=True)]
         try:
             wait(futures, return_when=FIRST_EXCEPTION)
@@ -66,17 +74,11 @@ def ahead(jobs: Iterable[Callable[[], R]]) -> Iterator[R]:
     if not possible():
         yield from (job() for job in jobs)
         return
-    cores = kernels.threads()
-
-    def run(job: Callable[[], R]) -> R:
-        kernels.set_threads(cores)
-        return job()
-
-    pool = ThreadPoolExecutor(1)
+    cores, pool = kernels.threads(), ThreadPoolExecutor(1)
     try:
         last = None
         for job in jobs:
-            nxt = pool.submit(contextvars.copy_context().run, run, job)
+            nxt = _submit(pool, job, cores)
             if last is not None:
                 yield last.result()
             last = nxt

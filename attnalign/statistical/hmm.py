@@ -190,14 +190,17 @@ class HMMAgreement:
 
     def posteriors(self, lo: int, hi: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Forward posteriors ``[T, S + 1]`` and reverse ones ``[S, T + 1]`` of pairs ``lo..hi``."""
-        return self.fwd.posteriors(lo, hi), self.rev.posteriors(lo, hi)
+        return self._both("posteriors", lo, hi)
 
     def flat_posteriors(self, lo: int, hi: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-        """Both directions' :meth:`_HMM.flat_posteriors`: (cells, starts) forward, then reverse (at
-        once where :func:`.at_once.possible`: each direction's batching and unpadding between its
-        compiled loops overlaps with the other's)."""
-        fwd, rev = at_once([functools.partial(self.fwd.flat_posteriors, lo, hi),
-                            functools.partial(self.rev.flat_posteriors, lo, hi)])
+        """Both directions' :meth:`_HMM.flat_posteriors`: (cells, starts) forward, then reverse."""
+        return self._both("flat_posteriors", lo, hi)
+
+    def _both(self, method: str, lo: int, hi: int) -> tuple:
+        """Both directions' ``method`` of pairs ``lo..hi``, forward then reverse: at once where
+        :func:`.at_once.possible` (each direction's batching and unpadding between its compiled loops
+        overlaps with the other's)."""
+        fwd, rev = at_once([functools.partial(getattr(m, method), lo, hi) for m in (self.fwd, self.rev)])
         return fwd, rev
 
 
