@@ -63,6 +63,23 @@ def aer(links, gold) -> Counts:
     return sum(corpus_counts([Alignment.from_links(x) for x in links], gold), Counts())
 
 
+def gold_spans(info: dict, pairs) -> tuple[dict, dict]:
+    """The corpus positions of the test sentences and (English-French) the trial ones, by name, and
+    their gold alignments."""
+    spans = {"test": range(info["n_test"])}
+    if info["dev"] is not None:
+        d0, n_dev = info["dev"]
+        spans["trial"] = range(d0, d0 + n_dev)
+    golds = {}
+    for name, span in spans.items():
+        sub = [pairs[k] for k in span]
+        golds[name] = read_alignments(info["gold"] if name == "test" else info["dev_gold"],
+                                      one_based=info["gold_one_based"] if name == "test" else None,
+                                      src_lengths=[len(s) for s, _ in sub],
+                                      tgt_lengths=[len(t) for _, t in sub])[0]
+    return spans, golds
+
+
 def teacher_links(models, lo: int, hi: int) -> list[list[tuple[int, int]]]:
     """The teacher's own links (hmm-agree+fertility: agreement posterior links united with the
     fertility model's frequent links), from the models the aligner trained."""
@@ -83,17 +100,7 @@ def run(pair: str, config: str = CONFIG, grow: bool = False, product: bool = Fal
               f"--config {config}", file=sys.stderr)
         return None
     pairs = read_corpus(info["dir"] / "corpus.src", info["dir"] / "corpus.tgt")
-    spans = {"test": range(info["n_test"])}
-    if info["dev"] is not None:
-        d0, n_dev = info["dev"]
-        spans["trial"] = range(d0, d0 + n_dev)
-    golds = {}
-    for name, span in spans.items():
-        sub = [pairs[k] for k in span]
-        golds[name] = read_alignments(info["gold"] if name == "test" else info["dev_gold"],
-                                      one_based=info["gold_one_based"] if name == "test" else None,
-                                      src_lengths=[len(s) for s, _ in sub],
-                                      tgt_lengths=[len(t) for _, t in sub])[0]
+    spans, golds = gold_spans(info, pairs)
     combined = Aligner(model, AlignOptions(teacher="on", device="cpu"))
     t0 = time.perf_counter()
     combined.fit_teacher(pairs)

@@ -112,6 +112,8 @@ CONFIGS = {
     "agree-fert-head-sp-e5-b2k-d0-self": _preset(**{**B2K, "epochs": 5}, **D0, guide=None),
     # the same in one call: train --preset align --self-train 1 (the kept teacher, not one fit again)
     "agree-fert-head-sp-e5-b2k-d0-st1": _preset(**{**B2K, "epochs": 5}, **D0, self_train=1),
+    # the preset with another seed: a second student beside the first, for averaging students
+    "agree-fert-head-sp-e5-b2k-d0-seed2": _preset(**{**B2K, "epochs": 5}, **D0, seed=2),
     # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words); the same
     # with 2,000 pieces; and the 4,000-piece student with the earlier teacher
     "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),
