@@ -80,8 +80,8 @@ def run(pair: str, names: list[str]) -> list[dict] | None:
                    {name: [threshold_links((1 - w) * (f + r) / 2 + w * m, t)
                            for (f, r, _), m in zip(mats[name], kept[name], strict=True)] for name in spans})
                   for w, t in itertools.product(WEIGHTS, THRESHOLDS)]
-        for read, w, t, links in reads:
-            row = {"pair": pair, "students": label, "n": len(ds), "read": read, "w": w, "threshold": t,
+        for how, w, t, links in reads:
+            row = {"pair": pair, "students": label, "n": len(ds), "read": how, "w": w, "threshold": t,
                    "chosen": False}
             for name in spans:
                 c = aer(links[name], golds[name])
