@@ -2,12 +2,12 @@
 """Several students read as one: each model's two directions averaged over the models, on every pair.
 
 For each pair, reads the protocol corpus and the models that ``python bench/quality.py --pair PAIR
---config NAME`` trained for each ``--models NAME`` (two or more), and scores, on the test sentences and
+--config NAME`` trained for each ``--models NAME``, and scores, on the test sentences and
 (English-French) the trial sentences:
 
-* each model alone and the mean of all of them (each direction's word matrices ``[T, S]`` averaged
-  over the models, then the two directions averaged: ``--sym soft``), read with ``--decoder argmax``
-  and with thresholds;
+* each model alone and the mean of every set of two or more of them (each direction's word matrices
+  ``[T, S]`` averaged over the models, then the two directions averaged: ``--sym soft``), read with
+  ``--decoder argmax`` and with thresholds;
 * each of those blended with the kept teacher of the first model (``teacher.npz``, what ``align
   corpus`` combines with on the training corpus) at ``align corpus``'s default weight and threshold
   (``TEACHER_DECODING``) and on combine.py's grid; on English-French the grid point with the lowest
