@@ -108,12 +108,9 @@ def main() -> None:
     for label in dict.fromkeys(r["students"] for r in rows):
         mine = [r for r in rows if r["students"] == label]
         grid = [r for r in mine if r["read"] == "with the teacher"]
-        chosen = None
-        if all(r.get("trial_aer") is not None for r in grid if r["pair"] == "enfr") and \
-                any(r["pair"] == "enfr" for r in grid):
-            best = min((r for r in grid if r["pair"] == "enfr"),
-                       key=lambda r: (round(r["trial_aer"], 6), r["w"]))
-            chosen = (best["w"], best["threshold"])
+        on_trial = [r for r in grid if r["pair"] == "enfr" and r.get("trial_aer") is not None]
+        best = min(on_trial, key=lambda r: (round(r["trial_aer"], 6), r["w"])) if on_trial else None
+        chosen = (best["w"], best["threshold"]) if best else None
         print(f"\n{label}")
         for r in mine:
             point = (r["w"], r["threshold"])

@@ -200,8 +200,7 @@ class HMMAgreement:
         """Both directions' ``method`` of pairs ``lo..hi``, forward then reverse: at once where
         :func:`.at_once.possible` (each direction's batching and unpadding between its compiled loops
         overlaps with the other's)."""
-        fwd, rev = at_once([functools.partial(getattr(m, method), lo, hi) for m in (self.fwd, self.rev)])
-        return fwd, rev
+        return tuple(at_once([functools.partial(getattr(m, method), lo, hi) for m in (self.fwd, self.rev)]))
 
 
 def train_hmm_agreement(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
