@@ -92,7 +92,9 @@ def grown(m, high: float, low: float, rule: str) -> list[tuple[int, int]]:
     return sorted(symmetrize(threshold_links(m, low), threshold_links(m, high), rule))
 
 
-def run(pair: str, config: str = CONFIG, grow: bool = False, product: bool = False) -> list[dict] | None:
+def trained(pair: str, config: str) -> tuple | None:
+    """The model directory that ``bench/quality.py --config config`` trained on ``pair``, the pair's
+    protocol corpus, and its gold spans (:func:`gold_spans`); None (and a message) where it is absent."""
     info = build(pair)
     model = info["dir"] / config
     if not (model / "forward.pt").exists():
@@ -100,7 +102,14 @@ def run(pair: str, config: str = CONFIG, grow: bool = False, product: bool = Fal
               f"--config {config}", file=sys.stderr)
         return None
     pairs = read_corpus(info["dir"] / "corpus.src", info["dir"] / "corpus.tgt")
-    spans, golds = gold_spans(info, pairs)
+    return model, pairs, *gold_spans(info, pairs)
+
+
+def run(pair: str, config: str = CONFIG, grow: bool = False, product: bool = False) -> list[dict] | None:
+    found = trained(pair, config)
+    if found is None:
+        return None
+    model, pairs, spans, golds = found
     combined = Aligner(model, AlignOptions(teacher="on", device="cpu"))
     t0 = time.perf_counter()
     combined.fit_teacher(pairs)

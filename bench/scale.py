@@ -2,7 +2,8 @@
 """The statistical aligner as the corpus grows: wall time, peak memory, pairs/s and AER on the 447
 English-French Hansards test sentences, for 10k, 40k, 160k and 310k pairs of the raw ISI Hansards,
 with eflomal (pip install eflomal) on the same files in the same run; ``--systems preset``: the
-``--preset align`` model (``preset-fast``: ``--preset align-fast``) trained on the same corpora (its
+``--preset align`` model (``preset-fast``: ``--preset align-fast``; ``preset-st``: ``--preset align
+--self-train 1 --self-train-epochs 1.5``) trained on the same corpora (its
 own process tree: the teacher, both directions, then ``align corpus`` with and without its teacher,
 and the student alone on the 37 trial sentences as new sentences, which choose; ``--epochs``: one
 such run for each number of passes; hours beyond 40k pairs on 2 cores).
@@ -127,7 +128,21 @@ def trial_files() -> tuple[Path, Path]:
     return out
 
 
-PRESETS = {"preset": "align", "preset-fast": "align-fast"}  # --systems: attnalign train --preset VALUE
+# --systems: attnalign train --preset VALUE and these options
+PRESETS = {"preset": ("align", []), "preset-fast": ("align-fast", []),
+           "preset-st": ("align", ["--self-train", "1", "--self-train-epochs", "1.5"])}
+
+
+def round_seconds(model: Path) -> dict:
+    """Each self-training round's training time (both directions, trained at once: the longer), from
+    the model's log."""
+    import csv
+
+    with open(model / "log.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    rounds = sorted({r.get("round") or "0" for r in rows})
+    return {f"round{k}_s": max(float(r["elapsed_s"]) for r in rows if (r.get("round") or "0") == k)
+            for k in rounds}
 
 
 def worker(args) -> None:
@@ -149,9 +164,11 @@ def worker(args) -> None:
         model, run = WORK / f"{args.worker}-{src.stem}-e{epochs}", [sys.executable, "-m", "attnalign"]
         data = ["--src", str(src), "--tgt", str(tgt)]
         align = [*run, "align", "corpus", "--model", str(model), *data, "--quiet"]
-        subprocess.run([*run, "train", *data, "--preset", PRESETS[args.worker], "--model", str(model),
+        name, options = PRESETS[args.worker]
+        subprocess.run([*run, "train", *data, "--preset", name, *options, "--model", str(model),
                         "--epochs", epochs, "--overwrite", "--quiet"], check=True, capture_output=True)
         extra["train_s"] = time.perf_counter() - t
+        extra.update(round_seconds(model))
         subprocess.run([*align, "--output", str(out)], check=True, capture_output=True)
         seconds = time.perf_counter() - t  # training and align corpus's default, with its teacher
         subprocess.run([*align, "--output", f"{out}.student", "--teacher", "off"], check=True,
@@ -199,7 +216,8 @@ def main() -> None:
                     help="attnalign-2procs: the default under torchrun with 2 processes (peak RSS: one's); "
                          "preset: attnalign train --preset align, then align corpus with its default "
                          "(the student and its teacher) and --teacher off (the student alone); preset-fast: "
-                         "the same with --preset align-fast")
+                         "the same with --preset align-fast; preset-st: --preset align --self-train 1 "
+                         "--self-train-epochs 1.5")
     ap.add_argument("--epochs", nargs="+", default=["auto"],
                     help="preset systems: train --epochs VALUE, a run for each (auto: the preset's passes)")
     ap.add_argument("--results", default="scale", help="name of the results files in bench/results")
@@ -233,7 +251,7 @@ def main() -> None:
                    "train_s": round(r["train_s"], 1) if "train_s" in r else None,
                    "student_aer": round(r["student_aer"], 2) if "student_aer" in r else None,
                    "trial_student_aer": round(r["trial_student_aer"], 2) if "trial_student_aer" in r
-                   else None}
+                   else None, **{k: round(v, 1) for k, v in r.items() if k.startswith("round")}}
             rows.append(row)
             print(json.dumps(row), flush=True)
     for system in args.systems:

@@ -1,6 +1,7 @@
 """Self-training (``train --self-train N``): each round's guide is what ``align corpus`` writes with the
-last round's model and its kept teacher; a resumed round ends with the weights of an uninterrupted run;
-the option needs the built-in teacher."""
+last round's model and its kept teacher; a round goes on from the last round's weights with
+``--self-train-epochs``; a resumed round ends with the weights of an uninterrupted run; the option needs
+the built-in teacher."""
 
 from __future__ import annotations
 
@@ -95,6 +96,44 @@ def test_resume_continues_the_round_it_stopped_in(pairs, trained, tmp_path):
                             load_checkpoint(tmp_path / "m" / f"{d}.pt")), d
 
 
+def round_steps(model_dir) -> dict[tuple[str, str], int]:
+    """Each (direction, round)'s last logged step."""
+    with open(model_dir / "log.csv") as f:
+        return {(r["direction"], r["round"]): int(r["step"]) for r in csv.DictReader(f)}
+
+
+def test_a_round_can_go_on_from_the_last_rounds_weights(pairs, trained, tmp_path):
+    r = invoke("train", "--src", trained / "train.src", "--tgt", trained / "train.tgt", "--model",
+               tmp_path / "m", "--direction", "both", "--guide", "auto", "--align-head", "--hidden", "16",
+               "--emb-dim", "8", "--epochs", "2", "--batch-tokens", "300", "--seed", "3", "--threads", "1",
+               "--parallel-directions", "off", "--self-train", "1", "--self-train-epochs", "0.01", "--quiet")
+    assert r.exit_code == 0, r.stderr
+    steps, first = round_steps(tmp_path / "m"), round_steps(trained / "twice")
+    for d in ("forward", "reverse"):
+        # round 0 as before; round 1 one update (0.01 of a pass, at least one) from round 0's weights:
+        # a step of Adam moves each weight by about the learning rate, where a new student differs
+        # everywhere
+        assert steps[d, "0"] == first[d, "0"] > 10 and steps[d, "1"] == 1
+        once, now = load_checkpoint(trained / "once" / f"{d}.pt"), load_checkpoint(tmp_path / "m" / f"{d}.pt")
+        moved = max((w - once["state_dict"][k]).abs().max().item() for k, w in now["state_dict"].items())
+        assert 0 < moved < 1e-2, d
+        assert now["src_vocab"] == once["src_vocab"] and now["tgt_vocab"] == once["tgt_vocab"]
+    # the copies the round started from are gone once the run has ended
+    assert not list((tmp_path / "m").glob("*.start.pt"))
+
+
+def test_resume_continues_a_round_that_goes_on(pairs, tmp_path):
+    opts = options(self_train=1, self_train_epochs=1, save_every=2)
+    train(pairs, tmp_path / "whole", opts)
+    with pytest.raises(Kill):
+        train(pairs, tmp_path / "m", opts, reporter=KillInRound(3))
+    assert (tmp_path / "m" / "forward.start.pt").exists()
+    train(pairs, tmp_path / "m", TrainOptions(), resume=True)
+    for d in ("forward", "reverse"):
+        assert same_weights(load_checkpoint(tmp_path / "whole" / f"{d}.pt"),
+                            load_checkpoint(tmp_path / "m" / f"{d}.pt")), d
+
+
 def test_self_training_needs_the_built_in_teacher(tmp_path):
     with pytest.raises(OptionError, match="--self-train"):
         TrainOptions(self_train=1, guide="links.align").check(has_guide_links=True)
@@ -104,6 +143,8 @@ def test_self_training_needs_the_built_in_teacher(tmp_path):
     r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
                "--preset", "align", "--self-train", "9")
     assert r.exit_code == 2 and "--self-train" in r.stderr
+    with pytest.raises(OptionError, match="--self-train-epochs"):
+        TrainOptions(self_train=1, guide="auto", self_train_epochs=0).check()
 
 
 def test_a_damaged_kept_teacher_is_one_error(pairs, trained, tmp_path):

@@ -113,8 +113,12 @@ GuideOpt = _opt(str | None, "--guide", "Guided alignment: 'auto' (the built-in s
                 "--guide-model and --guide-sym) or a Pharaoh file of links for the training corpus.")
 GuideWeightOpt = _opt(float, "--guide-weight", "Weight of the guide loss.")
 SelfTrainOpt = _opt(int, "--self-train", "Rounds of self-training after the teacher-guided one: the "
-                    "student trained again from scratch, guided by the links align corpus writes with the "
-                    "last round's model and its teacher (needs --guide auto; each round costs a training).")
+                    "student trained again (from scratch, or see --self-train-epochs), guided by the links "
+                    "align corpus writes with the last round's model and its teacher (needs --guide auto; "
+                    "each round costs a training).")
+SelfTrainEpochsOpt = _opt(float | None, "--self-train-epochs", "With --self-train: each round goes on "
+                          "from the last round's model for this many passes (1.5 ends halfway through the "
+                          "second) instead of training a new student for --epochs.")
 AlignHeadOpt = _opt(bool | None, "--align-head/--no-align-head", "Add an alignment head (sees the whole "
                     "target sentence; trained by --guide only) and align with it.")
 PresetOpt = _opt(str | None, "--preset", "Named options; others given beside it override it. align: "
@@ -206,7 +210,8 @@ GUIDANCE = Group("guidance", (
     ("guide_model", GuideModelOpt, TEACHER_MODEL),
     ("guide_sym", GuideSymOpt, TEACHER_SYM), ("guide_prefix", GuidePrefixOpt, TEACHER.prefix),
     ("guide_identical", GuideIdenticalOpt, TEACHER.identical),
-    ("self_train", SelfTrainOpt, DEFAULTS.self_train)), _guidance)
+    ("self_train", SelfTrainOpt, DEFAULTS.self_train), ("self_train_epochs", SelfTrainEpochsOpt, None)),
+    _guidance)
 PRETRAINED_INIT = Group("pretrained", (
     ("init_from", InitFromOpt, None), ("reverse_init_from", ReverseInitFromOpt, None),
     ("src_lang", SrcLangOpt, None), ("tgt_lang", TgtLangOpt, None)))

@@ -26,6 +26,7 @@ from . import parallel
 from .dev import DevSet, swap
 from .guide import keep_teacher, teacher_links
 from .model_dir import (
+    drop_round_starts,
     finish_dir,
     mark_finished,
     pairs_fingerprint,
@@ -111,10 +112,11 @@ def train(
     for self_round in range(first, options.self_train + 1):
         again = resume and self_round == first
         if self_round:
-            guide = self_guide(work_dir, pairs, keep, device, self_round, again, note)
+            guide = self_guide(work_dir, pairs, keep, device, self_round, again, note,
+                               going_on=options.self_train_epochs is not None)
         jobs = _jobs(train_pairs, work_dir, options, model_config, device, guide, dev, self_round)
         done = _run(jobs, options, in_processes, again, reporter, work_dir)
-    dist.on_main(lambda: finish_dir(work_dir, model_dir))
+    dist.on_main(lambda: (drop_round_starts(work_dir), finish_dir(work_dir, model_dir)))
     return {"model_dir": str(model_dir), "directions": {d: done[d] for d in options.directions}}
 
 

@@ -123,12 +123,29 @@ def write_config(model_dir: Path, options: TrainOptions, directions: list[str], 
         f.write("\n")
 
 
-def start_round(model_dir: Path, self_round: int) -> None:
+def start_round(model_dir: Path, self_round: int, going_on: bool = False) -> None:
     """Record in ``config.json`` that self-training round ``self_round`` begins: no direction of it has
-    finished (``--resume`` continues that round)."""
+    finished (``--resume`` continues that round). ``going_on``: the round goes on from the weights
+    of the round before, copied first to :func:`round_start` (the round overwrites the best checkpoint
+    as it goes; a resumed round starts from the same weights)."""
+    for direction in read_model_config(model_dir).get("directions", []) if going_on else []:
+        best, start = model_dir / f"{direction}.pt", round_start(model_dir, direction)
+        with atomic_open(start, "wb") as f:
+            f.write(best.read_bytes())
     cfg = _update_config(model_dir, self_train_round=self_round, finished=[])
     for direction in cfg.get("directions", []):  # the last round's resumable state is done with
         (model_dir / f"{direction}.last.pt").unlink(missing_ok=True)
+
+
+def round_start(model_dir: Path, direction: str) -> Path:
+    """Where a self-training round that goes on from the round before finds that round's weights."""
+    return model_dir / f"{direction}.start.pt"
+
+
+def drop_round_starts(model_dir: Path) -> None:
+    """Remove the rounds' starting weights once the run has ended (they are the last round's start)."""
+    for direction in read_model_config(model_dir).get("directions", []):
+        round_start(model_dir, direction).unlink(missing_ok=True)
 
 
 def mark_finished(model_dir: Path, direction: str) -> None:

@@ -83,6 +83,9 @@ class TrainOptions:
     # rounds of self-training after the teacher-guided one: the student trained again, guided by the
     # links align corpus writes with the last round's model and the kept teacher (training/loop.py)
     self_train: int = 0
+    # passes of each self-training round, going on from the round before's weights (None: each round
+    # trains a new student from scratch for --epochs)
+    self_train_epochs: int | float | None = None
     # guided fine-tuning of a pretrained Hugging Face model instead of a new network (training/finetune.py)
     init_from: str | None = None  # the source-to-target model: a save_pretrained directory or hf:NAME
     reverse_init_from: str | None = None  # the target-to-source model (--direction both)
@@ -102,10 +105,12 @@ class TrainOptions:
         """The passes over ``pairs`` training pairs this run makes (see :func:`epochs_for`)."""
         return epochs_for(self.epochs, pairs, self.auto_epochs)
 
-    def total_steps(self, per_epoch: int, pairs: int) -> int:
+    def total_steps(self, per_epoch: int, pairs: int, going_on: bool = False) -> int:
         """The updates of a run over ``pairs`` pairs in ``per_epoch`` batches an epoch: its passes'
-        worth (at least one), at most ``max_steps``."""
-        total = max(1, round(per_epoch * self.passes(pairs)))
+        worth (at least one; ``going_on``: a self-training round that goes on from the round before,
+        ``self_train_epochs``' worth), at most ``max_steps``."""
+        passes = float(self.self_train_epochs) if going_on else self.passes(pairs)
+        total = max(1, round(per_epoch * passes))
         return total if self.max_steps is None else min(self.max_steps, total)
 
     @property
@@ -147,6 +152,8 @@ class TrainOptions:
         require("--subword-type", self.subword_type, choices=("unigram", "bpe"))
         require("--parallel-directions", self.parallel_directions, choices=PARALLEL_CHOICES)
         require("--self-train", self.self_train, low=0, high=MAX_SELF_TRAIN)
+        require("--self-train-epochs", self.self_train_epochs, low=0, low_open=True, high=10**6,
+                optional=True)
         if self.self_train and (self.guide != "auto" or self.init_from is not None):
             raise OptionError("--self-train learns from a model and its built-in teacher",
                               hint="train with --guide auto (as --preset align does), not --guide FILE "

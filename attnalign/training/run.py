@@ -26,9 +26,7 @@ from ..nmt.subword import Segmenter, train_segmenter
 from ..nmt.vocab import Vocab
 from .dev import DevSet, encode, evaluate, token_loss
 from .guide import guide_loss, guide_targets, token_links
-from .model_dir import (
-    append_log,
-)
+from .model_dir import append_log, round_start
 from .options import TrainOptions
 
 
@@ -94,10 +92,16 @@ class DirectionRun:
 
     def _build(self, state: dict | None) -> None:
         opts, pairs = self.options, self.pairs
-        if state is not None:
-            src_vocab, tgt_vocab = Vocab(state["src_vocab"]), Vocab(state["tgt_vocab"])
-            src_seg = Segmenter.from_tensor(state["src_spm"])
-            tgt_seg = Segmenter.from_tensor(state["tgt_spm"])
+        # a self-training round that goes on from the round before: its weights, vocabularies and
+        # segmenters, as they were when the round began (round_start)
+        going_on = bool(self.self_round) and opts.self_train_epochs is not None
+        start = load_checkpoint(round_start(self.model_dir, self.direction)) if going_on and state is None \
+            else None
+        if state is not None or start is not None:
+            saved = state if state is not None else start
+            src_vocab, tgt_vocab = Vocab(saved["src_vocab"]), Vocab(saved["tgt_vocab"])
+            src_seg = Segmenter.from_tensor(saved["src_spm"])
+            tgt_seg = Segmenter.from_tensor(saved["tgt_spm"])
         else:
             src_seg = tgt_seg = Segmenter()
             if opts.subword:
@@ -124,8 +128,10 @@ class DirectionRun:
         self._drop_long()
         self.lengths = [(len(s), len(t)) for s, t in zip(self.src_ids, self.tgt_ids, strict=True)]
         per_epoch = len(self._mine(bucket_batches(self.lengths, opts.batch_tokens)))
-        self.total = opts.total_steps(per_epoch, len(pairs))
+        self.total = opts.total_steps(per_epoch, len(pairs), going_on)
         self.progress = _Progress()
+        if start is not None:  # a fresh optimizer and schedule over the round's passes
+            self.model.load_state_dict(start["state_dict"])
         if state is not None:
             self.model.load_state_dict(state["state_dict"])
             self.opt.load_state_dict(state["optimizer"])

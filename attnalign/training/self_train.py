@@ -1,7 +1,8 @@
 """Self-training (``train --self-train N``): after the teacher-guided round, the student is trained
-again from scratch, guided by the links ``align corpus`` writes with the last round's model and the
-kept teacher (its default output), in the spirit of Shift-AET (Chen et al. 2020), which trains its
-alignment module on the symmetrized alignments of the model itself.
+again, guided by the links ``align corpus`` writes with the last round's model and the kept teacher
+(its default output), in the spirit of Shift-AET (Chen et al. 2020), which trains its alignment module
+on the symmetrized alignments of the model itself. A round trains a new student from scratch for
+``--epochs``, or with ``--self-train-epochs`` goes on from the last round's weights for that many passes.
 
 Each round's guide is written to the model directory (:data:`GUIDE`, Pharaoh, one line per training
 pair) before the round begins and read back from there, so that ``--resume`` continues a round with
@@ -24,18 +25,19 @@ GUIDE = "self_guide.align"
 
 
 def self_guide(work_dir: Path, pairs: Pairs, keep: list[int], device, self_round: int, resumed: bool,
-               note: Callable[[str], None] | None = None) -> list[list[Link]]:
+               note: Callable[[str], None] | None = None, going_on: bool = False) -> list[list[Link]]:
     """The guide of self-training round ``self_round`` for the training pairs ``keep`` of ``pairs``:
     the model in ``work_dir`` with its kept teacher aligns ``pairs`` (unless ``resumed``: the round
     began already and its guide is on disk), the links are written to :data:`GUIDE`, the round is
-    recorded as begun (:func:`.model_dir.start_round`), and the guide is read back."""
+    recorded as begun (:func:`.model_dir.start_round`; ``going_on``: the round goes on from the last
+    round's weights), and the guide is read back."""
     path = work_dir / GUIDE
     if not resumed:
         t0 = time.perf_counter()
         links = _model_links(work_dir, pairs, device)
         with atomic_open(path) as f:
             f.writelines(format_pharaoh_line(Alignment.from_links(x)) + "\n" for x in links)
-        start_round(work_dir, self_round)
+        start_round(work_dir, self_round, going_on)
         if note:
             note(f"self-training round {self_round}: {sum(map(len, links))} links from the model and its "
                  f"teacher in {time.perf_counter() - t0:.0f} s")
