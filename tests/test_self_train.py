@@ -145,6 +145,9 @@ def test_self_training_needs_the_built_in_teacher(tmp_path):
     assert r.exit_code == 2 and "--self-train" in r.stderr
     with pytest.raises(OptionError, match="--self-train-epochs"):
         TrainOptions(self_train=1, guide="auto", self_train_epochs=0).check()
+    r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+               "--preset", "align", "--self-train-epochs", "1.5")
+    assert r.exit_code == 2 and "add --self-train N" in r.stderr and not (tmp_path / "m").exists()
 
 
 def test_a_damaged_kept_teacher_is_one_error(pairs, trained, tmp_path):

@@ -154,6 +154,9 @@ class TrainOptions:
         require("--self-train", self.self_train, low=0, high=MAX_SELF_TRAIN)
         require("--self-train-epochs", self.self_train_epochs, low=0, low_open=True, high=10**6,
                 optional=True)
+        if self.self_train_epochs is not None and not self.self_train:
+            raise OptionError("--self-train-epochs sets the passes of self-training rounds: there are none",
+                              hint="add --self-train N, or leave --self-train-epochs out")
         if self.self_train and (self.guide != "auto" or self.init_from is not None):
             raise OptionError("--self-train learns from a model and its built-in teacher",
                               hint="train with --guide auto (as --preset align does), not --guide FILE "
