@@ -78,6 +78,20 @@ def test_a_failing_direction_stops_the_run_with_its_error(tmp_path, pairs):
     assert multiprocessing.active_children() == []  # the other direction's process was stopped
 
 
+def test_a_process_that_cannot_start_gives_its_own_error(monkeypatch):
+    class Job:  # never pickled: the processes do not start
+        def __init__(self, direction):
+            self.direction = direction
+
+    def refuse(self):
+        raise OSError("cannot start a process")
+
+    monkeypatch.setattr(torch.multiprocessing.get_context("spawn").Process, "start", refuse)
+    with pytest.raises(OSError, match="cannot start a process"):
+        par.train_in_processes([(Job("forward"), None), (Job("reverse"), None)], False, 1, None,
+                               lambda d: None)
+
+
 def test_warnings_from_the_processes_reach_the_caller(tmp_path, pairs):
     long_pairs = [*pairs, (["w"] * 400, ["v"] * 3)]
     with pytest.warns(UserWarning, match=r"1 of 201 training pairs are longer than --max-length 250"):

@@ -185,6 +185,8 @@ def train_in_processes(jobs: list, resume: bool, threads: int, reporter,
     finally:
         display.end()
         for p in procs.values():
+            if p.pid is None:  # never started (the error being raised came from starting it)
+                continue
             if p.is_alive():
                 p.terminate()
             p.join()
