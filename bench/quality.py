@@ -318,13 +318,16 @@ def _teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s, n,
             "train_pairs": n}
 
 
-def training_seconds(model_dir: Path) -> float:
+def training_seconds(model_dir: Path, self_round: int | None = None) -> float:
     """Training time of both directions, from the model's log (also when the model was trained by an
     earlier run of this script): their sum, or the longer one where they were trained at the same
-    time (``--parallel-directions``, on here for every run that recorded the option)."""
+    time (``--parallel-directions``, on here for every run that recorded the option); ``self_round``:
+    of that self-training round only."""
     import pandas as pd
 
     log = pd.read_csv(model_dir / "log.csv")
+    if self_round is not None:
+        log = log[log["round"].fillna(0) == self_round]
     per_direction = log.groupby("direction").elapsed_s.max()
     saved = json.loads((model_dir / "config.json").read_text())["train_options"]
     concurrent = saved.get("parallel_directions", "off") != "off"

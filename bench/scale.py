@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 from common import ROOT, emit, parse_result, shared  # noqa: E402
-from quality import fold  # noqa: E402
+from quality import fold, training_seconds  # noqa: E402
 
 WORK = ROOT / "bench" / "work" / "scale"
 RESULTS = ROOT / "bench" / "results"
@@ -134,15 +134,11 @@ PRESETS = {"preset": ("align", []), "preset-fast": ("align-fast", []),
 
 
 def round_seconds(model: Path) -> dict:
-    """Each self-training round's training time (both directions, trained at once: the longer), from
-    the model's log."""
-    import csv
+    """Each self-training round's training time (:func:`quality.training_seconds`)."""
+    import pandas as pd
 
-    with open(model / "log.csv", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    rounds = sorted({r.get("round") or "0" for r in rows})
-    return {f"round{k}_s": max(float(r["elapsed_s"]) for r in rows if (r.get("round") or "0") == k)
-            for k in rounds}
+    rounds = sorted(set(pd.read_csv(model / "log.csv")["round"].fillna(0).astype(int)))
+    return {f"round{k}_s": training_seconds(model, k) for k in rounds}
 
 
 def worker(args) -> None:

@@ -41,7 +41,7 @@ from combine import CONFIG, aer, trained  # noqa: E402
 from quality import RESULTS  # noqa: E402
 
 from attnalign.decoding import threshold_links  # noqa: E402
-from attnalign.statistical.align import fit  # noqa: E402
+from attnalign.statistical.align import both_directions, fit  # noqa: E402
 from attnalign.statistical.fertility import FertilityModel  # noqa: E402
 from attnalign.statistical.ids import IdCorpus  # noqa: E402
 from attnalign.statistical.links import mask_links, posterior_mask  # noqa: E402
@@ -59,15 +59,6 @@ SHARES = [0.5, 0.3, 0.7]  # the agreement model's share of the soft matrix; 0.5 
 WEIGHTS = [0.9, 0.75, 1.0]  # the teacher's weight against the student; 0.9 is the default
 THRESHOLDS = [0.35, 0.4, 0.45, 0.5, 0.55]
 DEFAULT_POINT = (0.5, 0.9, 0.45)
-
-
-def both(model, lo: int, hi: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    return model.posteriors(lo, hi)
-
-
-def soft(fwd: list[np.ndarray], rev: list[np.ndarray]) -> list[np.ndarray]:
-    """Each pair's ``[T, S]``: both directions' posteriors averaged, NULL dropped."""
-    return [(f[:, :-1] + r[:, :-1].T) / 2 for f, r in zip(fwd, rev, strict=True)]
 
 
 def run(pair: str, config: str, variants: list[str]) -> list[dict] | None:
@@ -97,11 +88,11 @@ def run(pair: str, config: str, variants: list[str]) -> list[dict] | None:
         agree, ferts = agree_cache[iters], [fert_cache[s, sweeps, collect] for s in seeds]
         mats, links = {}, {}
         for name, span in spans.items():
-            af, ar = both(agree, span.start, span.stop)
-            fert = [both(m, span.start, span.stop) for m in ferts]
+            af, ar = agree.posteriors(span.start, span.stop)
+            fert = [m.posteriors(span.start, span.stop) for m in ferts]
             ff = [sum(x) / len(fert) for x in zip(*(f for f, _ in fert), strict=True)]
             fr = [sum(x) / len(fert) for x in zip(*(r for _, r in fert), strict=True)]
-            mats[name] = (soft(af, ar), soft(ff, fr))
+            mats[name] = (both_directions(af, ar), both_directions(ff, fr))
             links[name] = [mask_links(posterior_mask(a, b) | (np.minimum(c[:, :-1].T, d[:, :-1])
                                                               >= FERTILITY_THRESHOLD))
                            for a, b, c, d in zip(af, ar, ff, fr, strict=True)]

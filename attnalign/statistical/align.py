@@ -181,10 +181,15 @@ class SoftTeacher:
         """The teacher's ``[T, S]`` matrices of pairs ``lo..hi``."""
         total: list[np.ndarray] | None = None
         for m in self.models:
-            fwd, rev = m.posteriors(lo, hi)
-            mats = [(f[:, :-1] + r[:, :-1].T) / 2 for f, r in zip(fwd, rev, strict=True)]
+            mats = both_directions(*m.posteriors(lo, hi))
             total = mats if total is None else [a + b for a, b in zip(total, mats, strict=True)]
         return [t / len(self.models) for t in total or []]
+
+
+def both_directions(fwd: list[np.ndarray], rev: list[np.ndarray]) -> list[np.ndarray]:
+    """Each pair's ``[T, S]``: its forward posteriors ``[T, S + 1]`` and its reverse ones ``[S, T + 1]``
+    turned around, averaged, NULL dropped."""
+    return [(f[:, :-1] + r[:, :-1].T) / 2 for f, r in zip(fwd, rev, strict=True)]
 
 
 def _check(sym: str, model: str) -> None:

@@ -113,7 +113,7 @@ def train(
         again = resume and self_round == first
         if self_round:
             guide = self_guide(work_dir, pairs, keep, device, self_round, again, note,
-                               going_on=options.self_train_epochs is not None)
+                               going_on=options.rounds_go_on)
         jobs = _jobs(train_pairs, work_dir, options, model_config, device, guide, dev, self_round)
         done = _run(jobs, options, in_processes, again, reporter, work_dir)
     dist.on_main(lambda: (drop_round_starts(work_dir), finish_dir(work_dir, model_dir)))

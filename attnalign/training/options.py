@@ -101,6 +101,11 @@ class TrainOptions:
     def directions(self) -> list[str]:
         return list(DIRECTIONS) if self.direction == "both" else [self.direction]
 
+    @property
+    def rounds_go_on(self) -> bool:
+        """Each self-training round goes on from the last round's weights (``self_train_epochs``)."""
+        return self.self_train_epochs is not None
+
     def passes(self, pairs: int) -> float:
         """The passes over ``pairs`` training pairs this run makes (see :func:`epochs_for`)."""
         return epochs_for(self.epochs, pairs, self.auto_epochs)

@@ -94,7 +94,7 @@ class DirectionRun:
         opts, pairs = self.options, self.pairs
         # a self-training round that goes on from the round before: its weights, vocabularies and
         # segmenters, as they were when the round began (round_start)
-        going_on = bool(self.self_round) and opts.self_train_epochs is not None
+        going_on = bool(self.self_round) and opts.rounds_go_on
         start = load_checkpoint(round_start(self.model_dir, self.direction)) if going_on and state is None \
             else None
         if state is not None or start is not None:
