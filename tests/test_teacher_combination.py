@@ -12,7 +12,14 @@ from typer.testing import CliRunner
 
 from attnalign.cli import app
 from attnalign.data.corpus import read_corpus
-from attnalign.decoding import TEACHER_DECODING, TEACHER_MIN_PAIRS, blend, threshold_links
+from attnalign.decoding import (
+    TEACHER_DECODING,
+    TEACHER_DECODING_LARGE,
+    TEACHER_MIN_PAIRS,
+    blend,
+    teacher_decoding,
+    threshold_links,
+)
 from attnalign.nmt.aligner import Aligner, AlignOptions
 from attnalign.statistical import COMBINED, SoftTeacher, directional_posteriors
 from attnalign.training import TrainOptions, train
@@ -101,6 +108,28 @@ def test_the_combination_is_the_blend_of_student_and_teacher_thresholded(guided)
     only.fit_teacher(pairs)
     first = next(iter(only.align(pairs)))
     assert first.links == threshold_links(only.teacher.matrices(0, 1)[0], t)
+
+
+def test_a_teacher_of_a_large_corpus_gets_more_of_the_student(guided):
+    """From TEACHER_DECODING_LARGE["pairs"] pairs (the teacher's corpus and the kept counts it went on
+    from) "auto" blends with the large corpus's weight and threshold; given options still win."""
+    d, pairs = guided
+    small, large = TEACHER_DECODING_LARGE["pairs"] - 1, TEACHER_DECODING_LARGE["pairs"]
+    assert teacher_decoding(small) == TEACHER_DECODING
+    assert teacher_decoding(large) == {**TEACHER_DECODING, "weight": 0.6, "threshold": 0.4}
+    combined = Aligner(d, AlignOptions(teacher="on"))
+    combined.fit_teacher(pairs[:50])
+    teacher = combined.teacher
+    combined.use_teacher(teacher, kept_pairs=small - teacher.pairs)
+    assert (combined.options.teacher_weight, combined.options.threshold) == (0.9, 0.45)
+    combined.use_teacher(teacher, kept_pairs=large - teacher.pairs)
+    assert (combined.options.teacher_weight, combined.options.threshold) == (0.6, 0.4)
+    assert combined.description["teacher_pairs"] == large
+    s, t = next(iter(combined.align(pairs[:50]))), teacher.matrices(0, 1)[0]
+    assert np.allclose(s.matrix, 0.4 * (s.forward + s.reverse) / 2 + 0.6 * t)
+    given = Aligner(d, AlignOptions(teacher="on", teacher_weight=0.9, threshold=0.45))
+    given.use_teacher(teacher, kept_pairs=large)
+    assert (given.options.teacher_weight, given.options.threshold) == (0.9, 0.45)
 
 
 def test_cli_teacher_option_changes_the_links(guided, tmp_path):

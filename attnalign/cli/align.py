@@ -17,6 +17,7 @@ from ..decoding import (
     TEACHER_CORPUS_CHOICES,
     TEACHER_CORPUS_MAX_PAIRS,
     TEACHER_DECODING,
+    TEACHER_DECODING_LARGE,
     TEACHER_MIN_PAIRS,
 )
 from ..nmt.limits import BATCH_TOKENS, MAX_LENGTH
@@ -84,7 +85,8 @@ TeacherOpt = Annotated[Teacher, typer.Option(
     "--teacher", help="Combine the attention with the statistical teacher's soft matrices, the teacher "
     f"trained first (see --teacher-corpus) [auto: on for a model trained with --guide auto, where the "
     f"teacher has at least {TEACHER_MIN_PAIRS} pairs; decoding then --sym {TEACHER_DECODING['sym']} "
-    f"--decoder {TEACHER_DECODING['decoder']} --threshold {TEACHER_DECODING['threshold']}].")]
+    f"--decoder {TEACHER_DECODING['decoder']} --threshold {TEACHER_DECODING['threshold']}, or "
+    f"{TEACHER_DECODING_LARGE['threshold']} from {TEACHER_DECODING_LARGE['pairs']:,} pairs].")]
 TeacherCorpus = choices("TeacherCorpus", TEACHER_CORPUS_CHOICES)
 TeacherCorpusOpt = Annotated[TeacherCorpus, typer.Option(
     "--teacher-corpus", help="What the teacher trains on: aligned (the pairs being aligned), training "
@@ -94,7 +96,8 @@ TeacherCorpusOpt = Annotated[TeacherCorpus, typer.Option(
     f"{TEACHER_CORPUS_MAX_PAIRS:,} pairs, else kept where the model directory keeps it, else aligned].")]
 TeacherWeightOpt = Annotated[float | None, typer.Option(
     "--teacher-weight", help=f"The teacher's share of each combined matrix, 0-1 "
-    f"[default: {TEACHER_DECODING['weight']}].")]
+    f"[default: {TEACHER_DECODING['weight']}; {TEACHER_DECODING_LARGE['weight']} where the teacher "
+    f"trained on {TEACHER_DECODING_LARGE['pairs']:,} pairs or more].")]
 
 
 def _progress_bar(quiet: bool):

@@ -20,15 +20,17 @@ from .pair import (
     TEACHER_CORPUS_CHOICES,
     TEACHER_CORPUS_MAX_PAIRS,
     TEACHER_DECODING,
+    TEACHER_DECODING_LARGE,
     TEACHER_MIN_PAIRS,
     blend,
     decode_pair,
     register_symmetrization,
+    teacher_decoding,
 )
 from .symmetrize import LINK_METHODS, METHODS, symmetrize
 
 __all__ = ["DECODERS", "HEAD_DECODING", "LINK_METHODS", "METHODS", "SYMMETRIZATIONS", "TEACHER_CHOICES",
            "TEACHER_CORPUS_CHOICES", "TEACHER_CORPUS_MAX_PAIRS",
-           "TEACHER_DECODING", "TEACHER_MIN_PAIRS", "argmax_links", "argmax_src_links", "blend",
-           "decode_matrix", "decode_pair", "inter_links", "register_decoder", "register_symmetrization",
-           "symmetrize", "threshold_links"]
+           "TEACHER_DECODING", "TEACHER_DECODING_LARGE", "TEACHER_MIN_PAIRS", "argmax_links",
+           "argmax_src_links", "blend", "decode_matrix", "decode_pair", "inter_links", "register_decoder",
+           "register_symmetrization", "symmetrize", "teacher_decoding", "threshold_links"]

@@ -108,6 +108,20 @@ HEAD_DECODING = {"sym": "soft", "decoder": "argmax", "threshold": 0.5}
 # matrix of the pair), the two directions are averaged and every cell above the threshold is a link.
 # Selected on the English-French trial set by bench/combine.py (README, "Alignment quality").
 TEACHER_DECODING = {"weight": 0.9, "sym": "soft", "decoder": "threshold", "threshold": 0.45}
+# From this many pairs in the teacher's corpus the student is nearly as good as its teacher and the
+# blend gives it more weight: TEACHER_DECODING with this weight and threshold. Selected on the
+# English-French trial set by bench/blend_scale.py --choose over 40k-310k pairs (docs/benchmarks.md).
+TEACHER_DECODING_LARGE = {"pairs": 40_000, "weight": 0.6, "threshold": 0.4}
+
+
+def teacher_decoding(pairs: int) -> dict:
+    """:data:`TEACHER_DECODING` for a teacher trained on ``pairs`` pairs (its corpus, and the pairs of
+    the counts it went on from): from ``TEACHER_DECODING_LARGE["pairs"]`` on, its weight and
+    threshold."""
+    if pairs < TEACHER_DECODING_LARGE["pairs"]:
+        return TEACHER_DECODING
+    return {**TEACHER_DECODING, "weight": TEACHER_DECODING_LARGE["weight"],
+            "threshold": TEACHER_DECODING_LARGE["threshold"]}
 # --teacher auto combines only where the teacher's corpus is at least this large: EM on a few hundred
 # pairs learns little.
 TEACHER_MIN_PAIRS = 1000

@@ -24,10 +24,10 @@ from ..decoding import (
     SYMMETRIZATIONS,
     TEACHER_CHOICES,
     TEACHER_CORPUS_CHOICES,
-    TEACHER_DECODING,
     TEACHER_MIN_PAIRS,
     blend,
     decode_pair,
+    teacher_decoding,
 )
 from ..errors import AttnAlignError, OptionError, require, warn
 from .checkpoint import LoadedModel, is_hf_model, load_model, read_model_config
@@ -57,7 +57,7 @@ class AlignOptions:
     # combine the attention with the statistical teacher's soft matrices (align corpus): auto = for a
     # model guided by the built-in teacher, where the teacher's corpus has at least TEACHER_MIN_PAIRS pairs
     teacher: str = AUTO
-    teacher_weight: float | None = None  # None: TEACHER_DECODING's
+    teacher_weight: float | None = None  # None: decoding.teacher_decoding's, by the teacher's pairs
     teacher_corpus: str = AUTO  # what the teacher trains on: decoding.TEACHER_CORPUS_CHOICES
 
     def check(self) -> AlignOptions:
@@ -92,14 +92,14 @@ class AlignedPair:
 
 
 def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_head: bool,
-                     teacher: bool = False) -> AlignOptions:
-    """Fill in the "auto" choices for a model: combined with the teacher (``teacher``),
-    :data:`TEACHER_DECODING`; else a bidirectional model with an alignment head (read by
+                     teacher: int | None = None) -> AlignOptions:
+    """Fill in the "auto" choices for a model: combined with a teacher trained on ``teacher`` pairs,
+    :func:`teacher_decoding`; else a bidirectional model with an alignment head (read by
     ``options.layer``) gets :data:`HEAD_DECODING`; any other bidirectional model grow-diag-final-and
     with argmax; a one-direction model no symmetrization with argmax; the threshold is 0.5."""
     both = "forward" in directions and "reverse" in directions
-    if teacher:
-        t = TEACHER_DECODING
+    if teacher is not None:
+        t = teacher_decoding(teacher)
         sym = (t["sym"] if both else "none") if options.sym == AUTO else options.sym
         decoder = t["decoder"] if options.decoder == AUTO else options.decoder
         threshold = t["threshold"] if options.threshold is None else options.threshold
@@ -237,7 +237,7 @@ class Aligner:
     def fit_teacher(self, pairs, extra=None, kept: tuple[dict, int] | None = None) -> None:
         """Train the statistical teacher on ``pairs`` (the corpus about to be aligned) followed by
         ``extra`` pairs if given (the model's training corpus), each read once, and decode every later
-        :meth:`align` of ``pairs`` with it (``TEACHER_DECODING`` where options say "auto"). ``kept``:
+        :meth:`align` of ``pairs`` with it (:meth:`use_teacher`). ``kept``:
         the counts a teacher kept from the training corpus and its number of pairs
         (``statistical.saved.load_kept``), which the teacher goes on from over ``pairs`` instead of
         starting from nothing."""
@@ -249,15 +249,18 @@ class Aligner:
         o = self.teacher_options
         corpus = pairs if extra is None else chain(pairs, extra)
         self.use_teacher(SoftTeacher(corpus, o.model, prefix=o.prefix, identical=o.identical,
-                                     kept=kept[0] if kept else None))
-        self._kept_pairs = kept[1] if kept else 0
+                                     kept=kept[0] if kept else None), kept[1] if kept else 0)
 
-    def use_teacher(self, teacher) -> None:
+    def use_teacher(self, teacher, kept_pairs: int = 0) -> None:
         """Decode every later :meth:`align` with ``teacher``'s matrices (a fitted
-        :class:`~attnalign.statistical.SoftTeacher`, or one kept in the model directory)."""
+        :class:`~attnalign.statistical.SoftTeacher`, or one kept in the model directory), the "auto"
+        decoding that of a teacher of its pairs and ``kept_pairs`` (those of the counts it went on
+        from): :func:`~attnalign.decoding.teacher_decoding`."""
         self.teacher = teacher
+        self._kept_pairs = kept_pairs
         self.options = resolve_decoding(replace(self._given, device=self.options.device),
-                                        self.meta["directions"], self._head, teacher=True)
+                                        self.meta["directions"], self._head,
+                                        teacher=teacher.pairs + kept_pairs)
         self.sym = self.options.sym
         if SYMMETRIZATIONS[self.sym].both and self.reverse is None:
             raise OptionError(f"--sym {self.sym} needs the reverse direction, which this run did not load",
