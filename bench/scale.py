@@ -101,19 +101,31 @@ def build(n: int) -> tuple[Path, Path]:
     return src, tgt
 
 
-def aer(pred: Path, gold_set: str = "test") -> float:
-    """AER in % of the first lines of ``pred`` against the gold of the 447 test (or 37 trial) sentences."""
-    from attnalign.data.alignments import Alignment, read_alignments
+def gold(gold_set: str = "test") -> list:
+    """The gold alignments of the 447 test (or 37 trial) sentences."""
+    from attnalign.data.alignments import read_alignments
     from attnalign.data.corpus import read_corpus
-    from attnalign.eval.metrics import Counts, corpus_counts
 
     d = shared("enfr-hansards")
     pairs = read_corpus(d / f"{gold_set}.en", d / f"{gold_set}.fr")
-    gold, _ = read_alignments(d / f"{gold_set}.gold.naacl", src_lengths=[len(s) for s, _ in pairs],
-                              tgt_lengths=[len(t) for _, t in pairs])
-    links = [sorted(tuple(map(int, x.split("-"))) for x in line.split())
-             for line in pred.read_text().splitlines()[:len(pairs)]]
-    return 100 * sum(corpus_counts([Alignment.from_links(x) for x in links], gold), Counts()).aer
+    return read_alignments(d / f"{gold_set}.gold.naacl", src_lengths=[len(s) for s, _ in pairs],
+                           tgt_lengths=[len(t) for _, t in pairs])[0]
+
+
+def links_aer(links: list, gold_set: str = "test") -> float:
+    """AER in % of one list of links per sentence against :func:`gold`."""
+    from attnalign.data.alignments import Alignment
+    from attnalign.eval.metrics import Counts, corpus_counts
+
+    ref = gold(gold_set)
+    return 100 * sum(corpus_counts([Alignment.from_links(x) for x in links[:len(ref)]], ref), Counts()).aer
+
+
+def aer(pred: Path, gold_set: str = "test") -> float:
+    """AER in % of the first lines of ``pred`` against the gold of the 447 test (or 37 trial) sentences."""
+    lines = pred.read_text().splitlines()
+    links = [sorted(tuple(map(int, x.split("-"))) for x in line.split()) for line in lines]
+    return links_aer(links, gold_set)
 
 
 def trial_files() -> tuple[Path, Path]:
