@@ -122,6 +122,8 @@ def teacher_decoding(pairs: int) -> dict:
         return TEACHER_DECODING
     return {**TEACHER_DECODING, "weight": TEACHER_DECODING_LARGE["weight"],
             "threshold": TEACHER_DECODING_LARGE["threshold"]}
+
+
 # --teacher auto combines only where the teacher's corpus is at least this large: EM on a few hundred
 # pairs learns little.
 TEACHER_MIN_PAIRS = 1000

@@ -40,7 +40,7 @@ AUTO = "auto"  # --decoder / --sym / --teacher: chosen per model by resolve_deco
 @dataclass(frozen=True)
 class AlignOptions:
     decoder: str = AUTO  # a name of decoding.DECODERS, or auto: see resolve_decoding
-    threshold: float | None = None  # None: 0.5, or HEAD_DECODING's for an alignment-head model
+    threshold: float | None = None  # None: see resolve_decoding
     sym: str = AUTO  # a name of decoding.SYMMETRIZATIONS, or auto: see resolve_decoding
     layer: int | str | None = None
     head: int | str = "mean"
