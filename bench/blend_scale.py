@@ -6,23 +6,24 @@ The teacher is trained as ``align corpus --teacher on`` trains it (``Aligner.fit
 model's corpus (the 447 test sentences and N raw Hansards pairs) for the test sentences, and on the
 corpus followed by the 37 trial sentences for those (``--teacher-corpus training``: each fit its own,
 as the sampler's draws depend on the whole corpus); the student reads the test sentences (in its
-corpus) and the trial sentences (new to it). Each
-grid point blends each sentence's matrices as ``align corpus`` does, ``(1 - w) * student + w *
-teacher`` with the student the mean of its two directions, and keeps the cells above the threshold.
+corpus) and the trial sentences (new to it). Each grid point blends each sentence's matrices as
+``align corpus`` does, ``(1 - w) * student + w * teacher`` with the student the mean of its two
+directions, and keeps the cells above the threshold.
 The trial sentences choose (lowest AER, ties to the smaller ``w``); the test sentences only report.
 This is what ``bench/teacher_weight.py`` measures with one ``align corpus`` run per weight, over the
 threshold too, in minutes instead of hours beyond 40k pairs.
 
     python bench/scale.py --sizes 160000 --systems preset          # the model, first
     python bench/blend_scale.py --model bench/work/scale/preset-corpus160000-eauto --size 160000
-    python bench/blend_scale.py --model bench/work/scale/preset-corpus160000-eauto --size 160000 \
+    python bench/blend_scale.py --model bench/work/scale/preset-corpus160000-eauto --size 160000 \\
         --teacher-size 310000 --results blend_scale_160k_student_310k_teacher
+    python bench/blend_scale.py --choose blend_scale_preset-corpus160000-eauto NAME ...   # one point
 
 ``--teacher-size`` trains the teacher on a larger corpus of bench/scale.py (which begins with the same
 pairs) than the student's: a stand-in for a student trained on that corpus, where none was trained.
 
-Writes bench/results/blend_scale_<model>.csv (``--results NAME``: NAME.csv). A benchmark: it prints
-numbers and asserts nothing.
+Writes bench/results/blend_scale_<model>.{csv,json} (``--results NAME``: NAME.{csv,json}). A
+benchmark: it prints numbers and asserts nothing.
 """
 
 from __future__ import annotations
