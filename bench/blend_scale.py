@@ -40,7 +40,7 @@ from combine import THRESHOLDS  # noqa: E402
 from scale import N_TEST, RESULTS, WORK, links_aer, trial_files  # noqa: E402
 
 from attnalign.data.corpus import read_corpus  # noqa: E402
-from attnalign.decoding import TEACHER_DECODING, threshold_links  # noqa: E402
+from attnalign.decoding import TEACHER_DECODING, blend, threshold_links  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
 
 WEIGHTS = [0.0, 0.25, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0]  # the teacher's share
@@ -106,8 +106,8 @@ def main() -> None:
         row = {"model": model.name, "model_pairs": args.size + N_TEST, "teacher_pairs": len(pairs), "w": w,
                "threshold": t}
         for name, ms in mats.items():
-            row[f"{name}_aer"] = round(links_aer([threshold_links((1 - w) * s + w * m, t) for s, m in ms],
-                                                 name), 2)
+            links = [threshold_links(blend(s, m, w), t) for s, m in ms]
+            row[f"{name}_aer"] = round(links_aer(links, name), 2)
         rows.append(row)
     chosen = min(rows, key=lambda r: (r["trial_aer"], r["w"]))
     default = next(r for r in rows if r["w"] == TEACHER_DECODING["weight"]

@@ -26,6 +26,7 @@ numbers and asserts nothing.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import re
@@ -101,8 +102,9 @@ def build(n: int) -> tuple[Path, Path]:
     return src, tgt
 
 
+@functools.cache
 def gold(gold_set: str = "test") -> list:
-    """The gold alignments of the 447 test (or 37 trial) sentences."""
+    """The gold alignments of the 447 test (or 37 trial) sentences (read once)."""
     from attnalign.data.alignments import read_alignments
     from attnalign.data.corpus import read_corpus
 

@@ -181,7 +181,7 @@ class Aligner:
         meta = model_meta(model_dir, options)
         self._head = bool(meta.get("model_config", {}).get("align_head"))
         self.teacher = None  # a fitted statistical.SoftTeacher, once fit_teacher has run
-        self._kept_pairs = 0  # the pairs behind the kept counts the teacher went on from
+        self._teacher_pairs = 0  # the pairs the teacher learned from, kept counts' included
         options = resolve_decoding(options, meta["directions"], self._head)
         sym = options.sym
         self.sym = sym
@@ -257,10 +257,9 @@ class Aligner:
         decoding that of a teacher of its pairs and ``kept_pairs`` (those of the counts it went on
         from): :func:`~attnalign.decoding.teacher_decoding`."""
         self.teacher = teacher
-        self._kept_pairs = kept_pairs
+        self._teacher_pairs = teacher.pairs + kept_pairs
         self.options = resolve_decoding(replace(self._given, device=self.options.device),
-                                        self.meta["directions"], self._head,
-                                        teacher=teacher.pairs + kept_pairs)
+                                        self.meta["directions"], self._head, teacher=self._teacher_pairs)
         self.sym = self.options.sym
         if SYMMETRIZATIONS[self.sym].both and self.reverse is None:
             raise OptionError(f"--sym {self.sym} needs the reverse direction, which this run did not load",
@@ -291,7 +290,7 @@ class Aligner:
                 "head": o.head if tf and not head_read else None, "shift": o.shift,
                 "threshold": o.threshold if o.decoder == "threshold" else None,
                 "teacher": o.teacher_weight if self.teacher is not None else None,
-                "teacher_pairs": self.teacher.pairs + self._kept_pairs if self.teacher is not None else None}
+                "teacher_pairs": self._teacher_pairs if self.teacher is not None else None}
 
     def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:
         return lm.token_count(words, side) > self.options.max_length
