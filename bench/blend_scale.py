@@ -19,6 +19,10 @@ threshold too, in minutes instead of hours beyond 40k pairs.
         --teacher-size 310000 --results blend_scale_160k_student_310k_teacher
     python bench/blend_scale.py --choose blend_scale_preset-corpus160000-eauto NAME ...   # one point
 
+``--trial-inside`` reads a model that ``bench/scale.py --trial-inside`` trained on a corpus holding the
+trial sentences after the test ones: both gold sets are then aligned alike, inside the corpus, by one
+teacher.
+
 ``--teacher-size`` trains the teacher on a larger corpus of bench/scale.py (which begins with the same
 pairs) than the student's: a stand-in for a student trained on that corpus, where none was trained.
 
@@ -74,6 +78,9 @@ def main() -> None:
     ap.add_argument("--size", type=int, help="the raw pairs of its corpus (bench/scale.py --sizes)")
     ap.add_argument("--teacher-size", type=int,
                     help="train the teacher on the bench/scale.py corpus of this size (default: --size)")
+    ap.add_argument("--trial-inside", action="store_true",
+                    help="the model learned from bench/scale.py --trial-inside's corpus, the trial sentences "
+                         "inside it: one teacher, both gold sets read from the corpus")
     ap.add_argument("--results", help="name of the results file in bench/results")
     common.add_data_option(ap)
     args = ap.parse_args()
@@ -84,22 +91,25 @@ def main() -> None:
     common.use_data(args.data)
     model = Path(args.model)
     size = args.teacher_size or args.size
-    src, tgt = WORK / f"corpus{size}.en", WORK / f"corpus{size}.fr"
+    corpus = f"corpus{size}{'t' if args.trial_inside else ''}"
+    src, tgt = WORK / f"{corpus}.en", WORK / f"{corpus}.fr"
     if not (model / "config.json").exists() or not src.exists():
         raise SystemExit(f"no model {model} or corpus {src}: run python bench/scale.py --sizes {size} "
-                         "--systems preset first")
+                         f"--systems preset{' --trial-inside' if args.trial_inside else ''} first")
     pairs, trial = read_corpus(src, tgt), read_corpus(*trial_files())
-    spans = {"test": range(N_TEST), "trial": range(len(pairs), len(pairs) + len(trial))}
+    start = N_TEST if args.trial_inside else len(pairs)  # where the trial sentences are, or will be
+    spans = {"test": range(N_TEST), "trial": range(start, start + len(trial))}
     t0 = time.perf_counter()
     student = Aligner(model, AlignOptions(teacher="off", device="cpu"))
-    mats = {}
+    mats, teacher = {}, None
     for name, span in spans.items():
-        combined = Aligner(model, AlignOptions(teacher="on", device="cpu"))
-        combined.fit_teacher(pairs, None if name == "test" else trial)
-        teacher = combined.teacher.matrices(span.start, span.stop)
-        sents = pairs[:N_TEST] if name == "test" else trial
-        mats[name] = [((p.forward + p.reverse) / 2, m) for p, m in zip(student.align_pairs(sents), teacher,
-                                                                         strict=True)]
+        if teacher is None or not args.trial_inside:
+            teacher = Aligner(model, AlignOptions(teacher="on", device="cpu"))
+            teacher.fit_teacher(pairs, None if name == "test" or args.trial_inside else trial)
+        sents = trial if span.start >= len(pairs) else pairs[span.start:span.stop]
+        mats[name] = [((p.forward + p.reverse) / 2, m) for p, m in
+                      zip(student.align_pairs(sents), teacher.teacher.matrices(span.start, span.stop),
+                          strict=True)]
     t_teacher = time.perf_counter() - t0
     rows = []
     for w, t in itertools.product(WEIGHTS, THRESHOLDS):

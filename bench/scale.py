@@ -11,16 +11,18 @@ without its teacher, and the student alone on the 37 trial sentences as new sent
     python bench/scale.py                      # every size, attnalign's default and eflomal
     python bench/scale.py --sizes 10000 40000 --systems attnalign
     python bench/scale.py --sizes 40000 --systems preset --epochs 7 auto   # the student's passes
+    python bench/scale.py --sizes 40000 --systems preset --trial-inside    # trial aligned as the test
 
 The raw corpus is upper-case, unaccented and untokenized; it is lower-cased, punctuation is split off,
 French elisions and contractions are written as the test set writes them (``l' homme`` -> ``le
 homme``, ``du`` -> ``de le``, ``aujourd'hui`` -> ``aujourd' hui``) and English ``'s`` is split. The
 test sentences keep their tokens and positions; their French accents are folded so that words match
-the unaccented corpus. Each corpus is the 447 test pairs followed by the first N raw pairs (empty
-lines dropped); a size past the raw corpus's 310k pairs repeats them (``--sizes 2000000``: about 6.5
-times). Each run is a fresh process (its peak RSS is its own); run this alone on the machine.
-Writes bench/results/scale.{csv,json} (``--results NAME``: NAME.{csv,json}). A benchmark: it prints
-numbers and asserts nothing.
+the unaccented corpus. Each corpus is the 447 test pairs (``--trial-inside``: then the 37 trial
+pairs, which the preset systems then score inside the corpus instead of as new sentences) followed by
+the first N raw pairs (empty lines dropped); a size past the raw corpus's 310k pairs repeats them
+(``--sizes 2000000``: about 6.5 times). Each run is a fresh process (its peak RSS is its own); run
+this alone on the machine. Writes bench/results/scale.{csv,json} (``--results NAME``:
+NAME.{csv,json}). A benchmark: it prints numbers and asserts nothing.
 """
 
 from __future__ import annotations
@@ -74,15 +76,22 @@ def tok_fr(line: str) -> str:
     return " ".join(_CONTRACTIONS.get(w, w) for w in text.split())
 
 
-def build(n: int) -> tuple[Path, Path]:
-    """The corpus of the test pairs and the first ``n`` raw pairs (cached under bench/work/scale)."""
+def build(n: int, trial_inside: bool = False) -> tuple[Path, Path]:
+    """The corpus of the test pairs and the first ``n`` raw pairs (cached under bench/work/scale);
+    ``trial_inside``: the 37 trial pairs between them (``corpus{n}t``), so that the trial sentences
+    are aligned as the test ones are, inside the corpus the model learned from."""
     d = shared("enfr-hansards")
-    src, tgt = WORK / f"corpus{n}.en", WORK / f"corpus{n}.fr"
+    name = f"corpus{n}{'t' if trial_inside else ''}"
+    src, tgt = WORK / f"{name}.en", WORK / f"{name}.fr"
     if src.exists() and tgt.exists():
         return src, tgt
     WORK.mkdir(parents=True, exist_ok=True)
     en = [" ".join(x.split()).lower() for x in (d / "test.en").read_text(encoding="utf-8").splitlines()]
     fr = [fold(" ".join(x.split()).lower()) for x in (d / "test.fr").read_text(encoding="utf-8").splitlines()]
+    if trial_inside:
+        trial = trial_files()
+        en += trial[0].read_text(encoding="utf-8").splitlines()
+        fr += trial[1].read_text(encoding="utf-8").splitlines()
     raw = d / "isi310k.raw.en", d / "isi310k.raw.fr"
     added = []
     with open(raw[0], encoding="utf-8") as fe, open(raw[1], encoding="utf-8") as ff:
@@ -123,9 +132,10 @@ def links_aer(links: list, gold_set: str = "test") -> float:
     return 100 * sum(corpus_counts([Alignment.from_links(x) for x in links[:len(ref)]], ref), Counts()).aer
 
 
-def aer(pred: Path, gold_set: str = "test") -> float:
-    """AER in % of the first lines of ``pred`` against the gold of the 447 test (or 37 trial) sentences."""
-    lines = pred.read_text().splitlines()
+def aer(pred: Path, gold_set: str = "test", start: int = 0) -> float:
+    """AER in % of the lines of ``pred`` from ``start`` against the gold of the 447 test (or 37 trial)
+    sentences."""
+    lines = pred.read_text().splitlines()[start:]
     links = [sorted(tuple(map(int, x.split("-"))) for x in line.split()) for line in lines]
     return links_aer(links, gold_set)
 
@@ -185,11 +195,16 @@ def worker(args) -> None:
         subprocess.run([*align, "--output", f"{out}.student", "--teacher", "off"], check=True,
                        capture_output=True)
         extra["student_aer"] = aer(Path(f"{out}.student"))
-        trial = trial_files()
-        subprocess.run([*run, "align", "corpus", "--model", str(model), "--src", str(trial[0]), "--tgt",
-                        str(trial[1]), "--teacher", "off", "--output", f"{out}.trial", "--quiet"],
-                       check=True, capture_output=True)
-        extra["trial_student_aer"] = aer(Path(f"{out}.trial"), "trial")
+        if args.trial_inside:  # the trial sentences follow the test ones in the corpus
+            extra["trial_student_aer"] = aer(Path(f"{out}.student"), "trial", N_TEST)
+            extra["trial_aer"] = aer(out, "trial", N_TEST)
+        else:
+            trial = trial_files()
+            subprocess.run([*run, "align", "corpus", "--model", str(model), "--src", str(trial[0]),
+                            "--tgt", str(trial[1]), "--teacher", "off", "--output", f"{out}.trial",
+                            "--quiet"],
+                           check=True, capture_output=True)
+            extra["trial_student_aer"] = aer(Path(f"{out}.trial"), "trial")
     else:
         import eflomal
 
@@ -232,6 +247,10 @@ def main() -> None:
     ap.add_argument("--epochs", nargs="+", default=["auto"],
                     help="preset systems: train --epochs VALUE, a run for each (auto: the preset's passes)")
     ap.add_argument("--results", default="scale", help="name of the results files in bench/results")
+    ap.add_argument("--trial-inside", action="store_true",
+                    help="put the 37 trial pairs in the corpus after the test pairs (corpus<N>t): the "
+                         "trial sentences are then aligned as the test ones are, by a model that learned "
+                         "from them")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--src", help=argparse.SUPPRESS)
     ap.add_argument("--tgt", help=argparse.SUPPRESS)
@@ -243,14 +262,14 @@ def main() -> None:
         return worker(args)
     rows = []
     for n in args.sizes:
-        src, tgt = build(n)
+        src, tgt = build(n, args.trial_inside)
         pairs = len(src.read_text(encoding="utf-8").splitlines())
         runs = [(s, e) for s in args.systems for e in (args.epochs if s in PRESETS else [None])]
         for system, epochs in runs:
             tag = "" if epochs in (None, "auto") else f"-e{epochs}"
-            out = WORK / f"{system}{n}{tag}.align"
+            out = WORK / f"{system}{n}{'t' if args.trial_inside else ''}{tag}.align"
             cmd = [sys.executable, __file__, "--worker", system, "--src", str(src), "--tgt", str(tgt),
-                   "--out", str(out), "--epochs", epochs or "auto"]
+                   "--out", str(out), "--epochs", epochs or "auto", *["--trial-inside"] * args.trial_inside]
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode:
                 print(f"{system} at {n}: failed\n{p.stderr[-2000:]}", file=sys.stderr)
@@ -262,7 +281,8 @@ def main() -> None:
                    "train_s": round(r["train_s"], 1) if "train_s" in r else None,
                    "student_aer": round(r["student_aer"], 2) if "student_aer" in r else None,
                    "trial_student_aer": round(r["trial_student_aer"], 2) if "trial_student_aer" in r
-                   else None, **{k: round(v, 1) for k, v in r.items() if k.startswith("round")}}
+                   else None, **({"trial_aer": round(r["trial_aer"], 2)} if "trial_aer" in r else {}),
+                   **{k: round(v, 1) for k, v in r.items() if k.startswith("round")}}
             rows.append(row)
             print(json.dumps(row), flush=True)
     for system in args.systems:
