@@ -31,7 +31,7 @@ def test_library_call_scores_against_the_gold(tmp_path):
     total = summary.report.systems[0].total
     assert summary.pairs == 200 and total.aer < 0.25  # 200 pairs only: a weak but real alignment
     assert summary.settings == {"aligner": "hmm", "sym": "grow-diag-final-and", "prefix": 5,
-                                "identical": 1.0}
+                                "identical": 1.0, "samplers": 1}
 
 
 # Each option on a known-answer corpus (see test_statistical.py): its first pair aligns one way with the
@@ -74,6 +74,20 @@ def test_the_fertility_aligner_and_the_combined_default(tmp_path):
     assert "(hmm-agree+fertility, posterior" in r.stderr
     r = CliRunner().invoke(app, [*base, "--aligner", "hmm-agree+fertility", "--sym", "grow-diag"])
     assert r.exit_code == 2 and "hmm-agree+fertility" in r.output and "use posterior" in r.output
+
+
+def test_samplers_pool_chains_and_only_where_the_aligner_samples(tmp_path):
+    src, tgt = tmp_path / "a.src", tmp_path / "a.tgt"
+    src.write_text("a b\nb c\na c\n" * 10)
+    tgt.write_text("x y\ny z\nx z\n" * 10)
+    base = ["align", "statistical", "--src", str(src), "--tgt", str(tgt)]
+    r = CliRunner().invoke(app, [*base, "--samplers", "3"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0] == "0-0 1-1" and "samplers 3" in r.stderr
+    for bad, message in ((["--samplers", "0"], "--samplers 0"),
+                         (["--samplers", "2", "--aligner", "hmm"], "hmm does not sample")):
+        r = CliRunner().invoke(app, [*base, *bad])
+        assert r.exit_code == 2 and message in r.output, r.output
 
 
 def test_errors_are_clear_and_keep_the_old_output(tmp_path):

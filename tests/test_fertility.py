@@ -94,6 +94,25 @@ def test_sampling_is_deterministic_per_seed_and_keeps_empty_sides():
         sample_marginals(pairs, init, sweeps=2, collect=3)
 
 
+def test_samplers_pool_the_counts_of_chains_seeded_one_after_another():
+    from attnalign.statistical.fertility import MAX_SAMPLERS, FertilityModel
+    from attnalign.statistical.ids import IdCorpus
+
+    pairs, _ = _dictionary_corpus(60)
+    corpus = IdCorpus.encode(pairs)
+    kw = {"sweeps": 4, "fertility_from": 2, "collect": 2}
+    one, two = (FertilityModel(corpus, seed=s, **kw) for s in (3, 4))
+    pooled = FertilityModel(corpus, seed=3, samplers=2, **kw)
+    for d in range(2):
+        assert pooled.marginals[d].collect == 4
+        assert np.array_equal(pooled.marginals[d].counts, one.marginals[d].counts + two.marginals[d].counts)
+    assert not np.array_equal(one.marginals[0].counts, two.marginals[0].counts)  # the chains differ
+    fwd, _ = pooled.posteriors(0, len(pairs))
+    assert all(np.allclose(m.sum(1), 1) for m in fwd)  # still frequencies: rows sum to 1
+    with pytest.raises(ValueError, match="samplers"):
+        FertilityModel(corpus, samplers=MAX_SAMPLERS + 1, **kw)
+
+
 def test_cells_of_two_or_four_bytes_sample_the_same_links(monkeypatch):
     """A cell holds its place in its source type's table row: in 2 bytes where every row is shorter than
     65,536 entries, else 4; the sampler reads the same entries either way."""

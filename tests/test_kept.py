@@ -17,6 +17,7 @@ from attnalign.statistical import SoftTeacher, saved
 from attnalign.statistical.cells import m_step
 from attnalign.statistical.ids import IdCorpus, LexTable
 from attnalign.statistical.kept import KeptCounts
+from attnalign.statistical.options import TeacherOptions
 
 A = [(["the", "cat"], ["le", "chat"]), (["the", "dog"], ["le", "chien"]), (["a", "cat"], ["un", "chat"])]
 
@@ -109,7 +110,7 @@ def test_going_on_learns_from_the_training_corpus_at_the_cost_of_the_new_pairs(s
 
 def test_the_teacher_file_keeps_the_counts_for_its_options(sample, tmp_path):
     train, _, _, kept = sample
-    options = {"model": "hmm-agree+fertility"}
+    options = TeacherOptions().as_kwargs()
     shapes = [(len(t), len(s)) for s, t in train[:10]]
     meta = saved.teacher_meta(options, "f", 10)
     saved.save_matrices(tmp_path / saved.FILE, kept, list(range(10)), shapes, meta)
@@ -119,7 +120,15 @@ def test_the_teacher_file_keeps_the_counts_for_its_options(sample, tmp_path):
         for a, b in zip(sides, loaded[name], strict=True):
             assert a.src_words == b.src_words and (a.keys == b.keys).all() and (a.counts == b.counts).all()
             assert set(a.tables) == set(b.tables)
-    assert saved.load_kept(tmp_path, {"model": "hmm-agree"}) is None  # another teacher's counts
+    assert saved.load_kept(tmp_path, {**options, "model": "hmm-agree"}) is None  # another teacher's counts
+    # kept before --samplers existed: its options lack it, and it had one chain
+    old = {k: v for k, v in options.items() if k != "samplers"}
+    saved.save_matrices(tmp_path / saved.FILE, kept, list(range(10)), shapes,
+                        saved.teacher_meta(old, "f", 10))
+    assert saved.load_kept(tmp_path, options) is not None
+    assert saved.load_kept(tmp_path, {**options, "samplers": 2}) is None
+    assert saved.load_matching(tmp_path, options, 10, lambda: "f") is not None
+    assert saved.load_matching(tmp_path, {**options, "samplers": 2}, 10, lambda: "f") is None
     assert saved.SavedTeacher(tmp_path / saved.FILE).pairs == 10  # the matrices still read
     # a file from before counts were kept, and a damaged one: nothing to go on from
     saved.save_matrices(tmp_path / saved.FILE, SoftTeacher(train[:10]), list(range(10)), shapes, meta)

@@ -142,6 +142,9 @@ def test_identical_words_pull_singletons_together(model):
 def test_guide_identical_option(tmp_path):
     with pytest.raises(AttnAlignError, match="--guide-identical"):
         train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto", guide_identical=-1.0))
+    with pytest.raises(AttnAlignError, match="--guide-samplers 2: hmm-agree does not sample"):
+        train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto", guide_model="hmm-agree",
+                                                             guide_samplers=2))
 
 
 def cell_keys(corpus) -> np.ndarray:

@@ -49,6 +49,7 @@ from .common import (
     QuietOpt,
     ReverseGoldOpt,
     ReverseModelOpt,
+    SamplersOpt,
     ShiftOpt,
     SrcLangOpt,
     SrcOpt,
@@ -223,7 +224,8 @@ def align_corpus(
 def align_statistical_cmd(
     src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None, output: OutputOpt = None,
     model: AlignerOpt = TEACHER_MODEL, sym: StatSymOpt = TEACHER_SYM, prefix: PrefixOpt = TEACHER.prefix,
-    identical: IdenticalOpt = TEACHER.identical, gold: GoldOpt = None,
+    identical: IdenticalOpt = TEACHER.identical, samplers: SamplersOpt = TEACHER.samplers,
+    gold: GoldOpt = None,
     gold_format: GoldFormatOpt = GoldFormat.auto, gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False, lowercase: LowercaseOpt = False, encoding: EncodingOpt = "utf-8",
     quiet: QuietOpt = False,
@@ -243,14 +245,15 @@ def align_statistical_cmd(
     with bar:
         summary = align_statistical_files(
             src=src, tgt=tgt, corpus=corpus, output=output, model=model.value, sym=sym.value, prefix=prefix,
-            identical=identical, gold=gold,
+            identical=identical, samplers=samplers, gold=gold,
             gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
             lowercase=lowercase, encoding=encoding, progress=progress, threads=threads)
     if rank:
         return
     e = err()
     e.print(Text(f"aligned {summary.pairs} pairs in {summary.seconds:.1f} s; {summary.links} links "
-            f"({model.value}, {sym.value}, prefix {prefix}, identical {identical:g})"))
+            f"({model.value}, {sym.value}, prefix {prefix}, identical {identical:g}"
+            f"{f', samplers {samplers}' if samplers != 1 else ''})"))
     _written(output, summary.report)
 
 

@@ -258,8 +258,9 @@ def align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=BATC
                         src_lang=src_lang, tgt_lang=tgt_lang)
 
 
-# The statistical teacher: the same four options for `align statistical` (--aligner, --sym, --prefix,
-# --identical) and `train` (--guide-model, --guide-sym, --guide-prefix, --guide-identical).
+# The statistical teacher: the same options for `align statistical` (--aligner, --sym, --prefix,
+# --identical, --samplers) and `train` (--guide-model, --guide-sym, --guide-prefix, --guide-identical,
+# --guide-samplers).
 TeacherModel = choices("TeacherModel", TEACHER_MODELS)
 TeacherSym = choices("TeacherSym", TEACHER_SYMS)
 ALIGNERS_HELP = ("hmm-agree+fertility (the union of two models' confident links: hmm-agree's posterior "
@@ -272,21 +273,25 @@ PREFIX_HELP = ("The statistical models see every word cut to its first N charact
                "inflected forms; 0: whole words.")
 IDENTICAL_HELP = ("Extra counts for identical source and target words (names, numbers, cognates) in every "
                   "EM step; 0: no such prior.")
+SAMPLERS_HELP = ("Independent Gibbs chains of the fertility HMMs per direction, their counts pooled: the "
+                 "links vary less with the sampler's draws, for that many times the sampling time.")
 
 
-def _teacher_opts(model: str, sym: str, prefix: str, identical: str, context: str = ""):
+def _teacher_opts(model: str, sym: str, prefix: str, identical: str, samplers: str, context: str = ""):
     model_help = f"The statistical aligner: {ALIGNERS_HELP}"
     sym_help = f"How its directions combine: {SYM_HELP}"
     return (Annotated[TeacherModel, typer.Option(model, help=context + model_help)],
             Annotated[TeacherSym, typer.Option(sym, help=context + sym_help)],
             Annotated[int, typer.Option(prefix, min=0, help=context + PREFIX_HELP)],
-            Annotated[float, typer.Option(identical, min=0.0, help=context + IDENTICAL_HELP)])
+            Annotated[float, typer.Option(identical, min=0.0, help=context + IDENTICAL_HELP)],
+            Annotated[int, typer.Option(samplers, help=context + SAMPLERS_HELP)])
 
 
-AlignerOpt, StatSymOpt, PrefixOpt, IdenticalOpt = _teacher_opts(
-    "--aligner", "--sym", "--prefix", "--identical")
-GuideModelOpt, GuideSymOpt, GuidePrefixOpt, GuideIdenticalOpt = _teacher_opts(
-    "--guide-model", "--guide-sym", "--guide-prefix", "--guide-identical", "--guide auto: ")
+AlignerOpt, StatSymOpt, PrefixOpt, IdenticalOpt, SamplersOpt = _teacher_opts(
+    "--aligner", "--sym", "--prefix", "--identical", "--samplers")
+GuideModelOpt, GuideSymOpt, GuidePrefixOpt, GuideIdenticalOpt, GuideSamplersOpt = _teacher_opts(
+    "--guide-model", "--guide-sym", "--guide-prefix", "--guide-identical", "--guide-samplers",
+    "--guide auto: ")
 TEACHER_MODEL, TEACHER_SYM = TeacherModel(TEACHER.model), TeacherSym(TEACHER.sym)
 
 

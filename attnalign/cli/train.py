@@ -25,6 +25,7 @@ from .common import (
     GuideIdenticalOpt,
     GuideModelOpt,
     GuidePrefixOpt,
+    GuideSamplersOpt,
     GuideSymOpt,
     LowercaseOpt,
     ModelDirOpt,
@@ -210,6 +211,7 @@ GUIDANCE = Group("guidance", (
     ("guide_model", GuideModelOpt, TEACHER_MODEL),
     ("guide_sym", GuideSymOpt, TEACHER_SYM), ("guide_prefix", GuidePrefixOpt, TEACHER.prefix),
     ("guide_identical", GuideIdenticalOpt, TEACHER.identical),
+    ("guide_samplers", GuideSamplersOpt, TEACHER.samplers),
     ("self_train", SelfTrainOpt, DEFAULTS.self_train), ("self_train_epochs", SelfTrainEpochsOpt, None)),
     _guidance)
 PRETRAINED_INIT = Group("pretrained", (

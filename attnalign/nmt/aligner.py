@@ -249,7 +249,8 @@ class Aligner:
         o = self.teacher_options
         corpus = pairs if extra is None else chain(pairs, extra)
         self.use_teacher(SoftTeacher(corpus, o.model, prefix=o.prefix, identical=o.identical,
-                                     kept=kept[0] if kept else None), kept[1] if kept else 0)
+                                     samplers=o.samplers, kept=kept[0] if kept else None),
+                         kept[1] if kept else 0)
 
     def use_teacher(self, teacher, kept_pairs: int = 0) -> None:
         """Decode every later :meth:`align` with ``teacher``'s matrices (a fitted

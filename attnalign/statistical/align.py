@@ -127,16 +127,19 @@ def union_links(agree, fertility, lo: int, hi: int) -> list[list[Link]]:
 
 
 def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, identical: float, chunk: int,
-                kept: dict | None = None, keep: bool = False, **kw) -> tuple:
+                kept: dict | None = None, keep: bool = False, samplers: int = DEFAULT.samplers,
+                **kw) -> tuple:
     """``model``'s trained models on the whole-word corpus ``words``: (the model, None), or for
     :data:`COMBINED` (the agreement HMMs on ``prefix``-cut words, the fertility HMMs on whole words).
     ``kept``: per model name, both directions' counts to go on from (:mod:`.kept`); ``keep``: the models
-    keep theirs (:attr:`SoftTeacher.kept`)."""
+    keep theirs (:attr:`SoftTeacher.kept`); ``samplers``: the fertility HMMs' chains (the other models
+    do not sample)."""
     combined = model == COMBINED
     name = "hmm-agree" if combined else model
 
-    def going_on(m: str) -> dict:  # the keyword arguments of model m's keeping and going on
-        return {"kept": (kept or {}).get(m), "keep": keep} if m in KEEPS else {}
+    def going_on(m: str) -> dict:  # the keyword arguments of model m's keeping, going on and chains
+        return {**({"kept": (kept or {}).get(m), "keep": keep} if m in KEEPS else {}),
+                **({"samplers": samplers} if m == "fertility" else {})}
 
     first = fit(words.cut(prefix), name, iterations, prefix, identical, **going_on(name), **kw)
     if not combined:
@@ -157,7 +160,8 @@ class SoftTeacher:
 
     ``keep``: keep what the models learned (:attr:`kept`), for a later teacher to go on from; ``kept``:
     go on from such a teacher's (trained on other pairs) over ``pairs`` instead of starting from nothing
-    (:mod:`.kept`; the models of :data:`.registry.KEEPS` only: the others start from nothing)."""
+    (:mod:`.kept`; the models of :data:`.registry.KEEPS` only: the others start from nothing).
+    ``samplers``: the fertility HMMs' chains (:class:`.options.TeacherOptions`)."""
 
     def __init__(self, pairs: Pairs | IdCorpus, model: str = DEFAULT.model, iterations: int = 5,
                  prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical,

@@ -55,6 +55,7 @@ from .kept import KeptCounts
 from .progress import report
 
 _BUCKET = 3000  # at most this many sentences resampled together
+MAX_SAMPLERS = 12  # FertilityModel's chains: their 20 collected sweeps each sum to at most 255 (uint8)
 PARALLEL_BYTES = 2 * 2**30  # the most the two samplers' cells may take at once
 
 
@@ -264,6 +265,21 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     return marg
 
 
+def _chains(samplers: int, pairs: IdCorpus, init: np.ndarray, seed: int = 1, keep: bool = False,
+            **kw) -> Marginals:
+    """:func:`sample_marginals` run ``samplers`` times from ``init``, with seeds ``seed``,
+    ``seed + 1``, ...: the chains' counts summed into one :class:`Marginals` whose ``collect`` is
+    their sum (the first chain keeps its counts with ``keep``)."""
+    pooled = sample_marginals(pairs, init, seed=seed, keep=keep, **kw)
+    for k in range(1, samplers):
+        marg = sample_marginals(pairs, init, seed=seed + k, **kw)
+        if pooled.collect + marg.collect > 255:
+            raise ValueError(f"{samplers} samplers collect more than 255 sweeps; collect fewer")
+        pooled.counts += marg.counts
+        pooled.collect += marg.collect
+    return pooled
+
+
 class _Cores:
     """The cores of two samplers running at once: before each bucket a sampler takes an equal share of
     them for its thread (numba's thread count is per thread), so the one that ends last takes all the
@@ -292,9 +308,15 @@ class FertilityModel:
     processes), one after the other on all of them."""
 
     def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS,
-                 kept: tuple[KeptCounts, KeptCounts] | None = None, keep: bool = False, **kw):
+                 kept: tuple[KeptCounts, KeptCounts] | None = None, keep: bool = False, samplers: int = 1,
+                 **kw):
         """``kept``: both directions' link counts kept from sampling another corpus (:mod:`.kept`),
-        to go on from; ``keep``: :attr:`kept` holds this corpus's."""
+        to go on from; ``keep``: :attr:`kept` holds this corpus's (the first sampler's).
+        ``samplers``: independent chains per direction (seeds ``seed``, ``seed + 1``, ...), one after
+        the other from the same start, their counts pooled: a single chain's links depend on its
+        draws, and the pool's vary less (eflomal samples several chains for the same reason)."""
+        if not 1 <= samplers <= MAX_SAMPLERS:
+            raise ValueError(f"samplers must be in 1..{MAX_SAMPLERS}, not {samplers}")
         fwd_kept, rev_kept = kept or (None, None)
         sides = ((corpus, "forward", fwd_kept), (corpus.swapped(), "reverse", rev_kept))
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
@@ -303,7 +325,7 @@ class FertilityModel:
         # caches would raise the run's peak
         firsts = at_once(firsts, possible() and 2 * cells <= CACHE_CELLS)
         starts = [(side, name, k, *first) for (side, name, k), first in zip(sides, firsts, strict=True)]
-        jobs = [functools.partial(sample_marginals, side, init, seed=seed, stage=f"fertility {name}", kept=k,
+        jobs = [functools.partial(_chains, samplers, side, init, seed=seed, stage=f"fertility {name}", kept=k,
                                   keep=keep, table=table, **kw)
                 for side, name, k, init, table in starts]
         state = sum(_bytes_per_cell(table) for *_, table in starts) * cells

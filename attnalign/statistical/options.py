@@ -15,6 +15,8 @@ from ..decoding.symmetrize import LINK_METHODS
 from ..errors import OptionError
 from .registry import COMBINED, MODELS
 
+SAMPLED = ("fertility", COMBINED)  # the models with a Gibbs sampler (TeacherOptions.samplers)
+
 # How the two directions combine: a symmetrization of the Viterbi links, or "posterior": the links
 # whose posterior is at least POSTERIOR_THRESHOLD in both directions.
 SYMS = (*LINK_METHODS, "posterior")
@@ -32,22 +34,32 @@ class TeacherOptions:
     ``model``: one of :data:`MODELS`. ``sym``: one of :data:`SYMS` (``COMBINED`` takes ``posterior``
     only). ``prefix``: the EM models see every word cut to its first N characters, pooling a word's
     inflected forms (0: whole words). ``identical``: extra counts for each pair of identical source and
-    target words in every EM step (0: none)."""
+    target words in every EM step (0: none). ``samplers``: the fertility HMMs' independent Gibbs chains
+    per direction, their counts pooled (:class:`.fertility.FertilityModel`); the models that do not
+    sample take 1 only."""
 
     model: str = COMBINED
     sym: str = "posterior"
     prefix: int = 5
     identical: float = 1.0
+    samplers: int = 1
 
     def as_kwargs(self) -> dict:
         """Keyword arguments of :func:`attnalign.statistical.align_statistical`."""
         return asdict(self)
 
     def check(self, syms: tuple[str, ...] = SYMS, prefix_flag: str = "--prefix",
-              identical_flag: str = "--identical") -> TeacherOptions:
+              identical_flag: str = "--identical", samplers_flag: str = "--samplers") -> TeacherOptions:
         """A clear :class:`OptionError` for a choice the aligner cannot take; ``self`` otherwise.
         The flags name the options in the messages (``train`` calls them ``--guide-*``)."""
+        from .fertility import MAX_SAMPLERS
+
         check_choices(self.model, self.sym, syms)
+        if not (isinstance(self.samplers, int) and 1 <= self.samplers <= MAX_SAMPLERS):
+            raise OptionError(f"bad {samplers_flag} {self.samplers}", hint=f"give 1 to {MAX_SAMPLERS} chains")
+        if self.samplers > 1 and self.model not in SAMPLED:
+            raise OptionError(f"{samplers_flag} {self.samplers}: {self.model} does not sample",
+                              hint=f"give it with {' or '.join(SAMPLED)}, or leave it at 1")
         if self.prefix < 0:
             raise OptionError(f"bad {prefix_flag} {self.prefix}",
                                  hint="give 0 (whole words) or a number of characters")
@@ -68,7 +80,7 @@ def saved_teacher(train_options: dict) -> TeacherOptions:
     name; DEFAULT's values for what they lack, BEFORE_PREFIX's for a run older than those options."""
     t = {**BEFORE_PREFIX, **train_options}
     return TeacherOptions(*(t.get(f"guide_{f}", getattr(DEFAULT, f)) for f in ("model", "sym", "prefix",
-                                                                              "identical")))
+                                                                              "identical", "samplers")))
 PREFIX = DEFAULT.prefix
 IDENTICAL = DEFAULT.identical
 

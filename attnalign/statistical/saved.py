@@ -24,6 +24,7 @@ import numpy as np
 from ..data.fileio import atomic_open
 from .ids import CHUNK_PAIRS, chunks
 from .kept import KeptCounts
+from .options import DEFAULT
 
 FILE = "teacher.npz"
 _SIDES = ("fwd", "rev")
@@ -78,6 +79,13 @@ class SavedTeacher:
                 for k in range(lo, hi)]
 
 
+def _stored_options(meta: dict) -> dict | None:
+    """The teacher options a file was kept with, an option it lacks (kept before the option existed)
+    at its default, which that teacher had."""
+    options = meta.get("options")
+    return {**DEFAULT.as_kwargs(), **options} if isinstance(options, dict) else None
+
+
 def _read(model_dir: str | os.PathLike, read: Callable):
     """``read(z, meta)`` of the model directory's teacher file (the open ``.npz`` and its meta), or
     None where there is none or it cannot be read."""
@@ -99,7 +107,8 @@ def load_matching(model_dir: str | os.PathLike, options: dict, pairs: int,
     the corpus); None if there is none, it was kept for other data or options, or it cannot be read
     (the teacher is then trained again, as if none were kept)."""
     def matching(z, meta):
-        if meta != teacher_meta(options, meta.get("fingerprint"), pairs):
+        stored = {**meta, "options": _stored_options(meta)}
+        if stored != teacher_meta(options, meta.get("fingerprint"), pairs):
             return None
         if meta["fingerprint"] != fingerprint():
             return None
@@ -114,7 +123,7 @@ def load_kept(model_dir: str | os.PathLike, options: dict) -> tuple[dict, int] |
     pairs, if it was kept with these teacher ``options`` and holds them; else None (none kept, other
     options, a file from before counts were kept, or one that cannot be read)."""
     def counts(z, meta):
-        if meta.get("options") != options:
+        if _stored_options(meta) != options:
             return None
         models = sorted({n.split(".")[1] for n in z.files if n.startswith("kept.")})
         kept = {m: tuple(KeptCounts.from_arrays(z, f"kept.{m}.{side}.") for side in _SIDES) for m in models}

@@ -76,6 +76,7 @@ class TrainOptions:
     guide_sym: str = TEACHER.sym
     guide_prefix: int = TEACHER.prefix
     guide_identical: float = TEACHER.identical
+    guide_samplers: int = TEACHER.samplers
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
     max_length: int = MAX_LENGTH  # model tokens per side (EOS included); longer pairs are left out
@@ -95,7 +96,8 @@ class TrainOptions:
     @property
     def teacher(self) -> TeacherOptions:
         """The statistical aligner behind ``guide="auto"``."""
-        return TeacherOptions(self.guide_model, self.guide_sym, self.guide_prefix, self.guide_identical)
+        return TeacherOptions(self.guide_model, self.guide_sym, self.guide_prefix, self.guide_identical,
+                              self.guide_samplers)
 
     @property
     def directions(self) -> list[str]:
@@ -171,7 +173,8 @@ class TrainOptions:
             raise OptionError("the alignment head learns from a guide alignment only",
                               hint="add --guide auto (or --guide FILE), or leave out --align-head")
         if self.guide == "auto" and not has_guide_links:
-            self.teacher.check(prefix_flag="--guide-prefix", identical_flag="--guide-identical")
+            self.teacher.check(prefix_flag="--guide-prefix", identical_flag="--guide-identical",
+                               samplers_flag="--guide-samplers")
         return network
 
     @classmethod

@@ -306,6 +306,7 @@ def align_statistical_files(
     sym: str = TEACHER.sym,
     prefix: int = TEACHER.prefix,
     identical: float = TEACHER.identical,
+    samplers: int = TEACHER.samplers,
     gold: str | os.PathLike | None = None,
     gold_options: GoldOptions = GoldOptions(),
     lowercase: bool = False,
@@ -324,7 +325,7 @@ def align_statistical_files(
     from ..statistical.kernels import set_threads
 
     require("--threads", threads, low=1, optional=True)
-    teacher = TeacherOptions(model, sym, prefix, identical).check((*SYMS, "none"))
+    teacher = TeacherOptions(model, sym, prefix, identical, samplers).check((*SYMS, "none"))
     set_threads(threads)
     check_distinct({"--output": output}, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold})
     writer = world()[0] == 0
@@ -334,7 +335,8 @@ def align_statistical_files(
     golds, gold_info = read_gold_for(gold, gold_options, pairs) if gold else ([], None)
     t0 = time.perf_counter()
     summary = AlignSummary(pairs=len(pairs), links=0,
-                           settings={"aligner": model, "sym": sym, "prefix": prefix, "identical": identical})
+                           settings={"aligner": model, "sym": sym, "prefix": prefix, "identical": identical,
+                                     "samplers": samplers})
     try:
         summary.links, per_sentence = _write_statistical(pairs, teacher, output, writer, golds, progress)
     except MemoryError:
