@@ -44,7 +44,7 @@ from combine import THRESHOLDS  # noqa: E402
 from scale import N_TEST, RESULTS, WORK, links_aer, trial_files  # noqa: E402
 
 from attnalign.data.corpus import read_corpus  # noqa: E402
-from attnalign.decoding import TEACHER_DECODING, blend, threshold_links  # noqa: E402
+from attnalign.decoding import blend, teacher_decoding, threshold_links  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
 
 WEIGHTS = [0.0, 0.25, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0]  # the teacher's share
@@ -65,7 +65,8 @@ def choose(names: list[str]) -> None:
           f"(mean trial AER {best.trial_aer:.2f})")
     for n, g in by_size.groupby("teacher_pairs"):
         at = g[(g.w == best.w) & (g.threshold == best.threshold)].iloc[0]
-        dflt = g[(g.w == TEACHER_DECODING["weight"]) & (g.threshold == TEACHER_DECODING["threshold"])].iloc[0]
+        pt = teacher_decoding(int(n))  # align corpus's default for a teacher of n pairs
+        dflt = g[(g.w == pt["weight"]) & (g.threshold == pt["threshold"])].iloc[0]
         print(f"{n:>8d} pairs: trial {at.trial_aer:.2f} test {at.test_aer:.2f}; at align corpus's point "
               f"trial {dflt.trial_aer:.2f} test {dflt.test_aer:.2f}")
 
@@ -120,8 +121,8 @@ def main() -> None:
             row[f"{name}_aer"] = round(links_aer(links, name), 2)
         rows.append(row)
     chosen = min(rows, key=lambda r: (r["trial_aer"], r["w"]))
-    default = next(r for r in rows if r["w"] == TEACHER_DECODING["weight"]
-                   and r["threshold"] == TEACHER_DECODING["threshold"])
+    point = teacher_decoding(len(pairs))  # align corpus's default for a teacher of this corpus
+    default = next(r for r in rows if r["w"] == point["weight"] and r["threshold"] == point["threshold"])
     print(f"{model.name}: {len(pairs)} pairs; the matrices computed in {t_teacher:.0f} s")
     print(f"{'w':>5s} {'best thr':>8s} {'trial':>6s} {'test':>6s}   (per weight, the trial's threshold)")
     for w in WEIGHTS:
