@@ -102,14 +102,19 @@ def main() -> None:
     spans = {"test": range(N_TEST), "trial": range(start, start + len(trial))}
     t0 = time.perf_counter()
     student = Aligner(model, AlignOptions(teacher="off", device="cpu"))
-    mats, teacher = {}, None
+
+    def teacher_of(extra):  # align corpus's teacher, fitted on the corpus followed by the extra pairs
+        combined = Aligner(model, AlignOptions(teacher="on", device="cpu"))
+        combined.fit_teacher(pairs, extra)
+        return combined.teacher
+
+    teachers = {"test": teacher_of(None)}
+    teachers["trial"] = teachers["test"] if args.trial_inside else teacher_of(trial)
+    mats = {}
     for name, span in spans.items():
-        if teacher is None or not args.trial_inside:
-            teacher = Aligner(model, AlignOptions(teacher="on", device="cpu"))
-            teacher.fit_teacher(pairs, None if name == "test" or args.trial_inside else trial)
         sents = trial if span.start >= len(pairs) else pairs[span.start:span.stop]
         mats[name] = [((p.forward + p.reverse) / 2, m) for p, m in
-                      zip(student.align_pairs(sents), teacher.teacher.matrices(span.start, span.stop),
+                      zip(student.align_pairs(sents), teachers[name].matrices(span.start, span.stop),
                           strict=True)]
     t_teacher = time.perf_counter() - t0
     rows = []
