@@ -118,6 +118,9 @@ CONFIGS = {
     # the preset with a teacher of 3 fertility chains (train --guide-samplers 3), for its guide and for
     # align corpus's teacher
     "agree-fert-head-sp-e5-b2k-d0-s3": _preset(**{**B2K, "epochs": 5}, **D0, guide_samplers=3),
+    # and that with --self-train 1 --self-train-epochs 1.5
+    "agree-fert-head-sp-e5-b2k-d0-st1e15-s3": _preset(**{**B2K, "epochs": 5}, **D0, guide_samplers=3,
+                                                      self_train=1, self_train_epochs=1.5),
     # the preset with another seed: a second student beside the first, for averaging students
     "agree-fert-head-sp-e5-b2k-d0-seed2": _preset(**{**B2K, "epochs": 5}, **D0, seed=2),
     # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words); the same

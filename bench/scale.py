@@ -3,7 +3,8 @@
 English-French Hansards test sentences, for 10k, 40k, 160k and 310k pairs of the raw ISI Hansards,
 with eflomal (pip install eflomal) on the same files in the same run; ``--systems preset``: the
 ``--preset align`` model (``preset-fast``: ``--preset align-fast``; ``preset-st``: ``--preset align
---self-train 1 --self-train-epochs 1.5``; ``preset-st3``: 3 passes in the second round) trained on
+--self-train 1 --self-train-epochs 1.5``; ``preset-st3``: 3 passes in the second round;
+``preset-st3-s3``: the same with ``--guide-samplers 3``) trained on
 the same corpora (its own process tree: the teacher, both directions, then ``align corpus`` with and
 without its teacher, and the student alone on the 37 trial sentences as new sentences, which choose;
 ``--epochs``: one such run for each number of passes; hours beyond 40k pairs on 2 cores).
@@ -155,7 +156,9 @@ def trial_files() -> tuple[Path, Path]:
 # --systems: attnalign train --preset VALUE and these options
 PRESETS = {"preset": ("align", []), "preset-fast": ("align-fast", []),
            "preset-st": ("align", ["--self-train", "1", "--self-train-epochs", "1.5"]),
-           "preset-st3": ("align", ["--self-train", "1", "--self-train-epochs", "3"])}
+           "preset-st3": ("align", ["--self-train", "1", "--self-train-epochs", "3"]),
+           "preset-st3-s3": ("align", ["--self-train", "1", "--self-train-epochs", "3",
+                                       "--guide-samplers", "3"])}
 
 
 def round_seconds(model: Path) -> dict:
@@ -243,7 +246,8 @@ def main() -> None:
                          "preset: attnalign train --preset align, then align corpus with its default "
                          "(the student and its teacher) and --teacher off (the student alone); preset-fast: "
                          "the same with --preset align-fast; preset-st: --preset align --self-train 1 "
-                         "--self-train-epochs 1.5; preset-st3: the same with --self-train-epochs 3")
+                         "--self-train-epochs 1.5; preset-st3: the same with --self-train-epochs 3; "
+                         "preset-st3-s3: that with --guide-samplers 3")
     ap.add_argument("--epochs", nargs="+", default=["auto"],
                     help="preset systems: train --epochs VALUE, a run for each (auto: the preset's passes)")
     ap.add_argument("--results", default="scale", help="name of the results files in bench/results")
