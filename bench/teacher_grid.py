@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The teacher's own settings, measured: more EM iterations for the agreement HMMs, longer or several
-independent fertility samplers, and the share of each model in the teacher's soft matrix; each as the
-teacher's links alone, its soft matrices alone and ``align corpus``'s default output with the
-``--preset align`` student that ``bench/quality.py`` trained (the student is not retrained: it shows
-what the teacher alone moves).
+independent fertility samplers, the NULL probability p0 of either model (``--variants p0-A-F``: the
+agreement HMMs' A, the fertility HMMs' F; 0.2 and 0.2 today), and the share of each model in the
+teacher's soft matrix; each as the teacher's links alone, its soft matrices alone and ``align
+corpus``'s default output with the ``--preset align`` student that ``bench/quality.py`` trained (the
+student is not retrained: it shows what the teacher alone moves).
 
     python bench/quality.py --pair all --config agree-fert-head-sp-e5-b2k-d0    # trains the students
     python bench/teacher_grid.py --pair all
@@ -47,14 +48,19 @@ from attnalign.statistical.ids import IdCorpus  # noqa: E402
 from attnalign.statistical.links import mask_links, posterior_mask  # noqa: E402
 from attnalign.statistical.options import DEFAULT, FERTILITY_THRESHOLD  # noqa: E402
 
-# name -> (agreement HMM iterations, fertility seeds, sweeps, collect); the first is the teacher today
+# name -> (agreement HMM iterations, fertility seeds, sweeps, collect, the agreement HMMs' and the
+# fertility HMMs' NULL probability p0); the first is the teacher today
 VARIANTS = {
-    "default": (5, (1,), 40, 20),
-    "hmm-it10": (10, (1,), 40, 20),
-    "fert-x3": (5, (1, 2, 3), 40, 20),
-    "fert-s80": (5, (1,), 80, 40),
-    "hmm-it10+fert-x3": (10, (1, 2, 3), 40, 20),
+    "default": (5, (1,), 40, 20, 0.2, 0.2),
+    "hmm-it10": (10, (1,), 40, 20, 0.2, 0.2),
+    "fert-x3": (5, (1, 2, 3), 40, 20, 0.2, 0.2),
+    "fert-s80": (5, (1,), 80, 40, 0.2, 0.2),
+    "hmm-it10+fert-x3": (10, (1, 2, 3), 40, 20, 0.2, 0.2),
+    **{f"p0-{a:g}-{b:g}": (5, (1,), 40, 20, a, b) for a, b in ((0.1, 0.1), (0.3, 0.3), (0.1, 0.2),
+                                                               (0.2, 0.1), (0.2, 0.05))},
 }
+# the variants run when --variants is not given (the p0 ones are asked for by name)
+FIRST = ["default", "hmm-it10", "fert-x3", "fert-s80", "hmm-it10+fert-x3"]
 SHARES = [0.5, 0.3, 0.7]  # the agreement model's share of the soft matrix; 0.5 is the teacher today
 WEIGHTS = [0.9, 0.75, 1.0]  # the teacher's weight against the student; 0.9 is the default
 THRESHOLDS = [0.35, 0.4, 0.45, 0.5, 0.55]
@@ -75,17 +81,18 @@ def run(pair: str, config: str, variants: list[str]) -> list[dict] | None:
     agree_cache, fert_cache, secs = {}, {}, {}
     rows = []
     for v in variants:
-        iters, seeds, sweeps, collect = VARIANTS[v]
+        iters, seeds, sweeps, collect, p0_agree, p0_fert = VARIANTS[v]
         t0 = time.perf_counter()
-        if iters not in agree_cache:
-            agree_cache[iters] = fit(words.cut(DEFAULT.prefix), "hmm-agree", iters, DEFAULT.prefix,
-                                     DEFAULT.identical)
+        if (iters, p0_agree) not in agree_cache:
+            agree_cache[iters, p0_agree] = fit(words.cut(DEFAULT.prefix), "hmm-agree", iters, DEFAULT.prefix,
+                                               DEFAULT.identical, p0=p0_agree)
         for s in seeds:
-            if (s, sweeps, collect) not in fert_cache:
-                fert_cache[s, sweeps, collect] = FertilityModel(words.cut(0), s, sweeps=sweeps,
-                                                                collect=collect)
+            if (s, sweeps, collect, p0_fert) not in fert_cache:
+                fert_cache[s, sweeps, collect, p0_fert] = FertilityModel(words.cut(0), s, sweeps=sweeps,
+                                                                         collect=collect, p0=p0_fert)
         secs[v] = time.perf_counter() - t0
-        agree, ferts = agree_cache[iters], [fert_cache[s, sweeps, collect] for s in seeds]
+        agree = agree_cache[iters, p0_agree]
+        ferts = [fert_cache[s, sweeps, collect, p0_fert] for s in seeds]
         mats, links = {}, {}
         for name, span in spans.items():
             af, ar = agree.posteriors(span.start, span.stop)
@@ -151,7 +158,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pair", default="enfr", choices=["enfr", "roen", "esen", "all"])
     ap.add_argument("--config", default=CONFIG, help="the student's model directory under bench/work/PAIR")
-    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--variants", nargs="+", default=FIRST, choices=list(VARIANTS))
     ap.add_argument("--results", default=None, help="CSV name suffix")
     args = ap.parse_args()
     rows = []
