@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import inspect
 import itertools
 import sys
 import time
@@ -43,19 +44,23 @@ from quality import RESULTS  # noqa: E402
 
 from attnalign.decoding import threshold_links  # noqa: E402
 from attnalign.statistical.align import both_directions, fit  # noqa: E402
-from attnalign.statistical.fertility import FertilityModel  # noqa: E402
+from attnalign.statistical.fertility import FertilityModel, sample_marginals  # noqa: E402
+from attnalign.statistical.hmm import HMMAgreement  # noqa: E402
 from attnalign.statistical.ids import IdCorpus  # noqa: E402
 from attnalign.statistical.links import mask_links, posterior_mask  # noqa: E402
 from attnalign.statistical.options import DEFAULT, FERTILITY_THRESHOLD  # noqa: E402
 
+# the NULL probability p0 the teacher's two models take today
+P0 = (inspect.signature(HMMAgreement).parameters["p0"].default,
+      inspect.signature(sample_marginals).parameters["p0"].default)
 # name -> (agreement HMM iterations, fertility seeds, sweeps, collect, the agreement HMMs' and the
-# fertility HMMs' NULL probability p0); the first is the teacher today
+# fertility HMMs' p0); the first is the teacher today
 VARIANTS = {
-    "default": (5, (1,), 40, 20, 0.2, 0.2),
-    "hmm-it10": (10, (1,), 40, 20, 0.2, 0.2),
-    "fert-x3": (5, (1, 2, 3), 40, 20, 0.2, 0.2),
-    "fert-s80": (5, (1,), 80, 40, 0.2, 0.2),
-    "hmm-it10+fert-x3": (10, (1, 2, 3), 40, 20, 0.2, 0.2),
+    "default": (5, (1,), 40, 20, *P0),
+    "hmm-it10": (10, (1,), 40, 20, *P0),
+    "fert-x3": (5, (1, 2, 3), 40, 20, *P0),
+    "fert-s80": (5, (1,), 80, 40, *P0),
+    "hmm-it10+fert-x3": (10, (1, 2, 3), 40, 20, *P0),
     **{f"p0-{a:g}-{b:g}": (5, (1,), 40, 20, a, b) for a, b in ((0.1, 0.1), (0.3, 0.3), (0.1, 0.2),
                                                                (0.2, 0.1), (0.2, 0.05))},
 }
