@@ -65,7 +65,7 @@ VARIANTS = {
                                                                (0.2, 0.1), (0.2, 0.05))},
 }
 # the variants run when --variants is not given (the p0 ones are asked for by name)
-FIRST = ["default", "hmm-it10", "fert-x3", "fert-s80", "hmm-it10+fert-x3"]
+FIRST = [v for v in VARIANTS if not v.startswith("p0-")]
 SHARES = [0.5, 0.3, 0.7]  # the agreement model's share of the soft matrix; 0.5 is the teacher today
 WEIGHTS = [0.9, 0.75, 1.0]  # the teacher's weight against the student; 0.9 is the default
 THRESHOLDS = [0.35, 0.4, 0.45, 0.5, 0.55]
