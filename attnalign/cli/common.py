@@ -36,7 +36,7 @@ from ..statistical.registry import MODELS as TEACHER_MODELS
 # "[...]"; styles are given as Text objects.
 def out() -> Console:
     """Console for data (stdout); wide when piped, so tables are never folded."""
-    return Console(width=None if sys.stdout.isatty() else 200, markup=False, highlight=False)
+    return Console(width=None if sys.stdout.isatty() else 300, markup=False, highlight=False)
 
 
 def err() -> Console:

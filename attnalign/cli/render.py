@@ -6,27 +6,70 @@ from rich.table import Table
 from rich.text import Text
 
 from ..eval.plot import printable, settings_text
-from ..eval.scoring import ScoreReport
+from ..eval.scoring import ScoreReport, SystemScore
+from ..eval.significance import LEVEL, Interval
 
 
 def pct(x: float) -> str:
     return f"{100 * x:.2f}"
 
 
-def score_table(report: ScoreReport) -> Table:
-    """One row per system: AER, precision, recall, F1 (in %) and the link counts."""
-    t = Table(title="Alignment scores (%)", caption=Text(report.signature), title_justify="left")
+def with_interval(x: float, iv: Interval | None) -> str:
+    """A score in % with its interval: ``5.70 [5.21, 6.19]``."""
+    return pct(x) if iv is None else f"{pct(x)} [{pct(iv.low)}, {pct(iv.high)}]"
+
+
+def signed(x: float) -> str:
+    return f"{100 * x:+.2f}"
+
+
+def p_text(p: float) -> str:
+    return f"{p:.4f}" if p >= 0.0001 else "<0.0001"
+
+
+def score_table(report: ScoreReport, intervals: bool = False) -> Table:
+    """One row per system: AER, precision, recall, F1 (in %; with ``intervals`` each with its interval)
+    and the link counts; after a paired test, each system's AER difference to the first, its interval and
+    p-value."""
+    level = f"{round(100 * LEVEL)}%"
+    title = "Alignment scores (%" + (f", {level} intervals" if intervals else "") + ")"
+    t = Table(title=title, caption=Text(report.signature), title_justify="left")
     t.add_column("system", no_wrap=True)
     for name in ("AER", "P", "R", "F1", "links", "sure", "possible", "sentences"):
         t.add_column(name, justify="right")
+    if report.paired:
+        for name in ("ΔAER", f"{level} interval", "p"):
+            t.add_column(name, justify="right")
     best = min(s.total.aer for s in report.systems) if report.systems else None
     for s in report.systems:
         c = s.total
-        aer = Text(pct(c.aer), style="bold" if len(report.systems) > 1 and c.aer == best else "")
-        t.add_row(
-            Text(printable(s.name)), aer, pct(c.precision), pct(c.recall), pct(c.f1),
-            str(c.hyp), str(c.sure), str(c.possible), str(c.sentences),
-        )
+        ivs = (s.intervals or {}) if intervals else {}
+        aer = Text(with_interval(c.aer, ivs.get("aer")),
+                   style="bold" if len(report.systems) > 1 and c.aer == best else "")
+        row = [Text(printable(s.name)), aer, *(with_interval(getattr(c, m), ivs.get(m))
+                                               for m in ("precision", "recall", "f1")),
+               str(c.hyp), str(c.sure), str(c.possible), str(c.sentences)]
+        if report.paired:
+            d = s.paired
+            row += (["baseline", "", ""] if d is None else
+                    [signed(d.delta), f"[{signed(d.interval.low)}, {signed(d.interval.high)}]",
+                     p_text(d.p_value)])
+        t.add_row(*row)
+    return t
+
+
+def breakdown_table(s: SystemScore) -> Table:
+    """One system's scores (%) by band: :mod:`attnalign.eval.breakdown`."""
+    t = Table(title=Text(f"Breakdown of {printable(s.name)} (%)"), title_justify="left",
+              caption=Text("frequency: the source word's count in the text; distance: source words off "
+                           "the diagonal; extra: predicted links the gold lacks"))
+    for name in ("by", "band", "links", "sure", "possible", "P", "R", "AER"):
+        t.add_column(name, justify="left" if name in ("by", "band") else "right")
+    for b in s.bands or []:
+        c = b.counts
+        t.add_row(b.dimension, b.band, str(c.hyp), str(c.sure), str(c.possible),
+                  pct(c.precision) if c.hyp else "-", pct(c.recall) if c.sure else "-",
+                  pct(c.aer) if c.hyp or c.sure else "-")
     return t
 
 

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from ..eval.significance import LEVEL, SAMPLES, SEED
 from .common import (
     CorpusOpt,
     EncodingOpt,
@@ -51,6 +52,26 @@ def score(
     per_sentence: Annotated[
         Path | None, typer.Option("--per-sentence", help="Write per-sentence scores to this CSV.")] = None,
     encoding: EncodingOpt = "utf-8",
+    confidence: Annotated[bool, typer.Option(
+        "--confidence", help=f"Each score with its {round(100 * LEVEL)}% interval from bootstrap resampling "
+        "of the gold's sentences (the percentile interval; every resample rescored from its summed counts).",
+        rich_help_panel="Significance")] = False,
+    paired: Annotated[bool, typer.Option(
+        "--paired", help="Every system against the first (the baseline): the difference in AER, its "
+        f"{round(100 * LEVEL)}% interval and a two-sided p-value from the paired bootstrap (Koehn 2004) on "
+        "the same resamples, the differences shifted to mean zero for the null.",
+        rich_help_panel="Significance")] = False,
+    samples: Annotated[int, typer.Option(
+        "--samples", help="Bootstrap resamples for --confidence and --paired.",
+        rich_help_panel="Significance")] = SAMPLES,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="The resamples' seed (fixed: the same intervals on every run).",
+        rich_help_panel="Significance")] = SEED,
+    breakdown: Annotated[bool, typer.Option(
+        "--breakdown", help="Each system's scores by the source word's frequency in the text, the gold "
+        "link's type (1-1, 1-many, many-1, many-many; extra links on gold-unaligned words) and the "
+        "distance from the diagonal; needs --src/--tgt or --corpus.",
+        rich_help_panel="Significance")] = False,
 ) -> None:
     """Score predicted alignments against a gold alignment: AER, precision, recall, F1.
 
@@ -58,11 +79,15 @@ def score(
     lines than the gold has sentences is scored on its first lines (the standard protocol).
 
     Example: attnalign score sample_data/test.gold.naacl sample_data/test.diagonal.align
+
+    Compare two systems: attnalign score GOLD baseline.align new.align --paired --confidence
     """
     from ..data.fileio import atomic_open, check_distinct, check_writable
     from ..eval.scoring import score_files
-    from .render import score_table
+    from ..eval.significance import Bootstrap
+    from .render import breakdown_table, score_table
 
+    bootstrap = Bootstrap(samples, seed).check()
     check_distinct({"--per-sentence": per_sentence},
                    {"GOLD": gold, **{f"PRED {p}": p for p in pred}, "--src": src, "--tgt": tgt,
                     "--corpus": corpus})
@@ -70,13 +95,17 @@ def score(
         check_writable(per_sentence, "per-sentence CSV")
     report = score_files(gold, pred, gold_options(gold_format, gold_one_based, reverse_gold, encoding),
                          src=src, tgt=tgt, corpus=corpus, pred_format=pred_format.value,
-                         pred_one_based=pred_one_based, reverse_pred=reverse_pred)
+                         pred_one_based=pred_one_based, reverse_pred=reverse_pred,
+                         bootstrap=bootstrap if confidence or paired else None,
+                         paired=paired, bands=breakdown)
     if as_json:
         for s in report.systems:
-            row = {"system": s.name, **s.total.as_dict(), "signature": report.signature}
-            sys.stdout.write(json.dumps(row) + "\n")
+            sys.stdout.write(json.dumps({**s.as_dict(), "signature": report.signature}) + "\n")
     else:
-        out().print(score_table(report))
+        console = out()
+        console.print(score_table(report, intervals=confidence))
+        for s in report.systems if breakdown else []:
+            console.print(breakdown_table(s))
     if per_sentence is not None:
         with atomic_open(per_sentence) as f:
             report.per_sentence_frame().to_csv(f, index=False)

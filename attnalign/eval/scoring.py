@@ -16,8 +16,11 @@ from .._version import __version__
 from ..data.alignments import Alignment, ReadInfo, detect_format, read_alignments
 from ..data.corpus import Pairs, check_readable, count_lines, open_corpus
 from ..data.fileio import check_one_stdin
-from ..errors import FormatError, warn
+from ..errors import FormatError, OptionError, warn
+from .breakdown import Band, breakdown
 from .metrics import Counts, corpus_counts
+from .significance import Bootstrap, Interval, PairedResult, intervals, paired_test
+from .significance import signature as resampling_signature
 
 
 @dataclass(frozen=True)
@@ -49,24 +52,62 @@ class SystemScore:
     total: Counts
     per_sentence: list[Counts]
     lines_ignored: int = 0
+    intervals: dict[str, Interval] | None = None  # by metric (aer, precision, recall, f1)
+    paired: PairedResult | None = None  # against the report's first system
+    bands: list[Band] | None = None  # the error breakdown
+
+    def as_dict(self) -> dict:
+        """The scores (fractions), counts, and where computed the intervals (``aer_low`` ...), the
+        paired test and the breakdown: ``score --json``'s keys."""
+        row: dict = {"system": self.name, **self.total.as_dict()}
+        for metric, iv in (self.intervals or {}).items():
+            row[f"{metric}_low"], row[f"{metric}_high"] = iv.low, iv.high
+        if self.paired is not None:
+            row.update(delta_aer=self.paired.delta, delta_aer_low=self.paired.interval.low,
+                       delta_aer_high=self.paired.interval.high, p_value=self.paired.p_value)
+        if self.bands is not None:
+            row["breakdown"] = [{"dimension": b.dimension, "band": b.band, **b.counts.as_dict()}
+                                for b in self.bands]
+        return row
 
 
 @dataclass
 class ScoreReport:
-    """Scores of one or more systems against one gold, with the settings' signature."""
+    """Scores of one or more systems against one gold, with the settings' signature; with
+    :meth:`resample`, each system's intervals and (``paired``) its test against the first system."""
 
     gold: ReadInfo
     systems: list[SystemScore] = field(default_factory=list)
+    bootstrap: Bootstrap | None = None
+    paired: bool = False
 
     @property
     def signature(self) -> str:
-        return gold_signature(self.gold)
+        sig = gold_signature(self.gold)
+        if self.bootstrap is None:
+            return sig
+        return f"{sig}|{resampling_signature(self.bootstrap.samples, self.bootstrap.seed, self.paired)}"
+
+    def resample(self, bootstrap: Bootstrap, paired: bool = False) -> ScoreReport:
+        """Add every system's intervals and, with ``paired``, every system's paired test against the
+        first (the baseline), all on the same resamples of the gold's sentences."""
+        self.bootstrap, self.paired = bootstrap, paired
+        if not self.systems or not self.systems[0].per_sentence:
+            return self
+        weights = bootstrap.weights(len(self.systems[0].per_sentence))
+        base = self.systems[0]
+        for s in self.systems:
+            s.intervals = intervals(s.per_sentence, weights)
+            if paired and s is not base:
+                s.paired = paired_test(base.per_sentence, s.per_sentence, weights)
+        return self
 
     def frame(self):
-        """One row per system: aer, precision, recall, f1 (fractions) and the counts."""
+        """One row per system: aer, precision, recall, f1 (fractions), the counts and any intervals and
+        paired tests."""
         import pandas as pd
 
-        rows = [{"system": s.name, **s.total.as_dict()} for s in self.systems]
+        rows = [{k: v for k, v in s.as_dict().items() if k != "breakdown"} for s in self.systems]
         return pd.DataFrame(rows)
 
     def per_sentence_frame(self):
@@ -131,22 +172,44 @@ def load_gold(
     src: str | os.PathLike | None = None,
     tgt: str | os.PathLike | None = None,
     corpus: str | os.PathLike | None = None,
-) -> tuple[list[Alignment], ReadInfo, tuple[list[int], list[int]] | None]:
+    words: bool = False,
+) -> tuple[list[Alignment], ReadInfo, GoldText | None]:
     """Read a gold file; given its text (``src`` + ``tgt`` or one ``corpus``), range-check every
     link against it.
 
-    Returns the gold alignments, how the file was read, and the sentence lengths (if text was given).
+    Returns the gold alignments, how the file was read, and the text's sentence lengths (if text was
+    given), with ``words`` also the gold's sentences and the source words' counts in the whole text.
     """
-    lengths = None
+    text = None
     if src is not None or tgt is not None or corpus is not None:
-        pairs = open_corpus(src, tgt, corpus, encoding=options.encoding)
-        s_len, t_len = [], []
-        for s, t in pairs:
-            s_len.append(len(s))
-            t_len.append(len(t))
-        lengths = (s_len, t_len)
-    gold, info = read_gold(path, options, lengths=lengths)
-    return gold, info, lengths
+        from collections import Counter
+
+        text = GoldText([], [], [] if words else None, Counter() if words else None)
+        for s, t in open_corpus(src, tgt, corpus, encoding=options.encoding):
+            text.src_lengths.append(len(s))
+            text.tgt_lengths.append(len(t))
+            if words:
+                text.pairs.append((s, t))
+                text.frequency.update(s)
+    gold, info = read_gold(path, options, lengths=None if text is None else text.lengths)
+    if text is not None and words:
+        del text.pairs[len(gold):]
+    return gold, info, text
+
+
+@dataclass
+class GoldText:
+    """The text of a gold's sentences as :func:`load_gold` read it: every line's length, and where
+    asked the gold's sentences (``pairs``) and each source word's count in the whole text."""
+
+    src_lengths: list[int]
+    tgt_lengths: list[int]
+    pairs: list | None = None
+    frequency: dict[str, int] | None = None
+
+    @property
+    def lengths(self) -> tuple[list[int], list[int]]:
+        return self.src_lengths, self.tgt_lengths
 
 
 def score_alignments(
@@ -213,13 +276,24 @@ def score_files(
     pred_format: str = "auto",
     reverse_pred: bool = False,
     pred_one_based: bool | None = None,
+    bootstrap: Bootstrap | None = None,
+    paired: bool = False,
+    bands: bool = False,
 ) -> ScoreReport:
-    """Score one or more prediction files against a gold file (one :class:`SystemScore` each)."""
+    """Score one or more prediction files against a gold file (one :class:`SystemScore` each); with
+    ``bootstrap`` each score's interval, with ``paired`` each system's paired test against the first,
+    with ``bands`` each system's error breakdown (:mod:`attnalign.eval.breakdown`; needs the text)."""
     if not pred_paths:
         raise FormatError("give at least one prediction file to score")
+    if paired and len(pred_paths) < 2:
+        raise OptionError("--paired tests systems against the first one: give two prediction files or more")
+    if bands and src is None and tgt is None and corpus is None:
+        raise OptionError("--breakdown needs the gold's text: give --src/--tgt or --corpus",
+                          hint="the bands read the source words and the sentence lengths")
     check_one_stdin({"GOLD": gold_path, **{f"PRED {k + 1}": p for k, p in enumerate(pred_paths)},
                      "--src": src, "--tgt": tgt, "--corpus": corpus})
-    gold, info, lengths = load_gold(gold_path, options, src=src, tgt=tgt, corpus=corpus)
+    gold, info, text = load_gold(gold_path, options, src=src, tgt=tgt, corpus=corpus, words=bands)
+    lengths = None if text is None else text.lengths
     report = ScoreReport(info)
     for p in pred_paths:
         hyp, ignored = read_prediction(
@@ -233,5 +307,9 @@ def score_files(
         )
         s = score_alignments(gold, hyp, str(p))
         s.lines_ignored = ignored
+        if bands:
+            s.bands = breakdown(hyp, gold, text.pairs, text.frequency)
         report.systems.append(s)
+    if bootstrap is not None or paired:
+        report.resample(bootstrap or Bootstrap(), paired)
     return report
