@@ -248,3 +248,50 @@ def test_words_are_never_tex(tmp_path):
     p = Panel(np.eye(2), ["$\\notacommand$", "$5"], ["costs", "$"])  # mathtext would fail to parse it
     save_figure(figure_for([p]), tmp_path / "money.svg")
     assert "$\\notacommand$" in (tmp_path / "money.svg").read_text()
+
+
+def test_pred_files_side_by_side_on_the_pairs_grid_without_a_model(tmp_path):
+    from attnalign.workflows.views import sentence_panels
+
+    other = tmp_path / "other.align"
+    other.write_text("\n".join(["0-0"] * 4) + "\n")  # line 3: one link
+    panels = sentence_panels(None, src=str(SAMPLE / "test.en"), tgt=str(SAMPLE / "test.fr"), index=3,
+                             gold=str(SAMPLE / "test.gold.naacl"),
+                             preds=[SAMPLE / "test.diagonal.align", other])
+    assert [p.title for p in panels] == [str(SAMPLE / "test.diagonal.align"), str(other)]
+    assert panels[1].links == [(0, 0)] and not panels[0].shaded and panels[0].matrix.max() == 0
+    fig = figure_for(panels)
+    for ax, p in zip(fig.axes, panels, strict=True):  # the title names the file (wrapped where long)
+        assert ax.get_title().replace("\n", "").startswith(p.title)
+    assert len(fig.axes) == 2  # two panels and no colour bar: there is no attention to scale
+    out = tmp_path / "pair.png"
+    r = invoke("plot", "sentence", "--pred", SAMPLE / "test.diagonal.align", "--pred", other, "--src",
+               SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr", "--index", 3, "--gold",
+               SAMPLE / "test.gold.naacl", "-o", out)
+    assert r.exit_code == 0, r.stderr
+    png_pixels(out)
+
+
+def test_pred_over_the_models_attention(models, tmp_path):
+    from attnalign.nmt.aligner import AlignOptions
+    from attnalign.workflows.views import sentence_panels
+
+    panels = sentence_panels(AlignOptions(device="cpu"), model=models / "rnn", src=str(SAMPLE / "test.en"),
+                             tgt=str(SAMPLE / "test.fr"), index=3, preds=[SAMPLE / "test.diagonal.align"])
+    model_panel, pred = panels
+    assert pred.shaded and (pred.matrix == model_panel.matrix).all()
+    assert pred.links == [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (6, 5), (7, 6), (8, 7)]  # its line 3
+
+
+@pytest.mark.parametrize(("lines", "args", "says", "code"), [
+    ("0-0 9-9\n", ["--index", "0"], "link 9-9 lies outside the pair", 1),
+    ("0-0\n", ["--index", "2"], "the prediction has 1 line; --index 2 is past its end", 1),
+    ("0-0\n", [], "--pred draws line --index N", 2),
+    ("0-0 x\n", ["--index", "0"], "cannot read 'x' as a Pharaoh link", 1),
+])
+def test_pred_errors(tmp_path, lines, args, says, code):
+    bad = tmp_path / "bad.align"
+    bad.write_text(lines)
+    r = invoke("plot", "sentence", "--pred", bad, "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+               "--terminal", *args)
+    assert r.exit_code == code and says in r.stderr and "Traceback" not in r.stderr, r.stderr

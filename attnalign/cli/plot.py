@@ -51,6 +51,10 @@ WidthOpt = Annotated[float | None, typer.Option("--width", help="Figure width in
 FontSizeOpt = Annotated[float | None, typer.Option("--font-size", help="Word labels in points [default: 8, "
                                                    "smaller where --width leaves small cells].")]
 TerminalOpt = Annotated[bool, typer.Option("--terminal", help="Draw the matrix in the terminal.")]
+PlotPredOpt = Annotated[list[Path] | None, typer.Option(
+    "--pred", help="An alignment file (Pharaoh, 0-based, one line per pair of the corpus; any aligner's): "
+    "its links of pair --index, titled with the file, beside the model's panel over its attention or, with no "
+    "model, on the pair's grid. Repeat for several files, side by side.")]
 
 
 def _style(title: str | None, width: float | None, font_size: float | None):
@@ -71,12 +75,16 @@ def plot_sentence(
     corpus: CorpusOpt = None, index: IndexOpt = None, attention: AttentionFileOpt = None,
     gold: GoldGiven = None, decoding: dict = None, compare: CompareOpt = False, eos: EosOpt = False,
     terminal: TerminalOpt = False, lowercase: ModelLowercaseOpt = None, device: DeviceOpt = "auto",
-    encoding: EncodingOpt = "utf-8", pretrained: dict = None, style=None,
+    encoding: EncodingOpt = "utf-8", pretrained: dict = None, style=None, pred: PlotPredOpt = None,
 ) -> None:
-    """Draw one pair's attention heatmap with its links (and the gold's, if given).
+    """Draw one pair's attention heatmap with its links (and the gold's, if given), or the links of
+    alignment files (--pred) side by side.
 
     Example: attnalign plot sentence --model runs/sample --src "the red car ." --tgt "la voiture rouge ."
     -o pair.png
+
+    Other aligners' output: attnalign plot sentence --pred eflomal.align --pred ours.align --src test.en
+    --tgt test.fr --index 3 --gold test.gold -o pair3.png
     """
     from ..data.fileio import check_distinct, check_writable
     from ..eval.plot import save_figure, terminal_view
@@ -86,11 +94,14 @@ def plot_sentence(
         raise OptionError("give --output FILE (.png, .svg, .pdf) or --terminal")
     if output is not None:
         files = {"--src": src, "--tgt": tgt} if index is not None else {}
-        from ..nmt.checkpoint import model_files
+        models = {}
+        if model is not None:  # the models' module imports torch
+            from ..nmt.checkpoint import model_files
 
+            models = {**model_files(model), **model_files(pretrained["reverse_model"], "--reverse-model")}
         check_distinct({"--output": output}, {**files, "--corpus": corpus, "--attention": attention,
-                                              "--gold": gold.path, **model_files(model),
-                                              **model_files(pretrained["reverse_model"], "--reverse-model")})
+                                              "--gold": gold.path, **models,
+                                              **{f"--pred {p}": p for p in pred or ()}})
         check_writable(output, "image file")
         if output.suffix.lower() not in IMAGE_TYPES:
             raise OptionError(f"unknown image type {output.suffix!r}", hint="use .png, .svg or .pdf")
@@ -99,11 +110,14 @@ def plot_sentence(
         decoding["layer"] = None
     if grid_heads:
         decoding["head"] = "mean"
-    options = align_options(**decoding, device=device, resolve=attention is None, **pretrained)
+    reads = model is not None or attention is not None  # else only alignment files (--pred): no torch
+    options = (align_options(**decoding, device=device, resolve=attention is None, **pretrained) if reads
+               else None)
     panels = sentence_panels(
         options, model=model, src=src, tgt=tgt, corpus=corpus, index=index, attention=attention,
         gold=gold.path, gold_options=gold.options(encoding), compare=compare,
-        all_layers=grid_layers, all_heads=grid_heads, show_eos=eos, lowercase=lowercase, encoding=encoding)
+        all_layers=grid_layers, all_heads=grid_heads, show_eos=eos, lowercase=lowercase, encoding=encoding,
+        preds=pred or ())
     if terminal:
         console = out()
         for p in panels:  # colours are lost in a file or a pipe: print the weights as digits there

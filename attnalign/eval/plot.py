@@ -33,6 +33,7 @@ class Panel:
     eos: np.ndarray | None = None  # [T]: drawn as an extra last column when given
     title: str = ""
     settings: dict = field(default_factory=dict)
+    shaded: bool = True  # the matrix is attention, shaded with a colour bar; False: a blank grid for links
 
 
 MAX_INCHES = 36.0  # the largest side of a figure (5,400 pixels at the 150 dpi of save_figure)
@@ -163,11 +164,12 @@ def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool =
     titles = [style.title if n == 1 else None] * n
     for k, ax in enumerate(axes.flat):
         if k < n:
-            im = draw_panel(ax, panels[k], colorbar=not compact and n == 1, compact=compact, fs=fs,
+            im = draw_panel(ax, panels[k], colorbar=not compact and n == 1 and panels[k].shaded,
+                            compact=compact, fs=fs,
                             title=titles[k], title_chars=chars)
         else:
             ax.axis("off")
-    if im is not None and (compact or n > 1):
+    if im is not None and (compact or n > 1) and any(p.shaded for p in panels):
         bar = fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6)
         bar.set_label("attention", fontsize=fs)
         bar.ax.tick_params(labelsize=fs - 1)
@@ -284,14 +286,16 @@ def terminal_view(p: Panel, plain: bool = False):
         for i in range(len(p.src)):
             v = float(p.matrix[j, i])
             mark = _mark(link_status(i, j, links, p.gold))
-            if plain:
-                cells.append(Text(f"{min(9, int(v * 10))}{mark or ' '}"))
+            if plain or not p.shaded:  # a blank grid has no weights to show: a dot
+                weight = min(9, int(v * 10)) if p.shaded else "·"
+                cells.append(Text(f"{weight}{mark or ' '}"))
             else:
                 shade = int(255 - 200 * v)
                 fg = "white" if v > 0.5 else "black"
                 cells.append(Text(f"{mark:^3}", style=f"{fg} on rgb({shade},{shade},255)"))
         t.add_row(*cells)
-    legend = "● right  ✗ wrong  □ missed sure  ◇ missed possible" + ("  digits: weight x 10" if plain else "")
+    legend = "● right  ✗ wrong  □ missed sure  ◇ missed possible"
+    legend += "  digits: weight x 10" if plain and p.shaded else ""
     t.caption = Text((pair_score_text(p.links, p.gold) + "   " if p.gold is not None else "") + legend)
     return t
 

@@ -265,6 +265,24 @@ def read_prediction(
     return hyp, info.lines_ignored
 
 
+def read_prediction_line(path: str | os.PathLike, index: int, src_len: int, tgt_len: int, *,
+                         encoding: str = "utf-8") -> Alignment:
+    """Line ``index`` (0-based) of a prediction file (Pharaoh, 0-based, source first) as the alignment
+    of a pair of ``src_len`` x ``tgt_len`` words: a link outside the pair is an error naming the line."""
+    p = check_readable(path, "prediction file")
+    hyp, _ = read_alignments(p, fmt="pharaoh", max_sentences=index + 1, encoding=encoding, role="pred")
+    if index >= len(hyp):
+        lines = f"{len(hyp)} line{'' if len(hyp) == 1 else 's'}"
+        raise FormatError(f"the prediction has {lines}; --index {index} is past its end", path=p,
+                          hint="a prediction has one line per pair of the corpus, in its order")
+    for i, j in sorted(hyp[index].links):
+        if i >= src_len or j >= tgt_len:
+            raise FormatError(f"line {index + 1}: link {i}-{j} lies outside the pair ({src_len} source and "
+                              f"{tgt_len} target words)", path=p,
+                              hint="the file must align these sentences, 0-based, source index first")
+    return hyp[index]
+
+
 def score_files(
     gold_path: str | os.PathLike,
     pred_paths: Sequence[str | os.PathLike],

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..data.alignments import Alignment
 from ..data.attnfile import read_attention
 from ..decoding import DECODERS, SYMMETRIZATIONS, argmax_src_links, decode_matrix, decode_pair
 from ..errors import AttnAlignError, OptionError
 from ..eval.plot import Panel
-from ..nmt.aligner import AUTO, Aligner, AlignOptions, resolve_decoding
-from ..nmt.extract import AttentionSpec, corpus_attention
+
+if TYPE_CHECKING:  # the models' modules import torch: only the panels of a model need them
+    from ..nmt.aligner import AlignOptions
 
 COMPARE_SYM = "grow-diag-final-and"  # the hard symmetrization --compare shows beside a soft one
 
@@ -52,6 +54,9 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
                  all_heads: bool = False, show_eos: bool = False) -> list[Panel]:
     """Panels for one pair aligned by a model: the chosen configuration, a comparison, or a
     layer x head grid (Transformers)."""
+    from ..nmt.aligner import Aligner
+    from ..nmt.extract import AttentionSpec, corpus_attention
+
     if not src or not tgt:
         raise OptionError("both sides of the pair need at least one word")
     grid = all_layers or all_heads
@@ -106,6 +111,8 @@ def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
         side = "source" if not p.src else "target"
         raise AttnAlignError(f"pair {index} has an empty {side} side: there is no matrix to draw", path=path,
                              hint="choose another --index")
+    from ..nmt.aligner import resolve_decoding
+
     _check_saved_options(path, p, options)
     settings = {k: v for k, v in p.meta.items() if k in ("model", "sym", "layer", "head", "shift")}
     directions = ["forward", "reverse"] if p.reverse is not None else ["forward"]
@@ -125,6 +132,8 @@ def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
 def _check_saved_options(path, pair, options: AlignOptions) -> None:
     """A saved file holds the matrices that align corpus read: options that would read others (a layer,
     a head, a shift) or a reverse matrix it lacks do not apply, rather than mislabel the figure."""
+    from ..nmt.aligner import AUTO
+
     for flag, value, default in (("--layer", options.layer, None), ("--head", options.head, "mean"),
                                  ("--shift", options.shift, 0)):
         if value != default:
@@ -142,8 +151,25 @@ def settings_line(settings: dict) -> str:
     return ", ".join(f"{k}={settings[k]}" for k in keys if settings.get(k) is not None)
 
 
+def pred_panels(preds, index: int, src: list[str], tgt: list[str], gold: Alignment | None,
+                under: Panel | None = None, encoding: str = "utf-8") -> list[Panel]:
+    """One panel per prediction file: its links for pair ``index`` over ``under``'s matrix (a model's
+    attention), or on a blank grid; each titled with its file."""
+    import numpy as np
+
+    from ..eval.scoring import read_prediction_line
+
+    panels = []
+    for path in preds:
+        links = sorted(read_prediction_line(path, index, len(src), len(tgt), encoding=encoding).links)
+        matrix = under.matrix if under is not None else np.zeros((len(tgt), len(src)))
+        panels.append(Panel(matrix, src, tgt, links, gold, under.eos if under is not None else None,
+                            str(path), {}, shaded=under is not None))
+    return panels
+
+
 def sentence_panels(
-    options: AlignOptions,
+    options: AlignOptions | None,
     *,
     model: str | os.PathLike | None = None,
     src: str | None = None,
@@ -159,14 +185,15 @@ def sentence_panels(
     show_eos: bool = False,
     lowercase: bool | None = None,
     encoding: str = "utf-8",
+    preds=(),
 ) -> list[Panel]:
     """What ``plot sentence`` draws: the pair typed as ``src``/``tgt`` strings, pair ``index``
     (0-based) of a corpus (``src``/``tgt`` files or ``corpus``), or pair ``index`` of a saved
-    ``attention`` file; with ``gold`` (and ``index``) that gold sentence overlaid."""
+    ``attention`` file; with ``gold`` (and ``index``) that gold sentence overlaid; with ``preds``
+    (alignment files) the links of their line ``index`` beside, over the model's attention where a model
+    or an attention file is given, else on the pair's blank grid."""
     from ..data.corpus import open_corpus, tokenize
     from ..eval.scoring import GoldOptions, read_gold
-    from ..nmt.checkpoint import model_lowercase
-
     gold_pair = None
     if gold is not None:
         if index is None:
@@ -175,16 +202,28 @@ def sentence_panels(
         if index >= len(golds):
             raise AttnAlignError(f"the gold has {len(golds)} sentences; --index {index} is past its end")
         gold_pair = golds[index]
+    if preds and (index is None or all_layers or all_heads):
+        raise OptionError("--pred draws line --index N of each alignment file beside the others"
+                          + ("" if index is None else "; it does not go with --layer all / --head all"),
+                          hint="give --index N with the corpus (--src/--tgt files or --corpus)")
     if attention is not None:
         if index is None:
             raise OptionError("--attention needs --index (which pair to draw)")
         if all_layers or all_heads:
             raise OptionError("--layer all / --head all draw a model's layers and heads; a saved attention "
                               "file holds one matrix per pair", hint="plot from the model (--model)")
-        return saved_panels(attention, index, options, gold=gold_pair, compare=compare, show_eos=show_eos)
-    if model is None:
-        raise OptionError("give --model DIR (or --attention FILE)")
-    lower = model_lowercase(model, lowercase)
+        panels = saved_panels(attention, index, options, gold=gold_pair, compare=compare and not preds,
+                              show_eos=show_eos)
+        p = panels[0]
+        return panels + pred_panels(preds, index, p.src, p.tgt, gold_pair, p, encoding)
+    if model is None and not preds:
+        raise OptionError("give --model DIR (or --attention FILE, or --pred FILE with --index)")
+    if model is not None:
+        from ..nmt.checkpoint import model_lowercase
+
+        lower = model_lowercase(model, lowercase)
+    else:
+        lower = bool(lowercase)
     if index is not None:
         pairs = open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lower)
         if index < 0 or index >= len(pairs):
@@ -194,8 +233,11 @@ def sentence_panels(
         if src is None or tgt is None:
             raise OptionError('give the pair as --src "..." --tgt "..." (or --index N with files)')
         s, t = tokenize(src, lower), tokenize(tgt, lower)
-    return model_panels(model, s, t, options, gold=gold_pair, compare=compare, all_layers=all_layers,
-                        all_heads=all_heads, show_eos=show_eos)
+    if model is None:
+        return pred_panels(preds, index, s, t, gold_pair, encoding=encoding)
+    panels = model_panels(model, s, t, options, gold=gold_pair, compare=compare and not preds,
+                          all_layers=all_layers, all_heads=all_heads, show_eos=show_eos)
+    return panels + pred_panels(preds, index, s, t, gold_pair, panels[0], encoding)
 
 
 def sentence_figure(panels: list[Panel], grid: bool, style=None):
