@@ -53,8 +53,8 @@ FontSizeOpt = Annotated[float | None, typer.Option("--font-size", help="Word lab
 TerminalOpt = Annotated[bool, typer.Option("--terminal", help="Draw the matrix in the terminal.")]
 PlotPredOpt = Annotated[list[Path] | None, typer.Option(
     "--pred", help="An alignment file (Pharaoh, 0-based, one line per pair of the corpus; any aligner's): "
-    "its links of pair --index, titled with the file, beside the model's panel over its attention or, with no "
-    "model, on the pair's grid. Repeat for several files, side by side.")]
+    "its links of pair --index, titled with the file, beside the model's panel over its attention or, with "
+    "no model, on the pair's grid. Repeat for several files, side by side.")]
 
 
 def _style(title: str | None, width: float | None, font_size: float | None):
