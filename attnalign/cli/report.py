@@ -52,24 +52,44 @@ def report(
     reverse_model: ReverseModelOpt = None,
     src_lang: SrcLangOpt = None,
     tgt_lang: TgtLangOpt = None,
+    pred: Annotated[list[Path] | None, typer.Option(
+        "--pred", help="An alignment file of any aligner (Pharaoh, 0-based, one line per pair of the corpus) "
+        "to compare: a row of the score table with its interval, its paired test against the first system, "
+        "its breakdown and error tables, and the gallery of disagreements. Repeat for several; without "
+        "--model the report compares the files alone (and needs no torch).")] = None,
+    pred_name: Annotated[list[str] | None, typer.Option(
+        "--pred-name", help="The name of each --pred file in the report, in order [default: its path].")
+    ] = None,
 ) -> None:
-    """Write an HTML report (scores of every configuration, plots, error tables, a gallery).
+    """Write an HTML report (scores of every configuration, plots, error tables, a gallery), or compare
+    alignment files (--pred) against the gold.
 
     Example: attnalign report --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
     --gold sample_data/test.gold.pharaoh -o report/
+
+    Other aligners: attnalign report --pred eflomal.align --pred-name eflomal --pred ours.align
+    --pred-name attnalign --src test.en --tgt test.fr --gold test.gold -o report/
     """
-    from ..nmt.aligner import AlignOptions
+    from ..errors import OptionError
     from ..workflows.report import report_files
 
-    reading = AlignOptions(device=device, reverse_model=None if reverse_model is None else str(reverse_model),
-                           src_lang=src_lang, tgt_lang=tgt_lang)
+    if pred_name and not pred:
+        raise OptionError("--pred-name names --pred files; give them", hint="--pred FILE --pred-name NAME")
+    reading = None
+    if model is not None or attention is not None:  # the models' module imports torch
+        from ..nmt.aligner import AlignOptions
+
+        reading = AlignOptions(device=device, src_lang=src_lang, tgt_lang=tgt_lang,
+                               reverse_model=None if reverse_model is None else str(reverse_model))
     summary = report_files(output, gold, gold_options(gold_format, gold_one_based, reverse_gold, encoding),
                            model=model, src=src, tgt=tgt, corpus=corpus, attention=attention,
                            lowercase=lowercase, options=reading, gallery=gallery,
-                           command=shlex.join(["attnalign", *sys.argv[1:]]))
+                           command=shlex.join(["attnalign", *sys.argv[1:]]), preds=pred or (),
+                           pred_names=pred_name or ())
     out().print(
         f"best: {summary['best']}: AER {100 * summary['aer']:.2f}, P {100 * summary['precision']:.2f}, "
-        f"R {100 * summary['recall']:.2f} ({summary['configurations']} configurations)\n"
+        f"R {100 * summary['recall']:.2f} ({summary['configurations']} "
+        f"{'configurations' if model is not None or attention is not None else 'systems'})\n"
         f"{summary['signature']}",
         highlight=False,
     )

@@ -16,7 +16,7 @@ from .report_sweep import Result
 
 # the score table's column headers on the page (scores.csv keeps the names of the library's Counts)
 HEADERS = {"best": "", "configuration": "configuration", "length": "target length", "sentences": "sentences",
-           "aer": "AER", "precision": "P", "recall": "R",
+           "aer": "AER", "interval": "AER 95% interval", "precision": "P", "recall": "R",
            "f1": "F1", "links": "links", "sure": "gold sure", "possible": "gold possible",
            "hits_sure": "sure found", "hits_possible": "right links"}
 
@@ -72,11 +72,17 @@ def html_table(df, highlight: int | None = None, sorted_by: str | None = None) -
     return f'<table class="t"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
-def _readable(df, first: list[str], gold: bool = True):
-    """A score frame for the page: scores in %, the page's headers."""
+def readable(df, first: list[str], gold: bool = True):
+    """A score frame for the page: scores in %, the page's headers; where the frame has the AER's
+    interval (``aer_low``, ``aer_high``), a column of it beside the AER."""
     df = df.assign(**{k: 100 * df[k] for k in ("aer", "precision", "recall", "f1")})
     counts = ["links", *(["sure", "possible"] if gold else []), "hits_sure", "hits_possible"]
-    return df[[*first, "aer", "precision", "recall", "f1", *counts]].rename(columns=HEADERS)
+    interval = []
+    if "aer_low" in df.columns:
+        ends = zip(df.aer_low, df.aer_high, strict=True)
+        df = df.assign(interval=[f"[{100 * lo:.2f}, {100 * hi:.2f}]" for lo, hi in ends])
+        interval = ["interval"]
+    return df[[*first, "aer", *interval, "precision", "recall", "f1", *counts]].rename(columns=HEADERS)
 
 
 def _glossary() -> str:
@@ -125,18 +131,19 @@ def _gallery_html(best: Result, images: dict, pairs: Pairs, plot_args: str | Non
 
 def write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, images: dict, fwd, stats,
                 tf: bool, pairs: Pairs, command: str | None = None, plot_args: str | None = None,
-                model_info: str = "", signature: str | None = None, default: Result | None = None) -> None:
+                model_info: str = "", signature: str | None = None, default: Result | None = None,
+                systems: str = "") -> None:
     """index.html: the summary, the tables and the pictures. ``default``: the default output of
-    ``align corpus`` (student and teacher), scored beside the readings of the attention."""
-    from ..data.fileio import atomic_open
+    ``align corpus`` (student and teacher), scored beside the readings of the attention; ``systems``: the
+    comparison's section (:func:`~.report_systems.systems_html`)."""
 
     total = best.total
     ent, eos = stats
 
     shown = tables["scores"]  # sorted by AER; the gold's counts, the same on every row, are in the summary
-    shown = _readable(shown.assign(best=shown["best"].map({True: "★", False: ""})), ["best", "configuration"],
+    shown = readable(shown.assign(best=shown["best"].map({True: "★", False: ""})), ["best", "configuration"],
                      gold=False)
-    by_length = _readable(tables["by_length"], ["length", "sentences"])
+    by_length = readable(tables["by_length"], ["length", "sentences"])
     wrong_df, missed_df = tables["wrong_pairs"], tables["missed_pairs"]
     gallery_html = _gallery_html(best, images, pairs, plot_args)
     body = f"""<!doctype html><html><head><meta charset="utf-8"><title>attnalign report</title>
@@ -180,10 +187,38 @@ sure gold link):</p>
 <h2>Most frequently missed sure gold pairs</h2><p><a href="missed_pairs.csv">missed_pairs.csv</a></p>
 {html_table(missed_df) if len(missed_df) else "<p>none</p>"}
 <h2>Gallery</h2>{gallery_html}
+{systems}
 <script>{SORT_JS}</script>
 </body></html>
 """
+    _write(out, body)
+
+
+def _write(out: Path, body: str) -> None:
+    from ..data.fileio import atomic_open
+
     with atomic_open(out / "index.html") as f:
         f.write(body)
+
+
+def write_systems_page(out: Path, n_gold: int, frames: dict, command: str | None,
+                       signature: str | None) -> None:
+    """index.html of a report without a model: the systems compared (:mod:`.report_systems`)."""
+    from .report_systems import systems_html
+
+    best = frames["report"].systems
+    body = f"""<!doctype html><html><head><meta charset="utf-8"><title>attnalign report</title>
+<style>{CSS}</style></head><body>
+<h1>attnalign report</h1>
+<p>{len(best)} alignment file{"s" if len(best) != 1 else ""} against a gold of {n_gold} sentences.
+Made by attnalign {html.escape(__version__)}{
+    f" with <code>{html.escape(command)}</code>" if command else ""}. Sentences are numbered from 0 (the
+<code>index</code> column of systems_per_sentence.csv, <code>plot sentence --index</code>).{
+    f" Scores' signature: <code>{html.escape(signature)}</code>." if signature else ""}</p>
+{systems_html(frames, html_table, readable)}
+<script>{SORT_JS}</script>
+</body></html>
+"""
+    _write(out, body)
 
 

@@ -8,12 +8,21 @@ from pathlib import Path
 
 from ..data.corpus import Pairs
 from ..eval.metrics import Counts
+from ..eval.significance import Bootstrap, intervals
 from .report_sweep import Result
 
 
 def write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, gold, top: int) -> dict:
     """scores.csv, per_sentence.csv, by_length.csv, wrong_pairs.csv, missed_pairs.csv; the frames."""
     import pandas as pd
+
+    weights = Bootstrap().weights(len(gold)) if len(gold) else None
+
+    def interval(r: Result) -> dict:
+        if weights is None:
+            return {}
+        iv = intervals(r.per_sentence, weights)["aer"]
+        return {"aer_low": iv.low, "aer_high": iv.high}
 
     rows = [
         {
@@ -23,6 +32,7 @@ def write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, g
             "decoder": r.config.decoder,
             "sym": r.config.sym,
             **r.total.as_dict(),
+            **interval(r),
             "best": r is best,
         }
         for r in results

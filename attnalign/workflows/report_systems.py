@@ -1,0 +1,184 @@
+"""The report's comparison of systems: alignment files of any aligner (``report --pred``) beside the
+model's default output, scored with intervals and paired tests, each with its per-sentence scores, its
+wrong and missed word pairs and its error breakdown, and a gallery of the sentences where the systems
+disagree most. Torch-free.
+
+Files written (beside index.html):
+
+* ``systems.csv``: each system's scores, their 95% intervals and its paired test against the first;
+* ``systems_per_sentence.csv``, ``systems_wrong_pairs.csv``, ``systems_missed_pairs.csv``: by system;
+* ``breakdown.csv``: each system's scores by band (:mod:`attnalign.eval.breakdown`);
+* ``disagree_N.png``: the gallery, one panel per system over the gold.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import shlex
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..data.alignments import Alignment
+from ..data.corpus import Pairs
+from ..errors import OptionError
+from ..eval.breakdown import FREQUENT_MIN, RARE_MAX, breakdown
+from ..eval.metrics import alignment_counts
+from ..eval.plot import Panel, html_heatmap, save_figure
+from ..eval.scoring import ScoreReport, SystemScore, read_prediction
+from ..eval.significance import LEVEL, SAMPLES, Bootstrap
+from .report_sweep import Config, Result
+
+
+def pred_results(preds: Sequence[str | os.PathLike], names: Sequence[str], gold: Sequence[Alignment],
+                 pairs: Pairs, encoding: str = "utf-8") -> list[Result]:
+    """Each alignment file read for the gold's sentences (range-checked against ``pairs``) and scored,
+    named by ``names`` (default: the path as given)."""
+    if names and len(names) != len(preds):
+        raise OptionError(f"{len(names)} --pred-name for {len(preds)} --pred files",
+                          hint="give one --pred-name per --pred, in the same order, or none")
+    names = list(names) or [str(p) for p in preds]
+    if len(set(names)) != len(names):
+        raise OptionError("two --pred files have the same name", hint="name them apart with --pred-name")
+    lengths = [len(s) for s, _ in pairs], [len(t) for _, t in pairs]
+    results = []
+    for path, name in zip(preds, names, strict=True):
+        hyp, _ = read_prediction(path, len(gold), lengths=lengths, encoding=encoding)
+        links = [sorted(h.links) for h in hyp]
+        per = [alignment_counts(h, g) for h, g in zip(hyp, gold, strict=True)]
+        results.append(Result(Config(None, 0, "", "none", label=name), per, links))
+    return results
+
+
+def disagreement_order(systems: Sequence[Result], pairs: Pairs, n: int) -> list[int]:
+    """The ``n`` sentences (2 words a side at least) where the systems' links differ most: the links
+    that some but not all systems have, then the spread of their sentence AER."""
+    def spread(k: int) -> tuple:
+        sets = [set(map(tuple, r.links[k])) for r in systems]
+        union, common = set().union(*sets), set.intersection(*sets)
+        aers = [r.per_sentence[k].aer for r in systems]
+        return -(len(union) - len(common)), -(max(aers) - min(aers)), k
+
+    eligible = [k for k in range(len(pairs)) if len(pairs[k][0]) >= 2 and len(pairs[k][1]) >= 2]
+    return [k for k in sorted(eligible, key=spread)[:n] if spread(k)[0] < 0]
+
+
+def _word_pairs(result: Result, pairs: Pairs, gold) -> tuple[Counter, Counter]:
+    wrong, missed = Counter(), Counter()
+    for (s, t), lk, g in zip(pairs, result.links, gold, strict=True):
+        for i, j in lk:
+            if (i, j) not in g.possible:
+                wrong[(s[i], t[j])] += 1
+        for i, j in g.sure - {tuple(x) for x in lk}:
+            missed[(s[i], t[j])] += 1
+    return wrong, missed
+
+
+def write_systems(out: Path, systems: Sequence[Result], gold, pairs: Pairs, frequency: dict,
+                  gallery: int, top: int, under: Callable[[int], tuple] | None = None,
+                  plot_args: str | None = None, info=None) -> dict:
+    """The CSVs and pictures of the comparison; returns the frames, the gallery's images and the
+    :class:`ScoreReport` (intervals and paired tests). ``under(k)``: the attention matrix and EOS
+    column to draw sentence ``k``'s links over (None: a blank grid); ``plot_args``: the ``plot
+    sentence`` options that draw a gallery sentence, less ``--index``."""
+    import pandas as pd
+
+    from .views import sentence_figure
+
+    report = ScoreReport(info, [SystemScore(r.config.name, r.total, r.per_sentence) for r in systems])
+    report.resample(Bootstrap(), paired=len(systems) > 1)
+    scores = report.frame()
+    scores.round(6).to_csv(out / "systems.csv", index=False)
+    per = pd.DataFrame([{"system": r.config.name, "sentence": k + 1, "index": k, **c.as_dict()}
+                        for r in systems for k, c in enumerate(r.per_sentence)])
+    per.drop(columns=["sentences"]).round(6).to_csv(out / "systems_per_sentence.csv", index=False)
+    frames = {"scores": scores, "report": report}
+    counted = {r.config.name: _word_pairs(r, pairs, gold) for r in systems}
+    for kind, pick in (("wrong_pairs", 0), ("missed_pairs", 1)):
+        rows = [{"system": name, "source": a, "target": b, "count": c}
+                for name, both in counted.items() for (a, b), c in both[pick].most_common(top)]
+        frames[kind] = pd.DataFrame(rows, columns=["system", "source", "target", "count"])
+        frames[kind].to_csv(out / f"systems_{kind}.csv", index=False)
+    rows = []
+    for r in systems:
+        hyps = [Alignment.from_links(lk) for lk in r.links]
+        rows += [{"system": r.config.name, "dimension": b.dimension, "band": b.band, **b.counts.as_dict()}
+                 for b in breakdown(hyps, gold, pairs, frequency)]
+    bd = pd.DataFrame(rows).drop(columns=["sentences"])
+    # a band with no predicted links has no precision, one with no sure gold links no recall: blank, not 100
+    bd.loc[bd.links == 0, "precision"] = float("nan")
+    bd.loc[bd.sure == 0, "recall"] = float("nan")
+    bd.loc[(bd.links == 0) & (bd.sure == 0), "aer"] = float("nan")
+    frames["breakdown"] = bd
+    frames["breakdown"].round(6).to_csv(out / "breakdown.csv", index=False)
+    images = []
+    for n, k in enumerate(disagreement_order(systems, pairs, gallery) if len(systems) > 1 else []):
+        src, tgt = list(pairs[k][0]), list(pairs[k][1])
+        matrix, eos = under(k) if under is not None else (np.zeros((len(tgt), len(src))), None)
+        panels = [Panel(matrix, src, tgt, r.links[k], gold[k], eos, r.config.name, {},
+                        shaded=under is not None) for r in systems]
+        name = f"disagree_{n + 1}.png"
+        save_figure(sentence_figure(panels, False), out / name)
+        plot = (f"attnalign plot sentence {plot_args} --index {k} -o sentence{k}.png" if plot_args else "")
+        images.append({"index": k, "png": name, "plot": plot, "html": [html_heatmap(p) for p in panels],
+                       "words": (" ".join(src), " ".join(tgt))})
+    frames["disagree"] = images
+    return frames
+
+
+def plot_args(preds: Sequence, source: list[str], gold_args: list[str]) -> str:
+    """``plot sentence``'s options that draw the systems' links of one sentence (less ``--index``)."""
+    return shlex.join([*(w for p in preds for w in ("--pred", str(p))), *map(str, source), *gold_args])
+
+
+def systems_html(frames: dict, html_table, readable) -> str:
+    """The comparison's section of the page."""
+    report = frames["report"]
+    table = readable(frames["scores"], ["system"], gold=False)
+    if report.paired:
+        tests = [s.paired for s in report.systems]
+        table["ΔAER vs the first"] = ["baseline" if t is None else f"{100 * t.delta:+.2f}" for t in tests]
+        table["ΔAER 95% interval"] = ["" if t is None else f"[{100 * t.interval.low:+.2f}, "
+                                      f"{100 * t.interval.high:+.2f}]" for t in tests]
+        table["p"] = ["" if t is None else f"{t.p_value:.4f}" for t in tests]
+    bd = frames["breakdown"]
+    metrics = {"precision": "P", "recall": "R", "aer": "AER"}
+    wide = bd.pivot_table(index=["dimension", "band"], columns="system", values=list(metrics), sort=False)
+    order = [(m, s) for s in dict.fromkeys(bd.system) for m in metrics]
+    wide = (100 * wide[order]).reset_index()
+    wide.columns = ["by", "band", *(f"{s}: {metrics[m]}" for m, s in order)]
+    gallery = "".join(
+        f'<figure class="g"><a href="{g["png"]}"><img src="{g["png"]}" alt="disagreement {n + 1}: index '
+        f'{g["index"]}"></a><figcaption><b>index {g["index"]}</b>'
+        + (f' (<code>{html.escape(g["plot"])}</code>)' if g["plot"] else "")
+        + f'<br>{html.escape(g["words"][0])}<br>{html.escape(g["words"][1])}</figcaption></figure>'
+        for n, g in enumerate(frames["disagree"]))
+    sections = [
+        "<h2>Systems compared</h2><p><a href=\"systems.csv\">systems.csv</a>; scores in %, each AER with its "
+        f"{round(100 * LEVEL)}% interval from {SAMPLES:,} bootstrap resamples of the gold's sentences"
+        + ("; every system against the first by the paired bootstrap (Koehn 2004): the difference in AER, "
+           "its interval and the two-sided p-value" if report.paired else "") + ".</p>",
+        f'<div class="wrap">{html_table(table)}</div>',
+        '<h2>Breakdown</h2><p><a href="breakdown.csv">breakdown.csv</a>: precision, recall and AER (%) by '
+        f"the source word's frequency in the text (rare: at most {RARE_MAX} times; frequent: {FREQUENT_MIN} "
+        "times or more), by the "
+        "gold's link type (from its links: 1-many, a source word with several links; extra: predicted links "
+        "the gold lacks, on a word it leaves unaligned or between aligned words) and by the distance from "
+        "the diagonal in source words.</p>",
+        f'<div class="wrap">{html_table(wide)}</div>',
+        '<h2>Word pairs by system</h2><p><a href="systems_wrong_pairs.csv">systems_wrong_pairs.csv</a>, '
+        '<a href="systems_missed_pairs.csv">systems_missed_pairs.csv</a>, '
+        '<a href="systems_per_sentence.csv">systems_per_sentence.csv</a></p>',
+    ]
+    for kind, title in (("wrong_pairs", "wrongly linked"), ("missed_pairs", "missed sure gold pairs")):
+        df = frames[kind]
+        for name, grp in df.groupby("system", sort=False):
+            sections.append(f"<details><summary>{html.escape(str(name))}: most frequently {title}</summary>"
+                            f"{html_table(grp.drop(columns=['system']))}</details>")
+    if gallery:
+        sections.append("<h2>Where the systems disagree</h2><p>The sentences whose links differ most between "
+                        "the systems, each system's links over the gold on the same grid.</p>" + gallery)
+    return "\n".join(sections)

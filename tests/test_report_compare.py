@@ -1,0 +1,116 @@
+"""`attnalign report --pred`: other aligners' files compared with intervals, paired tests, breakdowns and a
+gallery of disagreements, with a model or alone (then without torch)."""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from helpers import ROOT, SAMPLE, write
+from test_align import invoke
+
+from attnalign.eval.metrics import Counts
+from attnalign.workflows.report_sweep import Config, Result
+from attnalign.workflows.report_systems import disagreement_order
+
+DIAGONAL = SAMPLE / "test.diagonal.align"
+TEXT = ["--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr", "--gold", SAMPLE / "test.gold.naacl"]
+
+
+def worse_diagonal(tmp_path):
+    """The sample's diagonal output with the links of its first 100 lines dropped."""
+    lines = (SAMPLE / "test.diagonal.align").read_text().splitlines()
+    kept = ("" if k < 100 else x for k, x in enumerate(lines))
+    return write(tmp_path / "worse.align", "\n".join(kept) + "\n")
+
+
+def test_files_alone(tmp_path):
+    out = tmp_path / "rep"
+    r = invoke("report", "--pred", SAMPLE / "test.diagonal.align", "--pred-name", "diagonal <b>",
+               "--pred", worse_diagonal(tmp_path), "--pred-name", "worse", *TEXT, "-o", out, "--gallery", 2)
+    assert r.exit_code == 0, r.stderr
+    assert "best: diagonal <b>:" in r.stdout and "(2 systems)" in r.stdout
+    systems = pd.read_csv(out / "systems.csv")
+    assert list(systems.system) == ["diagonal <b>", "worse"]
+    first, second = systems.iloc[0], systems.iloc[1]
+    assert first.aer_low < first.aer < first.aer_high
+    assert pd.isna(first.delta_aer) and second.delta_aer == pytest.approx(second.aer - first.aer)
+    assert second.delta_aer_low > 0 and second.p_value < 0.01  # dropping links is significantly worse
+    per = pd.read_csv(out / "systems_per_sentence.csv")
+    assert len(per) == 400 and per[per.system == "worse"].links.sum() == second.links
+    bands = pd.read_csv(out / "breakdown.csv")
+    for (system, dim), grp in bands.groupby(["system", "dimension"]):  # each dimension covers every link
+        assert grp.links.sum() == systems.set_index("system").links[system], (system, dim)
+    page = (out / "index.html").read_text()
+    assert html.escape("diagonal <b>") in page and "diagonal <b>" not in page  # a name is text, not markup
+    assert "disagree_1.png" in page and "disagree_2.png" in page and "Breakdown" in page
+    refs = set(re.findall(r'(?:href|src)="([^"]+)"', page))
+    assert all((out / ref).is_file() for ref in refs)
+    wrong = pd.read_csv(out / "systems_wrong_pairs.csv")
+    assert set(wrong.system) == {"diagonal <b>", "worse"}
+
+
+def test_files_alone_import_no_torch(tmp_path):
+    args = [str(a) for a in ["report", "--pred", SAMPLE / "test.diagonal.align", *TEXT, "-o", tmp_path / "r"]]
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom attnalign.cli import app\n"
+            f"r = CliRunner().invoke(app, {args!r})\n"
+            "assert r.exit_code == 0, r.output\nassert 'torch' not in sys.modules\nprint('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_with_a_model_the_files_sit_beside_its_default_output(models, tmp_path):
+    out = tmp_path / "rep"
+    r = invoke("report", "--model", models / "rnn", "--pred", SAMPLE / "test.diagonal.align", *TEXT,
+               "-o", out, "--gallery", 1)
+    assert r.exit_code == 0, r.stderr
+    scores = pd.read_csv(out / "scores.csv")
+    row = scores[scores.configuration == str(SAMPLE / "test.diagonal.align")].iloc[0]
+    assert row.aer_low < row.aer < row.aer_high and not row.best
+    assert scores.aer_low.notna().all()  # every configuration carries its interval
+    systems = pd.read_csv(out / "systems.csv")
+    assert systems.system.iloc[0].startswith("align corpus default output")
+    assert systems.system.iloc[1] == str(SAMPLE / "test.diagonal.align")
+    page = (out / "index.html").read_text()
+    assert "Systems compared" in page and "AER 95% interval" in page
+
+
+@pytest.mark.parametrize(("args", "says", "code"), [
+    (["--pred", "SHORT"], "the prediction has 3 lines but the gold has 200 sentences", 1),
+    (["--pred", "FAR"], "out of range", 1),
+    (["--pred", DIAGONAL, "--pred-name", "a", "--pred-name", "b"], "2 --pred-name for 1", 2),
+    (["--pred-name", "a"], "--pred-name names --pred files", 2),
+    (["--pred", DIAGONAL, "--pred", DIAGONAL], "the same name", 2),
+])
+def test_errors(tmp_path, args, says, code):
+    files = {"SHORT": write(tmp_path / "short", "0-0\n0-0\n0-0\n"),
+             "FAR": write(tmp_path / "far", "0-40\n" * 200)}
+    args = [files.get(a, a) if isinstance(a, str) else a for a in args]
+    r = invoke("report", *args, *TEXT, "-o", tmp_path / "rep")
+    assert r.exit_code == code, r.stderr
+    assert r.stderr.startswith("error:") and says in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "rep").exists()
+
+
+def test_files_alone_need_the_corpus(tmp_path):
+    r = invoke("report", "--pred", SAMPLE / "test.diagonal.align", "--gold", SAMPLE / "test.gold.naacl",
+               "-o", tmp_path / "rep")
+    assert r.exit_code == 2 and "give the corpus" in r.stderr
+
+
+def result(name, links):
+    per = [Counts(len(lk), 1, 1, 0, 0, 1) for lk in links]
+    return Result(Config(None, 0, "", "none", label=name), per, links)
+
+
+def test_disagreement_order_by_hand():
+    pairs = [(["a", "b"], ["x", "y"])] * 3 + [(["a"], ["x"])]
+    one = result("one", [[(0, 0)], [(0, 0), (1, 1)], [(0, 0)], [(0, 0)]])
+    two = result("two", [[(0, 0)], [(0, 1), (1, 0)], [(0, 0), (1, 1)], []])
+    # sentence 0: the same links; 1: four links not shared; 2: one; 3: too short to draw
+    assert disagreement_order([one, two], pairs, 5) == [1, 2]
+    assert disagreement_order([one, two], pairs, 1) == [1]
