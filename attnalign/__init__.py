@@ -18,6 +18,7 @@ from .data.corpus import open_corpus, read_corpus  # noqa: E402
 from .errors import AttnAlignError, AttnAlignWarning  # noqa: E402
 from .eval.metrics import Counts, sentence_counts  # noqa: E402
 from .eval.scoring import GoldOptions, read_gold, score_alignments, score_files  # noqa: E402
+from .eval.significance import Bootstrap  # noqa: E402
 from .statistical import TeacherOptions, align_statistical  # noqa: E402
 
 # The torch side, imported on first use so that ``import attnalign`` (and ``attnalign score``) stays
@@ -40,6 +41,7 @@ __all__ = [
     "Alignment",
     "AttnAlignError",
     "AttnAlignWarning",
+    "Bootstrap",
     "Counts",
     "DevSet",
     "GoldOptions",
