@@ -33,7 +33,8 @@ def score_table(report: ScoreReport, intervals: bool = False) -> Table:
     p-value."""
     level = f"{round(100 * LEVEL)}%"
     title = "Alignment scores (%" + (f", {level} intervals" if intervals else "") + ")"
-    t = Table(title=title, caption=Text(report.signature, no_wrap=True, overflow="ignore"), title_justify="left")
+    signature = Text(report.signature, no_wrap=True, overflow="ignore")  # one line, to copy whole
+    t = Table(title=title, caption=signature, title_justify="left")
     t.add_column("system", no_wrap=True)
     for name in ("AER", "P", "R", "F1", "links", "sure", "possible", "sentences"):
         t.add_column(name, justify="right")
