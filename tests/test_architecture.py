@@ -151,4 +151,55 @@ def test_train_options_are_stated_once():
     r = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "300"})
     text = " ".join(r.output.split())
     assert f"--batch-tokens {PRESETS['align']['batch_tokens']}" in text
-    assert f"[default: {defaults.batch_tokens};" in text
+    assert f"[default: ({defaults.batch_tokens};" in text
+
+
+def cli_options() -> dict[str, dict[str, str]]:
+    """Every command's options (their flags) and arguments with their defaults, as ``--help`` lists them."""
+    import enum
+
+    import typer
+
+    from attnalign.cli import app
+
+    def walk(cmd, path):
+        if hasattr(cmd, "commands"):
+            for name, sub in sorted(cmd.commands.items()):
+                yield from walk(sub, [*path, name])
+            return
+        params = {}
+        for p in cmd.params:
+            d = p.default.value if isinstance(p.default, enum.Enum) else p.default
+            option = p.param_type_name == "option"
+            key = " ".join(sorted(p.opts + p.secondary_opts)) if option else p.name.upper()
+            params[key] = repr(list(d) if isinstance(d, list | tuple) else d)
+        yield " ".join(path), params
+
+    return dict(walk(typer.main.get_command(app), []))
+
+
+def test_the_command_line_keeps_its_options_and_defaults():
+    # option names are an interface: a new option is added to tests/data/cli_options.json, none renamed
+    import json
+
+    expected = json.loads((PACKAGE.parent / "tests" / "data" / "cli_options.json").read_text())
+    assert cli_options() == expected
+
+
+def test_help_text_is_never_read_as_markup():
+    # the help is rendered as rich markup (its panels need it): a "[...]" in a help text would vanish
+    import typer
+
+    from attnalign.cli import app
+
+    def params(cmd):
+        if hasattr(cmd, "commands"):
+            for sub in cmd.commands.values():
+                yield from params(sub)
+        else:
+            yield from ((cmd.name, p) for p in cmd.params)
+
+    for command, p in params(typer.main.get_command(app)):
+        assert "[" not in (getattr(p, "help", None) or ""), (command, p.name)
+        assert getattr(p, "rich_help_panel", None) or p.param_type_name == "argument" or p.name == "help", (
+            command, p.name)

@@ -7,6 +7,7 @@ import random
 
 import numpy as np
 import pytest
+from statistical_helpers import train_fertility
 
 from attnalign.statistical import (
     COMBINED,
@@ -17,7 +18,7 @@ from attnalign.statistical import (
     posterior_links,
     viterbi_links,
 )
-from attnalign.statistical.fertility import _buckets, _tables, sample_marginals, train_fertility_posteriors
+from attnalign.statistical.fertility import _buckets, _tables, sample_marginals
 from attnalign.statistical.gibbs import into_counts, out_counts, tail
 
 
@@ -71,7 +72,7 @@ def _dictionary_corpus(n: int, seed: int = 0):
 
 def test_sampler_recovers_a_dictionary_with_reordering():
     pairs, truth = _dictionary_corpus(300)
-    fwd, rev = train_fertility_posteriors(pairs, sweeps=10, fertility_from=3, collect=5)
+    fwd, rev = train_fertility(pairs, sweeps=10, fertility_from=3, collect=5)
     assert all(m.shape == (len(t), len(s) + 1) and np.allclose(m.sum(1), 1)
                for m, (s, t) in zip(fwd, pairs, strict=True))
     hits = sum(len(set(viterbi_links(m)) & set(g)) for m, g in zip(fwd, truth, strict=True))
@@ -95,8 +96,9 @@ def test_sampling_is_deterministic_per_seed_and_keeps_empty_sides():
 
 
 def test_samplers_pool_the_counts_of_chains_seeded_one_after_another():
-    from attnalign.statistical.fertility import MAX_SAMPLERS, FertilityModel
+    from attnalign.statistical.fertility import FertilityModel
     from attnalign.statistical.ids import IdCorpus
+    from attnalign.statistical.settings import MAX_SAMPLERS
 
     pairs, _ = _dictionary_corpus(60)
     corpus = IdCorpus.encode(pairs)

@@ -6,11 +6,12 @@ import itertools
 
 import numpy as np
 import pytest
+from statistical_helpers import train_agreement, train_hmm
 
 from attnalign.data.alignments import Alignment
 from attnalign.eval.metrics import Counts, corpus_counts
 from attnalign.statistical import align_statistical, directional_posteriors, posterior_links, viterbi_links
-from attnalign.statistical.hmm import _HMM, train_hmm_agreement, train_hmm_posteriors
+from attnalign.statistical.hmm import _HMM
 from attnalign.statistical.kernels import hmm_posteriors, transitions
 
 
@@ -95,14 +96,14 @@ def test_hmm_resolves_repeated_words_by_position():
     # 'a' translates to 'x' (twice in a sentence): lexical models cannot tell which 'a' is which 'x';
     # the HMM's jump model prefers the monotone reading
     pairs = [(["a", "a", "b"], ["x", "x", "y"]), (["b", "c"], ["y", "z"]), (["a", "c"], ["x", "z"])] * 20
-    post = train_hmm_posteriors(pairs, iterations=5)
+    post = train_hmm(pairs, iterations=5)
     assert viterbi_links(post[0]) == [(0, 0), (1, 1), (2, 2)]
     assert all(np.allclose(p.sum(1), 1) for p in post)
 
 
 def test_hmm_handles_empty_sides_and_both_directions():
     pairs = [([], ["x"]), (["a"], []), (["a", "b"], ["x", "y"]), (["b"], ["y"])] * 3
-    post = train_hmm_posteriors(pairs, iterations=2)
+    post = train_hmm(pairs, iterations=2)
     assert post[0].shape == (1, 1) and post[1].shape == (0, 2)
     links = align_statistical(pairs, sym="intersection", model="hmm")
     assert links[2] == [(0, 0), (1, 1)] and links[0] == []
@@ -124,7 +125,7 @@ def test_posterior_links_need_both_directions():
 
 def test_agreement_batches_pair_the_same_cells():
     # forward cell (j, i) of a batch is reverse cell (i, j): the same two words, whatever the padding
-    from attnalign.statistical.cells import make_batch
+    from attnalign.statistical.em import make_batch
     from attnalign.statistical.ids import IdCorpus, LexTable
 
     corpus = IdCorpus.encode([(["a", "b", "c"], ["x", "y"]), (["d"], ["z", "w", "v"])])
@@ -159,7 +160,7 @@ def test_agreement_makes_the_directions_agree():
     # (on the real gold sets it is also worth 1-8 AER points: bench/quality.py --config hmm-agree)
     pairs, gold, n = _sample_pairs(300)
     indep = directional_posteriors(pairs, "hmm", iterations=3, prefix=0, identical=0)  # as joint below
-    joint = train_hmm_agreement(pairs, iterations=3)
+    joint = train_agreement(pairs, iterations=3)
 
     def disagreement(fwd, rev):  # mean |p_fwd(i, j) - p_rev(i, j)| over the word cells
         return np.mean([np.abs(f[:, :-1] - r[:, :-1].T).mean() for f, r in zip(fwd, rev, strict=True)])
@@ -182,7 +183,7 @@ def test_rows_whose_emissions_all_underflow_still_get_a_posterior():
 
 def test_agreement_with_no_iterations_is_the_independent_start():
     pairs, _, _ = _sample_pairs(100)
-    fwd, rev = train_hmm_agreement(pairs, iterations=0)
+    fwd, rev = train_agreement(pairs, iterations=0)
     ind_f, ind_r = directional_posteriors(pairs, "hmm", iterations=0, prefix=0, identical=0)
     assert all(np.allclose(a, b) for a, b in zip(fwd, ind_f, strict=True))
     assert all(np.allclose(a, b) for a, b in zip(rev, ind_r, strict=True))

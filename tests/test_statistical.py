@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from helpers import SAMPLE
+from statistical_helpers import all_cells, train_ibm2, unpad
 
 from attnalign.data.alignments import Alignment, read_alignments
 from attnalign.data.corpus import read_corpus
@@ -15,10 +16,8 @@ from attnalign.errors import AttnAlignError
 from attnalign.eval.metrics import Counts, corpus_counts
 from attnalign.nmt.batching import make_batch
 from attnalign.statistical import align_statistical, viterbi_links, word_prefixes
-from attnalign.statistical.cells import build_cells as _cells
-from attnalign.statistical.cells import digamma as _digamma
-from attnalign.statistical.cells import m_step
-from attnalign.statistical.ibm2 import train_posteriors
+from attnalign.statistical.em import digamma as _digamma
+from attnalign.statistical.em import m_step
 from attnalign.training import TrainOptions, guide_loss, guide_targets, train
 
 
@@ -31,14 +30,14 @@ def test_em_finds_the_word_translations():
     # 'a' always comes with 'x'; 'b' with 'y'; 'c' with 'z'. Orders differ so position alone can't tell.
     pairs = [(["a", "b"], ["y", "x"]), (["a", "c"], ["x", "z"]), (["b", "c"], ["z", "y"]),
              (["a"], ["x"])] * 3
-    post = train_posteriors(pairs, iterations=10, tension=0.0, alpha=0.0)
+    post = train_ibm2(pairs, iterations=10, tension=0.0, alpha=0.0)
     assert viterbi_links(post[0]) == [(0, 1), (1, 0)]  # a-x, b-y
     assert viterbi_links(post[2]) == [(0, 1), (1, 0)]  # b-y, c-z
     assert post[3].shape == (1, 2) and np.allclose(post[3].sum(1), 1)
 
 
 def test_empty_sides_and_null():
-    post = train_posteriors([([], ["x"]), (["a"], ["x"])])
+    post = train_ibm2([([], ["x"]), (["a"], ["x"])])
     assert post[0].shape == (1, 1) and viterbi_links(post[0]) == []
     assert viterbi_links(np.array([[0.2, 0.8]])) == []  # NULL (last column) wins: no link
 
@@ -118,11 +117,11 @@ def test_guide_prefix_option(tmp_path):
 def test_identical_types_get_extra_counts_by_hand():
     # source ids: NULL 0, a 1, b 2; target ids: a 0, c 1; type pairs sorted by (source, target):
     # NULL-a, NULL-c, a-a, a-c, b-a, b-c. Only a-a is identical; NULL never is.
-    _, table, bonus = _cells([(["a", "b"], ["a", "c"])], identical=2.0)
+    _, table, bonus = all_cells([(["a", "b"], ["a", "c"])], identical=2.0)
     assert bonus.tolist() == [0, 0, 2, 0, 0, 0]
     # plain EM (alpha 0) with one count per type pair: t(a | a) = (1 + 2) / (2 + 2), t(c | a) = 1 / 4
     assert m_step(table, np.ones(6), alpha=0.0, bonus=bonus).tolist() == [0.5, 0.5, 0.75, 0.25, 0.5, 0.5]
-    assert _cells([(["a"], ["a"])])[2] is None
+    assert all_cells([(["a"], ["a"])])[2] is None
 
 
 @pytest.mark.parametrize("model", ["ibm2", "hmm", "hmm-agree"])
@@ -181,7 +180,7 @@ def test_the_cells_find_each_key_where_a_binary_search_of_the_whole_table_does()
     """The compiled cells search a key among its source type's entries only: the same entry as
     np.searchsorted over the whole table, padded (make_batch) and unpadded (flat_cells, as places in
     the source type's row)."""
-    from attnalign.statistical.cells import make_batch, plan
+    from attnalign.statistical.em import make_batch, plan
     from attnalign.statistical.ids import IdCorpus, LexTable
     from attnalign.statistical.kernels import flat_cells
 
@@ -198,21 +197,21 @@ def test_the_cells_find_each_key_where_a_binary_search_of_the_whole_table_does()
         assert np.array_equal(table.starts[keys // corpus.n_tgt] + flat, expected) and off[-1] == len(keys)
     for group in plan(corpus, rows, 20_000, lambda B, S, T: B * T * (S + 1)):
         b = make_batch(corpus, table, group)
-        for k, cells in zip(group.tolist(), b.unpad(b.idx), strict=True):
+        for k, cells in zip(group.tolist(), unpad(b, b.idx), strict=True):
             assert np.array_equal(cells.ravel(), expected[off[k]:off[k + 1]])
 
 
 def test_ibm2_posteriors_by_hand():
     """One pair, 2 source words, 1 target word: the diagonal prior of word j = 1 of 1 over i = 1, 2 of 2
     is exp(-4 |i/2 - 1|), i.e. e^-2 and 1, shared out of 1 - p0; NULL gets p0; each times t."""
-    from attnalign.statistical.cells import Batch, ibm2_posteriors
+    from attnalign.statistical.em import CellBatch, ibm2_posteriors
 
-    b = Batch(np.array([0]), np.array([2]), np.array([1]), np.array([[[0, 1, 2]]]))  # cells -> t entries
+    b = CellBatch(np.array([0]), np.array([2]), np.array([1]), np.array([[[0, 1, 2]]]))  # cells -> t entries
     t_ext = np.array([0.5, 0.25, 0.4, 0.0])
     p0, h = 0.1, np.array([math.exp(-2), 1.0])
     score = np.array([0.5 * 0.9 * h[0] / h.sum(), 0.25 * 0.9 * h[1] / h.sum(), 0.4 * p0])
     assert np.allclose(ibm2_posteriors(b, t_ext, p0, 4.0)[0, 0], score / score.sum(), rtol=1e-12)
-    padded = Batch(np.array([0, 1]), np.array([1, 2]), np.array([1, 2]), np.array(
+    padded = CellBatch(np.array([0, 1]), np.array([1, 2]), np.array([1, 2]), np.array(
         [[[0, 3, 2], [3, 3, 3]], [[0, 1, 2], [1, 0, 2]]]))
     post = ibm2_posteriors(padded, t_ext, p0, 4.0)
     assert np.allclose(post.sum(-1), [[1, 0], [1, 1]]) and post[0, 0, 1] == 0  # padding: 0
@@ -241,7 +240,7 @@ def test_counts_add_up_in_order_whatever_the_threads(parts):
 def test_a_batch_holds_each_cells_table_entry():
     """make_batch's cells are the table entries of (source word or NULL, target word), the padding
     one past the table's end, for pairs of different lengths and a pair with no source words."""
-    from attnalign.statistical.cells import make_batch
+    from attnalign.statistical.em import make_batch
     from attnalign.statistical.ids import IdCorpus, LexTable
 
     corpus = IdCorpus.encode([(["a", "b"], ["x"]), (["b"], ["y", "x", "z"]), ([], ["x"])])

@@ -207,7 +207,7 @@ def test_on_new_pairs_the_teacher_goes_on_from_what_the_kept_teacher_learned(rec
     import shutil
 
     import attnalign.statistical as statistical
-    from attnalign.statistical import saved
+    from attnalign.statistical import teacher_file
 
     m, pairs = recorded
     (tmp_path / "train.fr").unlink()
@@ -228,10 +228,10 @@ def test_on_new_pairs_the_teacher_goes_on_from_what_the_kept_teacher_learned(rec
     assert (tmp_path / "auto.align").read_text() == (tmp_path / "kept.align").read_text()
     other = tmp_path / "other"
     shutil.copytree(m, other)
-    old = saved.SavedTeacher(other / saved.FILE)  # a teacher file from before counts were kept
+    old = teacher_file.SavedTeacher(other / teacher_file.FILE)  # a teacher file from before counts were kept
     old.kept = {}
-    saved.save_matrices(other / saved.FILE, old, list(range(old.pairs)), [tuple(s) for s in old._shapes],
-                        json.loads(json.dumps(old.meta)))
+    teacher_file.save_matrices(other / teacher_file.FILE, old, list(range(old.pairs)),
+                               [tuple(s) for s in old._shapes], json.loads(json.dumps(old.meta)))
     r = runner.invoke(app, [str(other) if x == str(m) else x for x in base] + ["--teacher-corpus", "kept"])
     assert r.exit_code == 2 and "error:" in r.stderr and "keeps no teacher counts" in r.stderr
 
@@ -243,11 +243,11 @@ def test_the_teacher_is_trained_once_and_kept_in_the_model_directory(recorded, t
     import shutil
 
     import attnalign.statistical as statistical
-    from attnalign.statistical import saved
+    from attnalign.statistical import teacher_file
 
     m, pairs = recorded
-    assert (m / saved.FILE).is_file()
-    kept = saved.SavedTeacher(m / saved.FILE)
+    assert (m / teacher_file.FILE).is_file()
+    kept = teacher_file.SavedTeacher(m / teacher_file.FILE)
     fresh = SoftTeacher(pairs)
     assert kept.pairs == len(pairs)
     for a, b in zip(kept.matrices(0, 20), fresh.matrices(0, 20), strict=True):
@@ -264,14 +264,14 @@ def test_the_teacher_is_trained_once_and_kept_in_the_model_directory(recorded, t
     assert fits == [] and f"teacher_pairs={len(pairs)}" in r.stderr  # read, not trained
     other = tmp_path / "other"
     shutil.copytree(m, other)
-    (other / saved.FILE).unlink()  # as a model trained before teachers were kept
+    (other / teacher_file.FILE).unlink()  # as a model trained before teachers were kept
     r = runner.invoke(app, [*base[:3], str(other), *base[4:], "-o", str(tmp_path / "fresh.align")])
     assert r.exit_code == 0 and fits == [1]
     a = (tmp_path / "kept.align").read_text().splitlines()
     b = (tmp_path / "fresh.align").read_text().splitlines()
     assert sum(x == y for x, y in zip(a, b, strict=True)) >= 0.97 * len(a)
     # another teacher's options, or a damaged file: trained anew
-    (m / saved.FILE).write_bytes(b"not a zip")
+    (m / teacher_file.FILE).write_bytes(b"not a zip")
     r = runner.invoke(app, [*base, "-o", str(tmp_path / "damaged.align")])
     assert r.exit_code == 0 and fits == [1, 1]
 

@@ -21,8 +21,21 @@ from .report import report
 from .score import score
 from .train import train
 
+
+class _PlainErrors(typer.core.TyperGroup):
+    """The root command: ``--help`` in Typer's rich panels, but a usage error shown as click shows it, one
+    plain ``Error:`` line under the usage, like every other error of the tool (not a rich box)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             windows_expand_args=True, **extra):
+        return typer.core._main(self, args=args, prog_name=prog_name, complete_var=complete_var,
+                                standalone_mode=standalone_mode, windows_expand_args=windows_expand_args,
+                                rich_markup_mode=None, **extra)
+
+
 app = typer.Typer(
     name="attnalign",
+    cls=_PlainErrors,
     help="Word alignment from the attention of NMT models: train, align, plot, score.",
     epilog="Exit codes: 0 done; 1 an input or the run failed (a file missing, unreadable or malformed, a "
            "model that does not load); 2 the command line is wrong (an unknown option, a value out of "
@@ -30,7 +43,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+    rich_markup_mode="rich",
 )
 
 

@@ -20,11 +20,14 @@ from ..decoding import (
     TEACHER_DECODING_LARGE,
     TEACHER_MIN_PAIRS,
 )
-from ..nmt.limits import BATCH_TOKENS, MAX_LENGTH
+from ..nmt.options import DEVICE, AlignOptions
 from .common import (
-    PRETRAINED,
+    INPUT,
+    OUTPUT,
+    RUNTIME,
     TEACHER,
     TEACHER_MODEL,
+    TEACHER_PANEL,
     TEACHER_SYM,
     AlignerOpt,
     CorpusOpt,
@@ -35,9 +38,7 @@ from .common import (
     GoldBaseOpt,
     GoldFormat,
     GoldFormatOpt,
-    GoldGiven,
     GoldOpt,
-    Group,
     HeadOpt,
     IdenticalOpt,
     LayerOpt,
@@ -62,43 +63,42 @@ from .common import (
     ThresholdOpt,
     align_options,
     choices,
-    decoding_group,
     err,
-    gold_group,
     gold_options,
     handle_errors,
+    option,
     out,
-    takes,
 )
 
 app = typer.Typer(help="Align a corpus or one sentence pair with a trained model.", no_args_is_help=True)
+ALIGN = AlignOptions()  # the library's defaults, which the options below show
 
-ScoresOpt = Annotated[bool, typer.Option("--scores", help="Write links as i-j:weight.")]
-JsonLinesOpt = Annotated[
-    bool, typer.Option("--json-lines", help="One JSON object per pair instead of Pharaoh.")]
-SaveAttentionOpt = Annotated[
-    Path | None, typer.Option("--save-attention", help="Save every soft matrix to this .npz file.")]
-BatchTokensOpt = Annotated[int, typer.Option("--batch-tokens", help="Padded tokens per batch.")]
-MaxLengthOpt = Annotated[
-    int, typer.Option("--max-length", help="Longer pairs (model tokens) are skipped with a warning.")]
+ScoresOpt = option(bool, "--scores", panel=OUTPUT, help="Write links as i-j:weight.")
+JsonLinesOpt = option(bool, "--json-lines", panel=OUTPUT, help="One JSON object per pair instead of Pharaoh.")
+SaveAttentionOpt = option(Path | None, "--save-attention", panel=OUTPUT,
+                          help="Save every soft matrix to this .npz file.")
+BatchTokensOpt = option(int, "--batch-tokens", panel=RUNTIME, help="Padded tokens per batch.")
+MaxLengthOpt = option(int, "--max-length", panel=RUNTIME,
+                      help="Longer pairs (model tokens) are skipped with a warning.")
 Teacher = choices("Teacher", TEACHER_CHOICES)
-TeacherOpt = Annotated[Teacher, typer.Option(
-    "--teacher", help="Combine the attention with the statistical teacher's soft matrices, the teacher "
-    f"trained first (see --teacher-corpus) [auto: on for a model trained with --guide auto, where the "
-    f"teacher has at least {TEACHER_MIN_PAIRS} pairs; decoding then --sym {TEACHER_DECODING['sym']} "
-    f"--decoder {TEACHER_DECODING['decoder']} --threshold {TEACHER_DECODING['threshold']}, or "
-    f"{TEACHER_DECODING_LARGE['threshold']} from {TEACHER_DECODING_LARGE['pairs']:,} pairs].")]
+TeacherOpt = option(Teacher, "--teacher", panel=TEACHER_PANEL, help=(
+    "Combine the attention with the statistical teacher's soft matrices, the teacher trained first (see "
+    f"--teacher-corpus); auto: on for a model trained with --guide auto, where the teacher has at least "
+    f"{TEACHER_MIN_PAIRS} pairs; decoding then --sym {TEACHER_DECODING['sym']} --decoder "
+    f"{TEACHER_DECODING['decoder']} --threshold {TEACHER_DECODING['threshold']}, or "
+    f"{TEACHER_DECODING_LARGE['threshold']} from {TEACHER_DECODING_LARGE['pairs']:,} pairs."))
 TeacherCorpus = choices("TeacherCorpus", TEACHER_CORPUS_CHOICES)
-TeacherCorpusOpt = Annotated[TeacherCorpus, typer.Option(
-    "--teacher-corpus", help="What the teacher trains on: aligned (the pairs being aligned), training "
-    "(those and the model's training corpus, read again from the files train recorded), kept (the pairs "
-    "being aligned, going on from what the teacher of train --guide auto learned, kept in the model "
-    f"directory) [auto: training where those files are unchanged and hold at most "
-    f"{TEACHER_CORPUS_MAX_PAIRS:,} pairs, else kept where the model directory keeps it, else aligned].")]
-TeacherWeightOpt = Annotated[float | None, typer.Option(
-    "--teacher-weight", help=f"The teacher's share of each combined matrix, 0-1 "
-    f"[default: {TEACHER_DECODING['weight']}; {TEACHER_DECODING_LARGE['weight']} where the teacher "
-    f"trained on {TEACHER_DECODING_LARGE['pairs']:,} pairs or more].")]
+TeacherCorpusOpt = option(TeacherCorpus, "--teacher-corpus", panel=TEACHER_PANEL, help=(
+    "What the teacher trains on: aligned (the pairs being aligned), training (those and the model's training "
+    "corpus, read again from the files train recorded), kept (the pairs being aligned, going on from what "
+    "the "
+    "teacher of train --guide auto learned, kept in the model directory); auto: training where those files "
+    f"are unchanged and hold at most {TEACHER_CORPUS_MAX_PAIRS:,} pairs, else kept where the model directory "
+    "keeps it, else aligned."))
+TeacherWeightOpt = option(float | None, "--teacher-weight", panel=TEACHER_PANEL,
+                          help="The teacher's share of each combined matrix, 0-1.", show_default=(
+                              f"{TEACHER_DECODING['weight']}; {TEACHER_DECODING_LARGE['weight']} where the "
+                              f"teacher trained on {TEACHER_DECODING_LARGE['pairs']:,} pairs or more"))
 
 
 def _progress_bar(quiet: bool):
@@ -170,25 +170,22 @@ def _written(output: Path | None, report) -> None:
         (out() if to_file else err()).print(score_table(report))
 
 
-TEACHER_GROUP = Group("teacher", (("teacher", TeacherOpt, Teacher.auto),
-                                  ("teacher_weight", TeacherWeightOpt, None),
-                                  ("teacher_corpus", TeacherCorpusOpt, TeacherCorpus.auto)),
-                      lambda teacher, teacher_weight, teacher_corpus: {
-                          "teacher": teacher.value, "teacher_weight": teacher_weight,
-                          "teacher_corpus": teacher_corpus.value})
-
-
 @app.command("corpus")
 @handle_errors
-@takes(decoding_group(), gold_group(GoldOpt), PRETRAINED, TEACHER_GROUP)
 def align_corpus(
-    model: ModelDirOpt, src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None,
-    output: OutputOpt = None, decoding: dict = None, scores: ScoresOpt = False,
-    json_lines: JsonLinesOpt = False, save_attention: SaveAttentionOpt = None, gold: GoldGiven = None,
-    lowercase: ModelLowercaseOpt = None, batch_tokens: BatchTokensOpt = BATCH_TOKENS,
-    max_length: MaxLengthOpt = MAX_LENGTH,
-    device: DeviceOpt = "auto", threads: ThreadsOpt = None, quiet: QuietOpt = False,
-    encoding: EncodingOpt = "utf-8", pretrained: dict = None, teacher: dict = None,
+    model: ModelDirOpt,
+    src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None, lowercase: ModelLowercaseOpt = None,
+    encoding: EncodingOpt = "utf-8", gold: GoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False,
+    reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
+    decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto, threshold: ThresholdOpt = ALIGN.threshold,
+    layer: LayerOpt = ALIGN.layer, head: HeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
+    teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = ALIGN.teacher_weight,
+    teacher_corpus: TeacherCorpusOpt = TeacherCorpus.auto,
+    output: OutputOpt = None, scores: ScoresOpt = False, json_lines: JsonLinesOpt = False,
+    save_attention: SaveAttentionOpt = None,
+    batch_tokens: BatchTokensOpt = ALIGN.batch_tokens, max_length: MaxLengthOpt = ALIGN.max_length,
+    device: DeviceOpt = DEVICE, threads: ThreadsOpt = None, quiet: QuietOpt = False,
 ) -> None:
     """Align a parallel corpus: one Pharaoh line (0-based, source first) per input pair.
 
@@ -200,16 +197,18 @@ def align_corpus(
     from ..workflows.align_files import align_corpus_files
     from .render import align_summary_text
 
-    options = align_options(**decoding, batch_tokens=batch_tokens, device=device, max_length=max_length,
-                            **pretrained)
-    options = replace(options, **teacher)
+    options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=batch_tokens,
+                            device=device, max_length=max_length, reverse_model=reverse_model,
+                            src_lang=src_lang, tgt_lang=tgt_lang)
+    options = replace(options, teacher=teacher.value, teacher_weight=teacher_weight,
+                      teacher_corpus=teacher_corpus.value)
     rank = world()[0]  # under torchrun rank 0 writes and reports
     bar, progress = _progress_bar(quiet or rank != 0)
     with bar:
         summary = align_corpus_files(
             model, src=src, tgt=tgt, corpus=corpus, output=output, options=options, scores=scores,
-            json_lines=json_lines, save_attention=save_attention, gold=gold.path,
-            gold_options=gold.options(encoding),
+            json_lines=json_lines, save_attention=save_attention, gold=gold,
+            gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
             lowercase=lowercase, encoding=encoding, progress=progress, threads=threads,
             teacher_progress=_stage_bar(quiet or rank != 0, bar)[1])
     if rank:
@@ -229,8 +228,9 @@ def align_statistical_cmd(
     gold_format: GoldFormatOpt = GoldFormat.auto, gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False, lowercase: LowercaseOpt = False, encoding: EncodingOpt = "utf-8",
     quiet: QuietOpt = False,
-    threads: Annotated[int | None, typer.Option("--threads", help="CPU cores for its compiled loops "
-                                                                   "[default: every core].")] = None,
+    threads: Annotated[int | None, typer.Option(
+        "--threads", help="CPU cores for its compiled loops.", show_default="every core",
+        rich_help_panel=RUNTIME)] = None,
 ) -> None:
     """Align a parallel corpus with the built-in statistical aligner alone (no NMT model): the links
     that `train --guide auto` learns from. One Pharaoh line (0-based) per pair.
@@ -261,13 +261,16 @@ def align_statistical_cmd(
 @handle_errors
 def align_sentence(
     model: ModelDirOpt,
-    src: Annotated[str, typer.Option("--src", help="Source sentence (whitespace-tokenized).")],
-    tgt: Annotated[str, typer.Option("--tgt", help="Target sentence (whitespace-tokenized).")],
-    decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto, threshold: ThresholdOpt = None,
-    layer: LayerOpt = None, head: HeadOpt = "mean", shift: ShiftOpt = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-    device: DeviceOpt = "auto", reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None,
-    tgt_lang: TgtLangOpt = None,
+    src: Annotated[str, typer.Option("--src", help="Source sentence (whitespace-tokenized).",
+                                     rich_help_panel=INPUT)],
+    tgt: Annotated[str, typer.Option("--tgt", help="Target sentence (whitespace-tokenized).",
+                                     rich_help_panel=INPUT)],
+    reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
+    decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto, threshold: ThresholdOpt = ALIGN.threshold,
+    layer: LayerOpt = ALIGN.layer, head: HeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.", rich_help_panel=OUTPUT)
+                       ] = False,
+    device: DeviceOpt = DEVICE,
 ) -> None:
     """Align one sentence pair typed on the command line and show its links.
 

@@ -1,5 +1,6 @@
-"""What every command shares: the consoles, the error handler, and the option declarations written
-once (gold files, corpora, models, decoding, the statistical teacher).
+"""What every command shares: the consoles, the error handler, and the options several commands take,
+declared once each as an ``Annotated`` alias in its help panel (input, model, decoding, teacher, output,
+runtime).
 
 Data goes to stdout; messages, warnings and progress go to stderr. A user-fixable error
 (:class:`~attnalign.errors.AttnAlignError`, an unreadable or unwritable file) prints one clear message,
@@ -10,12 +11,10 @@ else 1. Nothing here imports torch.
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 import sys
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,10 +23,11 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS
+from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, THRESHOLD
 from ..errors import AttnAlignError, AttnAlignWarning, OptionError
-from ..nmt.limits import BATCH_TOKENS
+from ..nmt.options import BATCH_TOKENS
 from ..statistical.options import DEFAULT as TEACHER
+from ..statistical.options import POSTERIOR_THRESHOLD
 from ..statistical.options import SYMS as TEACHER_SYMS
 from ..statistical.registry import MODELS as TEACHER_MODELS
 
@@ -97,42 +97,6 @@ def interruption(e: BaseException) -> KeyboardInterrupt | None:
     return e if isinstance(e, KeyboardInterrupt) else None
 
 
-@dataclass(frozen=True)
-class Group:
-    """Options declared once and given to a command as one parameter, ``name``: typer sees every option
-    of ``params`` (name, ``Annotated`` type, default); the command receives ``build(**values)``."""
-
-    name: str
-    params: tuple
-    build: Callable[..., Any] = dict
-
-
-def takes(*groups: Group) -> Callable:
-    """Let a command take each of ``groups`` as the one parameter of that name, its options declared
-    once in the group: the command line is the same, the function's signature short."""
-
-    def decorate(fn: Callable) -> Callable:
-        sig = inspect.signature(fn, eval_str=True)
-        by_name = {g.name: g for g in groups}
-        params = []
-        for p in sig.parameters.values():
-            g = by_name.get(p.name)
-            params += ([inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=t)
-                        for n, t, d in g.params] if g else [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)])
-
-        @functools.wraps(fn)
-        def wrapper(**values: Any) -> Any:
-            for g in groups:
-                values[g.name] = g.build(**{n: values.pop(n) for n, _, _ in g.params})
-            return fn(**values)
-
-        wrapper.__signature__ = sig.replace(parameters=params)  # what typer reads
-        wrapper.__annotations__ = {p.name: p.annotation for p in params}
-        return wrapper
-
-    return decorate
-
-
 def choices(name: str, values) -> type[Enum]:
     """A str Enum for Typer from a library's names (the registries stay the one source of choices)."""
     return Enum(name, {v.replace("-", "_").replace("+", "_"): v for v in values}, type=str)
@@ -144,21 +108,58 @@ class GoldFormat(str, Enum):
     naacl = "naacl"
 
 
-# Gold files.
-GoldFormatOpt = Annotated[
-    GoldFormat,
-    typer.Option("--gold-format",
-                 help="Gold format: pharaoh/talp (one line per sentence), naacl (sentid i j [S|P]) or auto."),
-]
-GoldBaseOpt = Annotated[
-    bool | None,
-    typer.Option("--gold-one-based/--gold-zero-based",
-                 help="Index base of the gold file [default: 0-based for pharaoh, 1-based for naacl].",
-                 show_default=False),
-]
-ReverseGoldOpt = Annotated[
-    bool, typer.Option("--reverse-gold", help="The gold lists target-source pairs; swap them.")]
-EncodingOpt = Annotated[str, typer.Option("--encoding", help="Encoding of the input files.")]
+# The options several commands share, one alias each, every one in its help panel. Help text is read as
+# rich markup (what the panels need): it holds no "[...]"; a computed default is Typer's show_default.
+INPUT, MODEL, DECODING, TEACHER_PANEL, OUTPUT, RUNTIME = (
+    "Input", "Model", "Decoding", "Teacher", "Output", "Runtime")
+
+
+def option(kind, *flags: str, panel: str, **kw):
+    """``Annotated[kind, typer.Option(*flags, rich_help_panel=panel, **kw)]``: an option in its panel."""
+    return Annotated[kind, typer.Option(*flags, rich_help_panel=panel, **kw)]
+
+
+# Input: a parallel corpus, and a gold alignment with how to read it.
+SrcOpt = option(Path | None, "--src", panel=INPUT,
+                help="Source side: one whitespace-tokenized sentence a line.")
+TgtOpt = option(Path | None, "--tgt", panel=INPUT, help="Target side, line-parallel to --src.")
+CorpusOpt = option(Path | None, "--corpus", panel=INPUT,
+                    help="One file of 'source ||| target' (or TAB-separated) pairs.")
+EncodingOpt = option(str, "--encoding", panel=INPUT, help="Encoding of the input files.")
+LowercaseOpt = option(bool, "--lowercase", panel=INPUT, help="Lower-case the text.")
+ModelLowercaseOpt = option(bool | None, "--lowercase/--no-lowercase", panel=INPUT,
+                            help="Lower-case the text.", show_default="as the model was trained")
+GoldOpt = option(Path | None, "--gold", panel=INPUT, help="Score against this gold at the end.")
+GoldFormatOpt = option(GoldFormat, "--gold-format", panel=INPUT,
+                        help="Gold format: pharaoh/talp (one line per sentence), naacl ('sentid i j S|P') "
+                             "or auto.")
+GoldBaseOpt = option(bool | None, "--gold-one-based/--gold-zero-based", panel=INPUT,
+                      help="Index base of the gold "
+                           "file.", show_default="0-based for pharaoh, 1-based for naacl")
+ReverseGoldOpt = option(bool, "--reverse-gold", panel=INPUT,
+                        help="The gold lists target-source pairs; swap them.")
+
+# Models.
+MODEL_HELP = ("Model directory (attnalign train's, or a Hugging Face translation model saved with "
+              "save_pretrained), or hf:NAME from the local Hugging Face cache.")
+ModelDirOpt = option(Path, "--model", panel=MODEL, help=MODEL_HELP)
+OptionalModelOpt = option(Path | None, "--model", panel=MODEL, help=MODEL_HELP)
+ReverseModelOpt = option(Path | None, "--reverse-model", panel=MODEL, help=(
+    "Hugging Face models: the target-to-source model (directory or hf:NAME), so that both directions can be "
+    "symmetrized."))
+SrcLangOpt = option(str | None, "--src-lang", panel=MODEL,
+                     help="Multilingual Hugging Face models (M2M-100, NLLB): the source language code.")
+TgtLangOpt = option(str | None, "--tgt-lang", panel=MODEL,
+                     help="Multilingual Hugging Face models: the target language code.")
+
+# Output.
+OutputOpt = option(Path | None, "--output", "-o", panel=OUTPUT, help="Pharaoh output file; - for stdout.",
+                    show_default="stdout")
+
+# Runtime.
+DeviceOpt = option(str, "--device", panel=RUNTIME, help="auto, cpu or cuda.")
+ThreadsOpt = option(int | None, "--threads", panel=RUNTIME, help="CPU threads for torch.")
+QuietOpt = option(bool, "--quiet", panel=RUNTIME, help="No progress display.")
 
 
 def gold_options(gold_format: GoldFormat, gold_one_based: bool | None, reverse_gold: bool, encoding: str):
@@ -167,68 +168,28 @@ def gold_options(gold_format: GoldFormat, gold_one_based: bool | None, reverse_g
     return GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding)
 
 
-# Parallel corpora.
-SrcOpt = Annotated[
-    Path | None, typer.Option("--src", help="Source side: one whitespace-tokenized sentence a line.")]
-TgtOpt = Annotated[Path | None, typer.Option("--tgt", help="Target side, line-parallel to --src.")]
-CorpusOpt = Annotated[
-    Path | None, typer.Option("--corpus", help="One file of 'source ||| target' (or TAB-separated) pairs.")]
-LowercaseOpt = Annotated[bool, typer.Option("--lowercase", help="Lower-case the text.")]
-OutputOpt = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Pharaoh output file; - for stdout [default: stdout].")]
-GoldOpt = Annotated[Path | None, typer.Option("--gold", help="Score against this gold at the end.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
-
-# Models.
-MODEL_HELP = ("Model directory (attnalign train's, or a Hugging Face translation model saved with "
-              "save_pretrained), or hf:NAME from the local Hugging Face cache.")
-ModelDirOpt = Annotated[Path, typer.Option("--model", help=MODEL_HELP)]
-OptionalModelOpt = Annotated[Path | None, typer.Option("--model", help=MODEL_HELP)]
-ReverseModelOpt = Annotated[Path | None, typer.Option(
-    "--reverse-model", help="Hugging Face models: the target-to-source model (directory or hf:NAME), so "
-    "that both directions can be symmetrized.")]
-SrcLangOpt = Annotated[str | None, typer.Option(
-    "--src-lang", help="Multilingual Hugging Face models (M2M-100, NLLB): the source language code.")]
-TgtLangOpt = Annotated[str | None, typer.Option(
-    "--tgt-lang", help="Multilingual Hugging Face models: the target language code.")]
-DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")]
-ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for torch.")]
-ModelLowercaseOpt = Annotated[
-    bool | None,
-    typer.Option("--lowercase/--no-lowercase", help="[default: as the model was trained]",
-                 show_default=False),
-]
-
 # Decoding (the choices come from the registries of attnalign.decoding).
 Decoder = choices("Decoder", ("auto", *DECODERS))
 Sym = choices("Sym", ("auto", *SYMMETRIZATIONS))
-DecoderOpt = Annotated[
-    Decoder,
-    typer.Option("--decoder", help=f"How a matrix becomes links [auto: {HEAD_DECODING['decoder']} for a "
-                 f"bidirectional model with an alignment head (with --sym {HEAD_DECODING['sym']}), else "
-                 "argmax]."),
-]
-SymOpt = Annotated[
-    Sym,
-    typer.Option("--sym", help=f"Combine both directions (model trained with --direction both) [auto: "
-                 f"{HEAD_DECODING['sym']} for a model with both and an alignment head, "
-                 "grow-diag-final-and for other models with both, else none]."),
-]
-ThresholdOpt = Annotated[
-    float | None,
-    typer.Option("--threshold", help="Weight cut for --decoder threshold [default: " + (
-        "0.5]." if HEAD_DECODING["threshold"] == 0.5 else
-        f"{HEAD_DECODING['threshold']} for the alignment head's auto decoding, else 0.5].")),
-]
-LayerOpt = Annotated[
-    str | None,
-    typer.Option("--layer", help="align (the alignment head of a model trained with --align-head), or a "
-                 "Transformer layer: index (negative from the end) or mean [default: align if the model "
-                 "has the head, else -2]."),
-]
-HeadOpt = Annotated[str, typer.Option("--head", help="Transformer head: index or mean.")]
-ShiftOpt = Annotated[
-    int, typer.Option("--shift", help="1: read word t's attention where t is the decoder input (Shift-Att).")]
+DecoderOpt = option(Decoder, "--decoder", panel=DECODING, help=(
+    f"How a matrix becomes links; auto: {HEAD_DECODING['decoder']} for a bidirectional model with an "
+    f"alignment "
+    f"head (with --sym {HEAD_DECODING['sym']}), else argmax."))
+SymOpt = option(Sym, "--sym", panel=DECODING, help=(
+    f"Combine both directions (model trained with --direction both); auto: {HEAD_DECODING['sym']} for a "
+    f"model "
+    "with both and an alignment head, grow-diag-final-and for other models with both, else none."))
+ThresholdOpt = option(float | None, "--threshold", panel=DECODING, help="Weight cut for --decoder threshold.",
+                       show_default=str(THRESHOLD) if HEAD_DECODING["threshold"] == THRESHOLD else
+                       f"{HEAD_DECODING['threshold']} for the alignment head's auto decoding, "
+                       f"else {THRESHOLD}")
+LayerOpt = option(str | None, "--layer", panel=DECODING, help=(
+    "align (the alignment head of a model trained with --align-head), or a Transformer layer: index "
+    "(negative "
+    "from the end) or mean."), show_default="align if the model has the head, else -2")
+HeadOpt = option(str, "--head", panel=DECODING, help="Transformer head: index or mean.")
+ShiftOpt = option(int, "--shift", panel=DECODING,
+                   help="1: read word t's attention where t is the decoder input (Shift-Att).")
 
 
 def _layer_head(value: str | None, what: str) -> int | str | None:
@@ -258,74 +219,34 @@ def align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=BATC
                         src_lang=src_lang, tgt_lang=tgt_lang)
 
 
-# The statistical teacher: the same options for `align statistical` (--aligner, --sym, --prefix,
-# --identical, --samplers) and `train` (--guide-model, --guide-sym, --guide-prefix, --guide-identical,
-# --guide-samplers).
+# The statistical teacher: the same options, with the same help, for `align statistical` (--aligner,
+# --sym, --prefix, --identical, --samplers) and `train` (--guide-model, --guide-sym, --guide-prefix,
+# --guide-identical, --guide-samplers).
 TeacherModel = choices("TeacherModel", TEACHER_MODELS)
 TeacherSym = choices("TeacherSym", TEACHER_SYMS)
-ALIGNERS_HELP = ("hmm-agree+fertility (the union of two models' confident links: hmm-agree's posterior "
-                 "links and those of fertility; takes posterior only), hmm-agree (two HMMs trained "
-                 "jointly by agreement), fertility (Bayesian HMMs with fertility, Gibbs-sampled, like "
-                 "eflomal), hmm, or ibm2 (fast_align's model).")
-SYM_HELP = ("posterior (links both directions give a posterior of at least 0.2) or a symmetrization of the "
-            "two directions' Viterbi links.")
+ALIGNERS_HELP = ("The statistical aligner: hmm-agree+fertility (the union of two models' confident links: "
+                 "hmm-agree's posterior links and those of fertility; takes posterior only), hmm-agree (two "
+                 "HMMs trained jointly by agreement), fertility (Bayesian HMMs with fertility, "
+                 "Gibbs-sampled, "
+                 "like eflomal), hmm, or ibm2 (fast_align's model).")
+SYM_HELP = (f"How its directions combine: posterior (links both directions give a posterior of at least "
+            f"{POSTERIOR_THRESHOLD}) or a symmetrization of the two directions' Viterbi links.")
 PREFIX_HELP = ("The statistical models see every word cut to its first N characters, pooling a word's "
                "inflected forms; 0: whole words.")
 IDENTICAL_HELP = ("Extra counts for identical source and target words (names, numbers, cognates) in every "
                   "EM step; 0: no such prior.")
 SAMPLERS_HELP = ("Independent Gibbs chains of the fertility HMMs per direction, their counts pooled: the "
                  "links vary less with the sampler's draws, for that many times the sampling time.")
-
-
-def _teacher_opts(model: str, sym: str, prefix: str, identical: str, samplers: str, context: str = ""):
-    model_help = f"The statistical aligner: {ALIGNERS_HELP}"
-    sym_help = f"How its directions combine: {SYM_HELP}"
-    return (Annotated[TeacherModel, typer.Option(model, help=context + model_help)],
-            Annotated[TeacherSym, typer.Option(sym, help=context + sym_help)],
-            Annotated[int, typer.Option(prefix, min=0, help=context + PREFIX_HELP)],
-            Annotated[float, typer.Option(identical, min=0.0, help=context + IDENTICAL_HELP)],
-            Annotated[int, typer.Option(samplers, help=context + SAMPLERS_HELP)])
-
-
-AlignerOpt, StatSymOpt, PrefixOpt, IdenticalOpt, SamplersOpt = _teacher_opts(
-    "--aligner", "--sym", "--prefix", "--identical", "--samplers")
-GuideModelOpt, GuideSymOpt, GuidePrefixOpt, GuideIdenticalOpt, GuideSamplersOpt = _teacher_opts(
-    "--guide-model", "--guide-sym", "--guide-prefix", "--guide-identical", "--guide-samplers",
-    "--guide auto: ")
+GUIDE = "--guide auto: "
+AlignerOpt = option(TeacherModel, "--aligner", panel=TEACHER_PANEL, help=ALIGNERS_HELP)
+StatSymOpt = option(TeacherSym, "--sym", panel=TEACHER_PANEL, help=SYM_HELP)
+PrefixOpt = option(int, "--prefix", panel=TEACHER_PANEL, min=0, help=PREFIX_HELP)
+IdenticalOpt = option(float, "--identical", panel=TEACHER_PANEL, min=0.0, help=IDENTICAL_HELP)
+SamplersOpt = option(int, "--samplers", panel=TEACHER_PANEL, help=SAMPLERS_HELP)
+GuideModelOpt = option(TeacherModel, "--guide-model", panel=TEACHER_PANEL, help=GUIDE + ALIGNERS_HELP)
+GuideSymOpt = option(TeacherSym, "--guide-sym", panel=TEACHER_PANEL, help=GUIDE + SYM_HELP)
+GuidePrefixOpt = option(int, "--guide-prefix", panel=TEACHER_PANEL, min=0, help=GUIDE + PREFIX_HELP)
+GuideIdenticalOpt = option(float, "--guide-identical", panel=TEACHER_PANEL, min=0.0,
+                           help=GUIDE + IDENTICAL_HELP)
+GuideSamplersOpt = option(int, "--guide-samplers", panel=TEACHER_PANEL, help=GUIDE + SAMPLERS_HELP)
 TEACHER_MODEL, TEACHER_SYM = TeacherModel(TEACHER.model), TeacherSym(TEACHER.sym)
-
-
-# Option groups shared by commands (see `takes`).
-@dataclass(frozen=True)
-class GoldGiven:
-    """A gold file and how to read it, as given on the command line (the encoding is the command's)."""
-
-    path: Path | None
-    fmt: GoldFormat = GoldFormat.auto
-    one_based: bool | None = None
-    reverse: bool = False
-
-    def options(self, encoding: str):
-        return gold_options(self.fmt, self.one_based, self.reverse, encoding)
-
-
-GOLD_READING = (("gold_format", GoldFormatOpt, GoldFormat.auto), ("gold_one_based", GoldBaseOpt, None),
-                ("reverse_gold", ReverseGoldOpt, False))
-
-
-def gold_group(gold_opt) -> Group:
-    """``--gold FILE`` (declared by ``gold_opt``) with the options that say how to read it."""
-    return Group("gold", (("gold", gold_opt, None), *GOLD_READING),
-                 lambda gold, gold_format, gold_one_based, reverse_gold: GoldGiven(
-                     gold, gold_format, gold_one_based, reverse_gold))
-
-
-PRETRAINED = Group("pretrained", (("reverse_model", ReverseModelOpt, None), ("src_lang", SrcLangOpt, None),
-                                  ("tgt_lang", TgtLangOpt, None)))
-
-
-def decoding_group(layer_opt=LayerOpt, head_opt=HeadOpt) -> Group:
-    """--decoder, --sym, --threshold, --layer, --head, --shift as ``align_options`` keywords."""
-    return Group("decoding", (("decoder", DecoderOpt, Decoder.auto), ("sym", SymOpt, Sym.auto),
-                              ("threshold", ThresholdOpt, None), ("layer", layer_opt, None),
-                              ("head", head_opt, "mean"), ("shift", ShiftOpt, 0)))

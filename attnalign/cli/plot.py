@@ -3,79 +3,87 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
 from ..errors import OptionError
+from ..nmt.options import DEVICE, AlignOptions
 from .common import (
-    PRETRAINED,
+    DECODING,
+    INPUT,
+    OUTPUT,
     CorpusOpt,
+    Decoder,
+    DecoderOpt,
     DeviceOpt,
     EncodingOpt,
-    GoldGiven,
-    Group,
+    GoldBaseOpt,
+    GoldFormat,
+    GoldFormatOpt,
     ModelLowercaseOpt,
     OptionalModelOpt,
+    ReverseGoldOpt,
+    ReverseModelOpt,
+    ShiftOpt,
+    SrcLangOpt,
+    Sym,
+    SymOpt,
+    TgtLangOpt,
+    ThresholdOpt,
     align_options,
-    decoding_group,
     err,
-    gold_group,
+    gold_options,
     handle_errors,
+    option,
     out,
-    takes,
 )
 
 app = typer.Typer(help="Draw attention heatmaps with their alignments.", no_args_is_help=True)
 IMAGE_TYPES = (".png", ".svg", ".pdf")
+ALIGN = AlignOptions()
+FIGURE = "Figure"
 
-ImageOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Image file: .png, .svg or .pdf.")]
-PlotSrcOpt = Annotated[
-    str | None, typer.Option("--src", help="Source sentence; with --index: the source file.")]
-PlotTgtOpt = Annotated[
-    str | None, typer.Option("--tgt", help="Target sentence; with --index: the target file.")]
-IndexOpt = Annotated[
-    int | None, typer.Option("--index", help="0-based pair index into --corpus/--src/--tgt files.")]
-AttentionFileOpt = Annotated[
-    Path | None, typer.Option("--attention", help="Saved attention file (align corpus --save-attention).")]
-PlotGoldOpt = Annotated[Path | None, typer.Option("--gold", help="Gold alignment (with --index).")]
-GridLayerOpt = Annotated[
-    str | None, typer.Option("--layer", help="Transformer layer: index, mean or all (a grid).")]
-GridHeadOpt = Annotated[str, typer.Option("--head", help="Transformer head: index, mean or all (a grid).")]
-CompareOpt = Annotated[bool, typer.Option("--compare", help="Decoders (or both directions) side by side.")]
-EosOpt = Annotated[bool, typer.Option("--eos", help="Show the attention on the source EOS as a column.")]
-TitleOpt = Annotated[str | None, typer.Option("--title", help="The figure's title ('' for none) "
-                                              "[default: the settings and, with --gold, the scores].")]
-WidthOpt = Annotated[float | None, typer.Option("--width", help="Figure width in inches, e.g. 3.3 for a "
-                                                "paper's column [default: from the sentence length].")]
-FontSizeOpt = Annotated[float | None, typer.Option("--font-size", help="Word labels in points [default: 8, "
-                                                   "smaller where --width leaves small cells].")]
-TerminalOpt = Annotated[bool, typer.Option("--terminal", help="Draw the matrix in the terminal.")]
-PlotPredOpt = Annotated[list[Path] | None, typer.Option(
-    "--pred", help="An alignment file (Pharaoh, 0-based, one line per pair of the corpus; any aligner's): "
-    "its links of pair --index, titled with the file, beside the model's panel over its attention or, with "
-    "no model, on the pair's grid. Repeat for several files, side by side.")]
-
-
-def _style(title: str | None, width: float | None, font_size: float | None):
-    from ..eval.plot import FigureStyle
-
-    return FigureStyle(title, width, font_size).check()
-
-
-STYLE = Group("style", (("title", TitleOpt, None), ("width", WidthOpt, None),
-                        ("font_size", FontSizeOpt, None)), _style)
+ImageOpt = option(Path | None, "--output", "-o", panel=OUTPUT, help="Image file: .png, .svg or .pdf.")
+PlotSrcOpt = option(str | None, "--src", panel=INPUT, help="Source sentence; with --index: the source file.")
+PlotTgtOpt = option(str | None, "--tgt", panel=INPUT, help="Target sentence; with --index: the target file.")
+IndexOpt = option(int | None, "--index", panel=INPUT,
+                  help="0-based pair index into --corpus/--src/--tgt files.")
+AttentionFileOpt = option(Path | None, "--attention", panel=INPUT,
+                          help="Saved attention file (align corpus --save-attention).")
+PlotGoldOpt = option(Path | None, "--gold", panel=INPUT, help="Gold alignment (with --index).")
+PlotPredOpt = option(list[Path] | None, "--pred", panel=INPUT, help=(
+    "An alignment file (Pharaoh, 0-based, one line per pair of the corpus; any aligner's): its links of pair "
+    "--index, titled with the file, beside the model's panel over its attention or, with no model, on the "
+    "pair's grid. Repeat for several files, side by side."))
+GridLayerOpt = option(str | None, "--layer", panel=DECODING,
+                      help="Transformer layer: index, mean or all (a grid).")
+GridHeadOpt = option(str, "--head", panel=DECODING, help="Transformer head: index, mean or all (a grid).")
+CompareOpt = option(bool, "--compare", panel=FIGURE, help="Decoders (or both directions) side by side.")
+EosOpt = option(bool, "--eos", panel=FIGURE, help="Show the attention on the source EOS as a column.")
+TitleOpt = option(str | None, "--title", panel=FIGURE, help="The figure's title ('' for none).",
+                  show_default="the settings and, with --gold, the scores")
+WidthOpt = option(float | None, "--width", panel=FIGURE,
+                  help="Figure width in inches, e.g. 3.3 for a paper's "
+                  "column.", show_default="from the sentence length")
+FontSizeOpt = option(float | None, "--font-size", panel=FIGURE, help="Word labels in points.",
+                     show_default="8, smaller where --width leaves small cells")
+TerminalOpt = option(bool, "--terminal", panel=OUTPUT, help="Draw the matrix in the terminal.")
 
 
 @app.command("sentence")
 @handle_errors
-@takes(decoding_group(GridLayerOpt, GridHeadOpt), gold_group(PlotGoldOpt), PRETRAINED, STYLE)
 def plot_sentence(
-    output: ImageOpt = None, model: OptionalModelOpt = None, src: PlotSrcOpt = None, tgt: PlotTgtOpt = None,
-    corpus: CorpusOpt = None, index: IndexOpt = None, attention: AttentionFileOpt = None,
-    gold: GoldGiven = None, decoding: dict = None, compare: CompareOpt = False, eos: EosOpt = False,
-    terminal: TerminalOpt = False, lowercase: ModelLowercaseOpt = None, device: DeviceOpt = "auto",
-    encoding: EncodingOpt = "utf-8", pretrained: dict = None, style=None, pred: PlotPredOpt = None,
+    model: OptionalModelOpt = None, reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None,
+    tgt_lang: TgtLangOpt = None,
+    src: PlotSrcOpt = None, tgt: PlotTgtOpt = None, corpus: CorpusOpt = None, index: IndexOpt = None,
+    attention: AttentionFileOpt = None, pred: PlotPredOpt = None, lowercase: ModelLowercaseOpt = None,
+    encoding: EncodingOpt = "utf-8", gold: PlotGoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False,
+    decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto, threshold: ThresholdOpt = ALIGN.threshold,
+    layer: GridLayerOpt = ALIGN.layer, head: GridHeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
+    compare: CompareOpt = False, eos: EosOpt = False, title: TitleOpt = None, width: WidthOpt = None,
+    font_size: FontSizeOpt = None,
+    output: ImageOpt = None, terminal: TerminalOpt = False, device: DeviceOpt = DEVICE,
 ) -> None:
     """Draw one pair's attention heatmap with its links (and the gold's, if given), or the links of
     alignment files (--pred) side by side.
@@ -87,9 +95,10 @@ def plot_sentence(
     --tgt test.fr --index 3 --gold test.gold -o pair3.png
     """
     from ..data.fileio import check_distinct, check_writable
-    from ..eval.plot import save_figure, terminal_view
+    from ..eval.plot import FigureStyle, save_figure, terminal_view
     from ..workflows.views import sentence_figure, sentence_panels
 
+    style = FigureStyle(title, width, font_size).check()
     if output is None and not terminal:
         raise OptionError("give --output FILE (.png, .svg, .pdf) or --terminal")
     if output is not None:
@@ -98,24 +107,25 @@ def plot_sentence(
         if model is not None:  # the models' module imports torch
             from ..nmt.checkpoint import model_files
 
-            models = {**model_files(model), **model_files(pretrained["reverse_model"], "--reverse-model")}
+            models = {**model_files(model), **model_files(reverse_model, "--reverse-model")}
         check_distinct({"--output": output}, {**files, "--corpus": corpus, "--attention": attention,
-                                              "--gold": gold.path, **models,
+                                              "--gold": gold, **models,
                                               **{f"--pred {p}": p for p in pred or ()}})
         check_writable(output, "image file")
         if output.suffix.lower() not in IMAGE_TYPES:
             raise OptionError(f"unknown image type {output.suffix!r}", hint="use .png, .svg or .pdf")
-    grid_layers, grid_heads = decoding["layer"] == "all", decoding["head"] == "all"
-    if grid_layers:
-        decoding["layer"] = None
-    if grid_heads:
-        decoding["head"] = "mean"
+    grid_layers, grid_heads = layer == "all", head == "all"
     reads = model is not None or attention is not None  # else only alignment files (--pred): no torch
-    options = (align_options(**decoding, device=device, resolve=attention is None, **pretrained) if reads
-               else None)
+    options = None
+    if reads:
+        options = align_options(decoder, sym, threshold, None if grid_layers else layer,
+                                "mean" if grid_heads else head, shift, device=device,
+                                resolve=attention is None, reverse_model=reverse_model, src_lang=src_lang,
+                                tgt_lang=tgt_lang)
     panels = sentence_panels(
         options, model=model, src=src, tgt=tgt, corpus=corpus, index=index, attention=attention,
-        gold=gold.path, gold_options=gold.options(encoding), compare=compare,
+        gold=gold, gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
+        compare=compare,
         all_layers=grid_layers, all_heads=grid_heads, show_eos=eos, lowercase=lowercase, encoding=encoding,
         preds=pred or ())
     if terminal:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
 
-import typer
-
+from ..nmt.options import DEVICE
 from .common import (
+    INPUT,
+    OUTPUT,
     CorpusOpt,
     DeviceOpt,
     EncodingOpt,
@@ -27,39 +27,39 @@ from .common import (
     err,
     gold_options,
     handle_errors,
+    option,
     out,
 )
 
 
 @handle_errors
 def report(
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="Report directory (index.html + CSV + PNG).")],
-    gold: Annotated[Path, typer.Option("--gold", help="Gold alignment of the corpus's first sentences.")],
+    output: option(Path, "--output", "-o", panel=OUTPUT, help="Report directory (index.html + CSV + PNG)."),
+    gold: option(Path, "--gold", panel=INPUT, help="Gold alignment of the corpus's first sentences."),
     model: OptionalModelOpt = None,
-    src: SrcOpt = None,
-    tgt: TgtOpt = None,
-    corpus: CorpusOpt = None,
-    attention: Annotated[
-        Path | None, typer.Option("--attention", help="A saved attention file instead of a model.")] = None,
-    gold_format: GoldFormatOpt = GoldFormat.auto,
-    gold_one_based: GoldBaseOpt = None,
-    reverse_gold: ReverseGoldOpt = False,
-    gallery: Annotated[int, typer.Option("--gallery", help="Worst and best sentences to draw.")] = 4,
-    lowercase: ModelLowercaseOpt = None,
-    device: DeviceOpt = "auto",
-    encoding: EncodingOpt = "utf-8",
     reverse_model: ReverseModelOpt = None,
     src_lang: SrcLangOpt = None,
     tgt_lang: TgtLangOpt = None,
-    pred: Annotated[list[Path] | None, typer.Option(
-        "--pred", help="An alignment file of any aligner (Pharaoh, 0-based, one line per pair of the corpus) "
-        "to compare: a row of the score table with its interval, its paired test against the first system, "
-        "its breakdown and error tables, and the gallery of disagreements. Repeat for several; without "
-        "--model the report compares the files alone (and needs no torch).")] = None,
-    pred_name: Annotated[list[str] | None, typer.Option(
-        "--pred-name", help="The name of each --pred file in the report, in order [default: its path].")
-    ] = None,
+    src: SrcOpt = None,
+    tgt: TgtOpt = None,
+    corpus: CorpusOpt = None,
+    lowercase: ModelLowercaseOpt = None,
+    encoding: EncodingOpt = "utf-8",
+    attention: option(Path | None, "--attention", panel=INPUT,
+                      help="A saved attention file instead of a model.") = None,
+    pred: option(list[Path] | None, "--pred", panel=INPUT, help=(
+        "An alignment file of any aligner (Pharaoh, 0-based, one line per pair of the corpus) to compare: a "
+        "row of the score table with its interval, its paired test against the first system, its breakdown "
+        "and error tables, and the gallery of disagreements. Repeat for several; without --model the report "
+        "compares the files alone (and needs no torch).")) = None,
+    pred_name: option(list[str] | None, "--pred-name", panel=INPUT,
+                      help="The name of each --pred file in the report, in order.",
+                      show_default="its path") = None,
+    gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_one_based: GoldBaseOpt = None,
+    reverse_gold: ReverseGoldOpt = False,
+    gallery: option(int, "--gallery", panel=OUTPUT, help="Worst and best sentences to draw.") = 4,
+    device: DeviceOpt = DEVICE,
 ) -> None:
     """Write an HTML report (scores of every configuration, plots, error tables, a gallery), or compare
     alignment files (--pred) against the gold.

@@ -11,6 +11,8 @@ import typer
 
 from ..eval.significance import LEVEL, SAMPLES, SEED
 from .common import (
+    INPUT,
+    OUTPUT,
     CorpusOpt,
     EncodingOpt,
     GoldBaseOpt,
@@ -22,8 +24,18 @@ from .common import (
     err,
     gold_options,
     handle_errors,
+    option,
     out,
 )
+
+PredFormatOpt = option(GoldFormat, "--pred-format", panel=INPUT, help="Format of the predictions.")
+PredBaseOpt = option(bool | None, "--pred-one-based/--pred-zero-based", panel=INPUT,
+                     help="Index base of the predictions.", show_default="as for the gold formats")
+ReversePredOpt = option(bool, "--reverse-pred", panel=INPUT, help="Predictions list target-source pairs.")
+JsonOpt = option(bool, "--json", panel=OUTPUT, help="Print one JSON object per prediction file.")
+PerSentenceOpt = option(Path | None, "--per-sentence", panel=OUTPUT,
+                        help="Write per-sentence scores to this CSV.")
+SIGNIFICANCE = "Significance"
 
 
 @handle_errors
@@ -34,44 +46,35 @@ def score(
     gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False,
-    pred_format: Annotated[GoldFormat, typer.Option("--pred-format", help="Format of the predictions.")
-                           ] = GoldFormat.auto,
-    pred_one_based: Annotated[
-        bool | None,
-        typer.Option("--pred-one-based/--pred-zero-based",
-                     help="Index base of the predictions [default: as for the gold formats].",
-                     show_default=False),
-    ] = None,
-    reverse_pred: Annotated[bool, typer.Option("--reverse-pred", help="Predictions list target-source pairs.")
-                            ] = False,
+    pred_format: PredFormatOpt = GoldFormat.auto,
+    pred_one_based: PredBaseOpt = None,
+    reverse_pred: ReversePredOpt = False,
     src: SrcOpt = None,
     tgt: TgtOpt = None,
     corpus: CorpusOpt = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object per prediction file.")] = False,
-    per_sentence: Annotated[
-        Path | None, typer.Option("--per-sentence", help="Write per-sentence scores to this CSV.")] = None,
     encoding: EncodingOpt = "utf-8",
+    as_json: JsonOpt = False,
+    per_sentence: PerSentenceOpt = None,
     confidence: Annotated[bool, typer.Option(
         "--confidence", help=f"Each score with its {round(100 * LEVEL)}% interval from bootstrap resampling "
         "of the gold's sentences (the percentile interval; every resample rescored from its summed counts).",
-        rich_help_panel="Significance")] = False,
+        rich_help_panel=SIGNIFICANCE)] = False,
     paired: Annotated[bool, typer.Option(
         "--paired", help="Every system against the first (the baseline): the difference in AER, its "
         f"{round(100 * LEVEL)}% interval and a two-sided p-value from the paired bootstrap (Koehn 2004) on "
         "the same resamples, the differences shifted to mean zero for the null.",
-        rich_help_panel="Significance")] = False,
+        rich_help_panel=SIGNIFICANCE)] = False,
     samples: Annotated[int, typer.Option(
         "--samples", help="Bootstrap resamples for --confidence and --paired.",
-        rich_help_panel="Significance")] = SAMPLES,
+        rich_help_panel=SIGNIFICANCE)] = SAMPLES,
     seed: Annotated[int, typer.Option(
         "--seed", help="The resamples' seed (fixed: the same intervals on every run).",
-        rich_help_panel="Significance")] = SEED,
+        rich_help_panel=SIGNIFICANCE)] = SEED,
     breakdown: Annotated[bool, typer.Option(
         "--breakdown", help="Each system's scores by the source word's frequency in the text, the gold "
         "link's type (1-1, 1-many, many-1, many-many; extra links on gold-unaligned words) and the "
         "distance from the diagonal; needs --src/--tgt or --corpus.",
-        rich_help_panel="Significance")] = False,
+        rich_help_panel=SIGNIFICANCE)] = False,
 ) -> None:
     """Score predicted alignments against a gold alignment: AER, precision, recall, F1.
 

@@ -33,6 +33,7 @@ class Decoder:
     sweep: bool = True
 
 
+THRESHOLD = 0.5  # --decoder threshold's cut where no decoding policy sets another
 DECODERS: dict[str, Decoder] = {}
 
 
@@ -91,7 +92,7 @@ register_decoder("threshold", "every cell above --threshold", sweep=False)(
 
 
 def decode_matrix(m: np.ndarray, decoder: str = "argmax", eos: np.ndarray | None = None,
-                  threshold: float = 0.5) -> list[Link]:
+                  threshold: float = THRESHOLD) -> list[Link]:
     """Decode one ``[T, S]`` matrix with a registered decoder (see :data:`DECODERS`)."""
     if decoder not in DECODERS:
         raise ValueError(f"unknown decoder {decoder!r}; choose one of {', '.join(DECODERS)}")

@@ -76,4 +76,3 @@ LINK_METHODS.update({
     "grow-diag-final": lambda a, b: _grow(a, b, "or"),
     "grow-diag-final-and": lambda a, b: _grow(a, b, "and"),
 })
-METHODS = tuple(LINK_METHODS)

@@ -19,60 +19,18 @@ from .. import dist
 from ..data.alignments import Link
 from ..data.corpus import Pairs
 from ..decoding import (
-    DECODERS,
     HEAD_DECODING,
     SYMMETRIZATIONS,
-    TEACHER_CHOICES,
-    TEACHER_CORPUS_CHOICES,
     TEACHER_MIN_PAIRS,
+    THRESHOLD,
     blend,
     decode_pair,
     teacher_decoding,
 )
-from ..errors import AttnAlignError, OptionError, require, warn
+from ..errors import AttnAlignError, OptionError, warn
 from .checkpoint import LoadedModel, is_hf_model, load_model, read_model_config
 from .extract import AttentionSpec, default_layer, iter_attention, reduce_attention, uses_align_head
-from .limits import BATCH_TOKENS, MAX_LENGTH
-
-AUTO = "auto"  # --decoder / --sym / --teacher: chosen per model by resolve_decoding and Aligner.wants_teacher
-
-
-@dataclass(frozen=True)
-class AlignOptions:
-    decoder: str = AUTO  # a name of decoding.DECODERS, or auto: see resolve_decoding
-    threshold: float | None = None  # None: see resolve_decoding
-    sym: str = AUTO  # a name of decoding.SYMMETRIZATIONS, or auto: see resolve_decoding
-    layer: int | str | None = None
-    head: int | str = "mean"
-    shift: int = 0
-    batch_tokens: int = BATCH_TOKENS
-    device: str = "cpu"
-    max_length: int = MAX_LENGTH  # model tokens per side; longer pairs are skipped (empty line, warning)
-    chunk_size: int = 5000  # pairs extracted at once (bounds memory)
-    # pretrained (Hugging Face) models only: the tgt->src model for both directions, and the language
-    # codes a multilingual model needs
-    reverse_model: str | None = None
-    src_lang: str | None = None
-    tgt_lang: str | None = None
-    # combine the attention with the statistical teacher's soft matrices (align corpus): auto = for a
-    # model guided by the built-in teacher, where the teacher's corpus has at least TEACHER_MIN_PAIRS pairs
-    teacher: str = AUTO
-    teacher_weight: float | None = None  # None: decoding.teacher_decoding's, by the teacher's pairs
-    teacher_corpus: str = AUTO  # what the teacher trains on: decoding.TEACHER_CORPUS_CHOICES
-
-    def check(self) -> AlignOptions:
-        """Raise an OptionError naming the option that is out of range or unknown."""
-        require("--decoder", self.decoder, choices=(AUTO, *DECODERS))
-        require("--sym", self.sym, choices=(AUTO, *SYMMETRIZATIONS))
-        require("--threshold", self.threshold, low=0, high=1, optional=True)
-        require("--shift", self.shift, choices=(0, 1))
-        require("--teacher", self.teacher, choices=TEACHER_CHOICES)
-        require("--teacher-weight", self.teacher_weight, low=0, high=1, optional=True)
-        require("--teacher-corpus", self.teacher_corpus, choices=TEACHER_CORPUS_CHOICES)
-        for flag, value in (("--batch-tokens", self.batch_tokens), ("--max-length", self.max_length),
-                            ("chunk_size", self.chunk_size)):
-            require(flag, value, low=1)
-        return self
+from .options import AUTO, AlignOptions
 
 
 @dataclass
@@ -96,7 +54,7 @@ def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_hea
     """Fill in the "auto" choices for a model: combined with a teacher trained on ``teacher`` pairs,
     :func:`teacher_decoding`; else a bidirectional model with an alignment head (read by
     ``options.layer``) gets :data:`HEAD_DECODING`; any other bidirectional model grow-diag-final-and
-    with argmax; a one-direction model no symmetrization with argmax; the threshold is 0.5."""
+    with argmax; a one-direction model no symmetrization with argmax; the threshold is THRESHOLD."""
     both = "forward" in directions and "reverse" in directions
     if teacher is not None:
         t = teacher_decoding(teacher)
@@ -113,7 +71,7 @@ def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_hea
         decoder = HEAD_DECODING["decoder"] if head and sym == HEAD_DECODING["sym"] else "argmax"
     if threshold is None:
         same = head and (sym, decoder) == (HEAD_DECODING["sym"], HEAD_DECODING["decoder"])
-        threshold = HEAD_DECODING["threshold"] if same else 0.5
+        threshold = HEAD_DECODING["threshold"] if same else THRESHOLD
     return replace(options, sym=sym, decoder=decoder, threshold=threshold)
 
 
@@ -239,7 +197,7 @@ class Aligner:
         ``extra`` pairs if given (the model's training corpus), each read once, and decode every later
         :meth:`align` of ``pairs`` with it (:meth:`use_teacher`). ``kept``:
         the counts a teacher kept from the training corpus and its number of pairs
-        (``statistical.saved.load_kept``), which the teacher goes on from over ``pairs`` instead of
+        (``statistical.teacher_file.load_kept``), which the teacher goes on from over ``pairs`` instead of
         starting from nothing."""
         from ..statistical import SoftTeacher
 

@@ -17,7 +17,7 @@ import torch
 from ..errors import OptionError
 from .batching import bucket_batches, make_batch
 from .device import flushed_denormals
-from .limits import BATCH_TOKENS
+from .options import BATCH_TOKENS
 from .subword import Segmenter
 from .words import select_rows, tokens_to_words
 

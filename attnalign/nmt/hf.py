@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import AttnAlignError, OptionError
 from .checkpoint import HF_PREFIX
-from .limits import BATCH_TOKENS
+from .options import BATCH_TOKENS
 
 INSTALL_HINT = 'install the optional dependencies: pip install "attnalign[hf]"'
 

@@ -16,16 +16,17 @@ import numpy as np
 from ..data.alignments import Link
 from ..data.corpus import Pairs
 from ..decoding.symmetrize import symmetrize
-from .at_once import ahead
-from .dist import gather_chunks, my_chunks, world
 from .ids import CHUNK_PAIRS, IdCorpus, chunks
 from .links import posterior_links, viterbi_links
 from .options import DEFAULT, FERTILITY_PREFIX, FERTILITY_THRESHOLD, POSTERIOR_THRESHOLD, SYMS
+from .processes import gather_chunks, my_chunks, world
 from .progress import report
 from .registry import COMBINED, DIRECTIONAL, KEEPS, MODELS
+from .settings import EM
+from .threads import ahead
 
 
-def fit(pairs: Pairs | IdCorpus, model: str, iterations: int = 5, prefix: int = DEFAULT.prefix,
+def fit(pairs: Pairs | IdCorpus, model: str, iterations: int = EM.iterations, prefix: int = DEFAULT.prefix,
         identical: float = DEFAULT.identical, **kw):
     """Train both directions of ``model`` (one of :data:`.registry.DIRECTIONAL`) on ``pairs`` (word
     lists, cut to ``prefix`` characters; or an already encoded :class:`.ids.IdCorpus`); returns the
@@ -39,8 +40,8 @@ def fit(pairs: Pairs | IdCorpus, model: str, iterations: int = 5, prefix: int = 
     return DIRECTIONAL[model](corpus, iterations, identical, **kw)
 
 
-def directional_posteriors(pairs: Pairs, model: str, iterations: int = 5, prefix: int = DEFAULT.prefix,
-                           identical: float = DEFAULT.identical, **kw
+def directional_posteriors(pairs: Pairs, model: str, iterations: int = EM.iterations,
+                           prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical, **kw
                            ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Train both directions of ``model`` on ``pairs``; return the forward posteriors ``[T, S + 1]``
     and the reverse ones ``[S, T + 1]`` of every pair (NULL last), all in memory (:func:`iter_links`
@@ -49,14 +50,6 @@ def directional_posteriors(pairs: Pairs, model: str, iterations: int = 5, prefix
     whole words); ``identical``: extra counts for identical types (0: none)."""
     corpus = IdCorpus.encode(pairs, prefix)
     return fit(corpus, model, iterations, prefix, identical, **kw).posteriors(0, len(corpus))
-
-
-def directional_links(pairs: Pairs, model: str, iterations: int = 5, prefix: int = DEFAULT.prefix,
-                      identical: float = DEFAULT.identical, **kw
-                      ) -> tuple[list[list[Link]], list[list[Link]]]:
-    """Train both directions on ``pairs``; return each direction's Viterbi links (both source first)."""
-    fwd, rev = directional_posteriors(pairs, model, iterations, prefix, identical, **kw)
-    return [viterbi_links(p) for p in fwd], [_turn(viterbi_links(p)) for p in rev]
 
 
 def _turn(links: list[Link]) -> list[Link]:
@@ -72,7 +65,7 @@ def _decode(fwd: np.ndarray, rev: np.ndarray, sym: str) -> list[Link]:
     return sorted(symmetrize(viterbi_links(fwd), _turn(viterbi_links(rev)), sym))
 
 
-def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int = 5,
+def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int = EM.iterations,
                model: str = DEFAULT.model, prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical,
                chunk: int = CHUNK_PAIRS, **kw) -> Iterator[list[Link]]:
     """Train on ``pairs`` (any iterable of word-list pairs, read once; or an :class:`.ids.IdCorpus` of
@@ -131,7 +124,7 @@ def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, ident
                 **kw) -> tuple:
     """``model``'s trained models on the whole-word corpus ``words``: (the model, None), or for
     :data:`COMBINED` (the agreement HMMs on ``prefix``-cut words, the fertility HMMs on whole words).
-    ``kept``: per model name, both directions' counts to go on from (:mod:`.kept`); ``keep``: the models
+    ``kept``: per model name, both directions' counts to go on from (:mod:`.learned`); ``keep``: the models
     keep theirs (:attr:`SoftTeacher.kept`); ``samplers``: the fertility HMMs' chains (the other models
     do not sample)."""
     combined = model == COMBINED
@@ -160,10 +153,10 @@ class SoftTeacher:
 
     ``keep``: keep what the models learned (:attr:`kept`), for a later teacher to go on from; ``kept``:
     go on from such a teacher's (trained on other pairs) over ``pairs`` instead of starting from nothing
-    (:mod:`.kept`; the models of :data:`.registry.KEEPS` only: the others start from nothing).
+    (:mod:`.learned`; the models of :data:`.registry.KEEPS` only: the others start from nothing).
     ``samplers``: the fertility HMMs' chains (:class:`.options.TeacherOptions`)."""
 
-    def __init__(self, pairs: Pairs | IdCorpus, model: str = DEFAULT.model, iterations: int = 5,
+    def __init__(self, pairs: Pairs | IdCorpus, model: str = DEFAULT.model, iterations: int = EM.iterations,
                  prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical,
                  chunk: int = CHUNK_PAIRS, keep: bool = False, kept: dict | None = None, **kw):
         if model not in MODELS:
@@ -206,9 +199,9 @@ def _check(sym: str, model: str) -> None:
                          f"choose {', '.join(DIRECTIONAL)} or {COMBINED}")
 
 
-def align_statistical(pairs: Pairs, sym: str = DEFAULT.sym, iterations: int = 5, model: str = DEFAULT.model,
-                      prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical,
-                      **kw) -> list[list[Link]]:
+def align_statistical(pairs: Pairs, sym: str = DEFAULT.sym, iterations: int = EM.iterations,
+                      model: str = DEFAULT.model, prefix: int = DEFAULT.prefix,
+                      identical: float = DEFAULT.identical, **kw) -> list[list[Link]]:
     """Train both directions on ``pairs`` and return links per pair (source first), combined with
     ``sym``: one of :data:`.options.SYMS`, or ``none`` for the forward direction alone. The defaults
     are :class:`.options.TeacherOptions`'. ``model`` :data:`COMBINED` takes ``sym`` "posterior" only
@@ -218,7 +211,7 @@ def align_statistical(pairs: Pairs, sym: str = DEFAULT.sym, iterations: int = 5,
     return list(iter_links(pairs, sym, iterations, model, prefix, identical, **kw))
 
 
-def combined_links(pairs: Pairs, iterations: int = 5, prefix: int = DEFAULT.prefix,
+def combined_links(pairs: Pairs, iterations: int = EM.iterations, prefix: int = DEFAULT.prefix,
                    identical: float = DEFAULT.identical, **kw) -> list[list[Link]]:
     """The links of :data:`COMBINED` (see :func:`align_statistical`)."""
     return align_statistical(pairs, "posterior", iterations, COMBINED, prefix, identical, **kw)

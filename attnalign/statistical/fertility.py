@@ -46,16 +46,16 @@ import numpy as np
 
 from ..data.corpus import Pairs
 from . import gibbs, kernels
-from .at_once import at_once, possible
-from .cells import CACHE_CELLS, padded, trim_heap
-from .dist import all_reduce, my_chunks, world
+from .em import CACHE_CELLS, padded, trim_heap
 from .ibm2 import IBM2
 from .ids import CHUNK_PAIRS, IdCorpus, LexTable
-from .kept import KeptCounts
+from .learned import KeptCounts
+from .processes import all_reduce, my_chunks, world
 from .progress import report
+from .settings import MAX_SAMPLERS, SAMPLER
+from .threads import at_once, possible
 
 _BUCKET = 3000  # at most this many sentences resampled together
-MAX_SAMPLERS = 12  # FertilityModel's chains: their 20 collected sweeps each sum to at most 255 (uint8)
 PARALLEL_BYTES = 2 * 2**30  # the most the two samplers' cells may take at once
 
 
@@ -150,7 +150,7 @@ def _tables(buckets: list[_Bucket], n_src: int, max_jump: int, max_fertility: in
 
 
 class _Base:
-    """Counts kept from training on another corpus (:mod:`.kept`), on this corpus's ids: added to
+    """Counts kept from training on another corpus (:mod:`.learned`), on this corpus's ids: added to
     the sampler's counts, they stay fixed while this corpus's links are sampled (all zero without)."""
 
     def __init__(self, corpus: IdCorpus, table: LexTable, kept: KeptCounts | None, max_jump: int,
@@ -201,10 +201,13 @@ class Marginals:
         return out
 
 
-def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray, sweeps: int = 40,
-                     fertility_from: int = 10, collect: int = 20, p0: float = 0.2, alpha: float = 1e-3,
-                     beta: float = 0.5, gamma: float = 0.5, max_jump: int = 10, max_fertility: int = 8,
-                     seed: int = 1, stage: str = "fertility",
+def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.ndarray,
+                     sweeps: int = SAMPLER.sweeps, fertility_from: int = SAMPLER.fertility_from,
+                     collect: int = SAMPLER.collect,
+                     p0: float = SAMPLER.p0, alpha: float = SAMPLER.alpha, beta: float = SAMPLER.beta,
+                     gamma: float = SAMPLER.gamma, max_jump: int = SAMPLER.max_jump,
+                     max_fertility: int = SAMPLER.max_fertility, seed: int = SAMPLER.seed,
+                     stage: str = "fertility",
                      kept: KeptCounts | None = None, keep: bool = False, table: LexTable | None = None,
                      cores: _Cores | None = None) -> Marginals:
     """Gibbs-sample one direction's links (target words to source words) from ``init`` (per pair, a
@@ -215,7 +218,7 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
     processes after every sweep (within a sweep a process sees the others' counts of the sweep
     before: the approximation of distributed LDA samplers). Inside :func:`.progress.stopping`, setting
     its event ends the sampling (:class:`.progress.Stopped`) at the next bucket's report. ``kept``:
-    link counts kept from sampling another corpus (:mod:`.kept`), added to this corpus's and fixed;
+    link counts kept from sampling another corpus (:mod:`.learned`), added to this corpus's and fixed;
     ``keep``: the marginals' :attr:`Marginals.kept` keeps this corpus's counts of the last sweep.
     ``table``: the corpus's :class:`.ids.LexTable` where it is built already (IBM2's, for the start).
     ``cores``: shared with another sampler running at once (else this thread's
@@ -301,16 +304,16 @@ class _Cores:
 
 class FertilityModel:
     """Both directions' sampled links, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`).
-    In one process with two cores or more, the two IBM2 models run at once (:mod:`.at_once`) where
+    In one process with two cores or more, the two IBM2 models run at once (:mod:`.threads`) where
     their cells fit in one IBM2's cache, and the two samplers run at once in two threads (their loops
     release the GIL) where their state takes at most :data:`PARALLEL_BYTES`, sharing the cores
     (:class:`_Cores`); else, and under torchrun (each direction exchanges counts with the other
     processes), one after the other on all of them."""
 
-    def __init__(self, corpus: IdCorpus, seed: int = 1, chunk: int = CHUNK_PAIRS,
+    def __init__(self, corpus: IdCorpus, seed: int = SAMPLER.seed, chunk: int = CHUNK_PAIRS,
                  kept: tuple[KeptCounts, KeptCounts] | None = None, keep: bool = False, samplers: int = 1,
                  **kw):
-        """``kept``: both directions' link counts kept from sampling another corpus (:mod:`.kept`),
+        """``kept``: both directions' link counts kept from sampling another corpus (:mod:`.learned`),
         to go on from; ``keep``: :attr:`kept` holds this corpus's (the first sampler's).
         ``samplers``: independent chains per direction (seeds ``seed``, ``seed + 1``, ...), one after
         the other from the same start, their counts pooled: a single chain's links depend on its
@@ -344,7 +347,7 @@ class FertilityModel:
 
     @property
     def kept(self) -> tuple[KeptCounts, KeptCounts] | None:
-        """Both directions' link counts at their last sweep (:mod:`.kept`; with ``keep``)."""
+        """Both directions' link counts at their last sweep (:mod:`.learned`; with ``keep``)."""
         fwd, rev = self.marginals[0].kept, self.marginals[1].kept
         return None if fwd is None or rev is None else (fwd, rev)
 
@@ -366,11 +369,3 @@ def _ibm2_links(side: IdCorpus, name: str, chunk: int, kept: KeptCounts | None =
     del ibm2
     trim_heap()  # before the samplers' state comes on top
     return all_reduce(init.astype(np.float64)).astype(np.int32), table
-
-
-def train_fertility_posteriors(pairs: Pairs, seed: int = 1, **kw
-                               ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Both directions (:class:`FertilityModel`): the forward marginals ``[T, S + 1]`` and the reverse
-    ones ``[S, T + 1]`` per pair (NULL last)."""
-    corpus = IdCorpus.encode(pairs)
-    return FertilityModel(corpus, seed, **kw).posteriors(0, len(corpus))

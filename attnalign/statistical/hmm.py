@@ -15,7 +15,7 @@ first word jumps from the virtual position -1. Posteriors (forward-backward, sca
 sentence as ``[T, S + 1]``: the source positions, then the total NULL mass, so that
 :func:`.links.viterbi_links` decodes them (posterior decoding).
 
-:func:`train_hmm_agreement` trains the two directions' HMMs jointly (Liang et al. 2006), the default
+:class:`HMMAgreement` trains the two directions' HMMs jointly (Liang et al. 2006), the default
 teacher of ``--guide auto``; :func:`.links.posterior_links` decodes the pair of posteriors.
 
 Per sentence in the forward-backward: emissions ``[T, S]`` (words) and ``[T]`` (NULL), forward and
@@ -31,12 +31,13 @@ import numpy as np
 
 from ..data.corpus import Pairs
 from . import kernels
-from .at_once import at_once
-from .cells import Batch, Batches, Counts, em, in_order, in_order_flat, m_step, my_groups
-from .dist import all_reduce
+from .em import Batches, CellBatch, EMCounts, em, in_order, in_order_flat, m_step, my_groups
 from .ids import IdCorpus, LexTable
-from .kept import KeptCounts
+from .learned import KeptCounts
+from .processes import all_reduce
 from .progress import report
+from .settings import EM
+from .threads import at_once
 
 _FLOOR = 1e-100  # the smallest emission probability the E-step uses
 
@@ -49,13 +50,13 @@ def hmm_cost(B: int, S: int, T: int) -> int:
 
 class _HMM:
     """One direction's HMM over an :class:`.ids.IdCorpus`: the lexical table, the t table and the jump
-    table. Its E-step passes over the corpus batch by batch (:class:`.cells.Batches`) and returns the
+    table. Its E-step passes over the corpus batch by batch (:class:`.em.Batches`) and returns the
     expected counts of the table's entries and of the jumps; an M-step re-estimates t and J from them."""
 
     def __init__(self, corpus: IdCorpus | Pairs, p0: float, max_jump: int, alpha: float, ibm2_iterations: int,
                  max_cells: int, ibm2: dict, identical: float = 0.0, groups: list[np.ndarray] | None = None,
                  stage: str = "hmm", kept: KeptCounts | None = None):
-        """``kept``: counts kept from training on another corpus (:mod:`.kept`), added in every M-step
+        """``kept``: counts kept from training on another corpus (:mod:`.learned`), added in every M-step
         (IBM2's included: this corpus's words start from nothing, as in training); J starts from its
         jumps."""
         self.corpus = corpus if isinstance(corpus, IdCorpus) else IdCorpus.encode(corpus)
@@ -84,7 +85,7 @@ class _HMM:
         # reaches them changes the model)
         self._emit = np.append(np.maximum(t, _FLOOR), 0.0)  # padding emits 0
 
-    def e_batch(self, b: Batch) -> tuple[np.ndarray, np.ndarray]:
+    def e_batch(self, b: CellBatch) -> tuple[np.ndarray, np.ndarray]:
         """A batch's posteriors ``[B, Tm, Sm + 1]`` and expected jump counts
         (:func:`.kernels.hmm_posteriors`)."""
         return kernels.hmm_posteriors(b.idx, self._emit, self.jump, b.S, b.T, self.p0, self.max_jump)
@@ -92,7 +93,7 @@ class _HMM:
     def e_step(self, step: str = "") -> tuple[np.ndarray, np.ndarray]:
         """Expected counts of the table's entries [K] and of the jumps, over the corpus (this
         process's batches, summed across processes)."""
-        counts, jumps, done = Counts(self.n), np.zeros_like(self.jump), 0
+        counts, jumps, done = EMCounts(self.n), np.zeros_like(self.jump), 0
         for b in self.batches:
             post, jump_counts = self.e_batch(b)
             counts.add(b, post)
@@ -109,7 +110,7 @@ class _HMM:
         self.jump = (jump_counts + 1e-3) / (jump_counts + 1e-3).sum()
 
     def keep(self, counts: np.ndarray, jump_counts: np.ndarray) -> KeptCounts:
-        """This corpus's expected counts (an E-step's) kept by word, to go on from (:mod:`.kept`)."""
+        """This corpus's expected counts (an E-step's) kept by word, to go on from (:mod:`.learned`)."""
         return KeptCounts.of(self.corpus, self.table, counts, jump=jump_counts)
 
     def posteriors(self, lo: int, hi: int) -> list[np.ndarray]:
@@ -118,24 +119,14 @@ class _HMM:
                         hmm_cost)
 
     def flat_posteriors(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`posteriors` end to end, and where each pair starts (:func:`.cells.in_order_flat`)."""
+        """:meth:`posteriors` end to end, and where each pair starts (:func:`.em.in_order_flat`)."""
         return in_order_flat(self.corpus, self.table, lo, hi, lambda b: self.e_batch(b)[0], self.max_cells,
                              hmm_cost)
 
 
-def train_hmm_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
-                         alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
-                         identical: float = 0.0, **ibm2) -> list[np.ndarray]:
-    """EM-train the HMM on ``pairs`` (after IBM2) and return posteriors ``[T, S + 1]`` (NULL last).
-    ``identical``: extra counts for identical types in every M-step (see :mod:`.cells`)."""
-    hmm = fit_hmm(IdCorpus.encode(pairs), iterations, p0, max_jump, alpha, ibm2_iterations, max_cells,
-                  identical, **ibm2)
-    return hmm.posteriors(0, len(hmm.corpus))
-
-
-def fit_hmm(corpus: IdCorpus, iterations: int = 5, p0: float = 0.2, max_jump: int = 10, alpha: float = 0.01,
-            ibm2_iterations: int = 5, max_cells: int = 2_000_000, identical: float = 0.0, stage: str = "hmm",
-            **ibm2) -> _HMM:
+def fit_hmm(corpus: IdCorpus, iterations: int = EM.iterations, p0: float = EM.hmm_p0,
+            max_jump: int = EM.max_jump, alpha: float = EM.alpha, ibm2_iterations: int = EM.iterations,
+            max_cells: int = EM.max_cells, identical: float = 0.0, stage: str = "hmm", **ibm2) -> _HMM:
     """One direction's HMM, EM-trained (after IBM2) on ``corpus``."""
     hmm = _HMM(corpus, p0, max_jump, alpha, ibm2_iterations, max_cells, ibm2, identical, stage=stage)
     for it in range(iterations):
@@ -151,12 +142,12 @@ class HMMAgreement:
     gets little mass. Both directions pass over the same pairs batch by batch: forward cell (j, i) of a
     batch is reverse cell (i, j)."""
 
-    def __init__(self, corpus: IdCorpus, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
-                 alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
-                 identical: float = 0.0, kept: tuple[KeptCounts, KeptCounts] | None = None,
-                 keep: bool = False, **ibm2):
+    def __init__(self, corpus: IdCorpus, iterations: int = EM.iterations, p0: float = EM.hmm_p0,
+                 max_jump: int = EM.max_jump, alpha: float = EM.alpha, ibm2_iterations: int = EM.iterations,
+                 max_cells: int = EM.max_cells, identical: float = 0.0,
+                 kept: tuple[KeptCounts, KeptCounts] | None = None, keep: bool = False, **ibm2):
         """``kept``: both directions' counts kept from training on another corpus, to go on from
-        (:mod:`.kept`); ``keep``: keep this training's last counts in :attr:`kept`."""
+        (:mod:`.learned`); ``keep``: keep this training's last counts in :attr:`kept`."""
         fwd_kept, rev_kept = kept or (None, None)
         groups = my_groups(corpus, max_cells, hmm_cost)  # both directions batch the same pairs together
         self.fwd, self.rev = at_once([
@@ -166,7 +157,7 @@ class HMMAgreement:
         self.kept: tuple[KeptCounts, KeptCounts] | None = None
         for it in range(iterations):
             done = 0
-            f_counts, r_counts = Counts(self.fwd.n), Counts(self.rev.n)
+            f_counts, r_counts = EMCounts(self.fwd.n), EMCounts(self.rev.n)
             f_jumps, r_jumps = np.zeros_like(self.fwd.jump), np.zeros_like(self.rev.jump)
             for fb, rb in zip(self.fwd.batches, self.rev.batches, strict=True):
                 (fp, fj), (rp, rj) = self._joint(fb, rb)
@@ -182,7 +173,7 @@ class HMMAgreement:
         self.fwd.batches.release()
         self.rev.batches.release()
 
-    def _joint(self, fb: Batch, rb: Batch):
+    def _joint(self, fb: CellBatch, rb: CellBatch):
         """Both directions' E-step on one batch, word-word posteriors replaced by their product."""
         (fp, fj), (rp, rj) = self.fwd.e_batch(fb), self.rev.e_batch(rb)
         kernels.agree(fp, rp)
@@ -198,19 +189,6 @@ class HMMAgreement:
 
     def _both(self, method: str, lo: int, hi: int) -> tuple:
         """Both directions' ``method`` of pairs ``lo..hi``, forward then reverse: at once where
-        :func:`.at_once.possible` (each direction's batching and unpadding between its compiled loops
+        :func:`.threads.possible` (each direction's batching and unpadding between its compiled loops
         overlaps with the other's)."""
         return tuple(at_once([functools.partial(getattr(m, method), lo, hi) for m in (self.fwd, self.rev)]))
-
-
-def train_hmm_agreement(pairs: Pairs, iterations: int = 5, p0: float = 0.2, max_jump: int = 10,
-                        alpha: float = 0.01, ibm2_iterations: int = 5, max_cells: int = 2_000_000,
-                        identical: float = 0.0, **ibm2) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Train the two directions' HMMs jointly by agreement (:class:`HMMAgreement`) on ``pairs``.
-    Returns the forward posteriors ``[T, S + 1]`` and the reverse ones ``[S, T + 1]`` per pair (NULL
-    last); decode them together with :func:`.links.posterior_links`.
-    ``identical``: extra counts for identical types in every M-step (see :mod:`.cells`)."""
-    corpus = IdCorpus.encode(pairs)
-    model = HMMAgreement(corpus, iterations, p0, max_jump, alpha, ibm2_iterations, max_cells, identical,
-                         **ibm2)
-    return model.posteriors(0, len(corpus))

@@ -1,5 +1,5 @@
 """IBM Model 2 with a diagonal prior (the model of fast_align, Dyer et al. 2013), trained with EM over
-the cells of :mod:`.cells`. Torch-free.
+the cells of :mod:`.em`. Torch-free.
 
 A baseline, the initialisation of the HMM (:mod:`.hmm`) and of the fertility sampler
 (:mod:`.fertility`), and a teacher itself (``--guide-model ibm2``).
@@ -18,19 +18,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data.corpus import Pairs
-from .cells import IBM2_CELLS, Batches, em, ibm2_cost, ibm2_posteriors, in_order, make_batch, plan, trim_heap
+from .em import IBM2_CELLS, Batches, em, ibm2_cost, ibm2_posteriors, in_order, make_batch, plan, trim_heap
 from .ids import IdCorpus, LexTable
-from .kept import KeptCounts
+from .learned import KeptCounts
+from .settings import EM
 
 
 class IBM2:
     """One direction's IBM2, EM-trained batch by batch on an :class:`.ids.IdCorpus`."""
 
-    def __init__(self, corpus: IdCorpus, iterations: int = 5, p0: float = 0.08, tension: float = 4.0,
-                 alpha: float = 0.01, identical: float = 0.0, stage: str = "ibm2",
-                 kept: KeptCounts | None = None):
-        """``kept``: lexical counts kept from training on another corpus (:mod:`.kept`), added in every
+    def __init__(self, corpus: IdCorpus, iterations: int = EM.iterations, p0: float = EM.ibm2_p0,
+                 tension: float = EM.tension, alpha: float = EM.alpha, identical: float = 0.0,
+                 stage: str = "ibm2", kept: KeptCounts | None = None):
+        """``kept``: lexical counts kept from training on another corpus (:mod:`.learned`), added in every
         M-step."""
         self.corpus, self.p0, self.tension = corpus, p0, tension
         self.table = LexTable(corpus)
@@ -61,10 +61,3 @@ class IBM2:
             at = (c.tgt_off[rows] - c.tgt_off[lo])[:, None] + np.arange(Tm)[None, :]
             out[at[live]] = best[live]
         return out
-
-
-def train_posteriors(pairs: Pairs, iterations: int = 5, p0: float = 0.08, tension: float = 4.0,
-                     alpha: float = 0.01, identical: float = 0.0) -> list[np.ndarray]:
-    """EM-train the model on ``pairs`` and return each pair's posteriors ``[T, S + 1]`` (NULL last)."""
-    corpus = IdCorpus.encode(pairs)
-    return IBM2(corpus, iterations, p0, tension, alpha, identical).posteriors(0, len(corpus))

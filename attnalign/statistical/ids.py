@@ -3,7 +3,7 @@
 The statistical aligners never hold the corpus as Python strings nor any array per (target word,
 source word) cell of the whole corpus: :class:`IdCorpus` keeps 4 bytes a token (flat int32 ids plus
 offsets), :class:`LexTable` one int64 key per co-occurring (source type, target type) pair, and the
-cells of EM are built for one batch of pairs at a time (:mod:`.cells`), their expected counts
+cells of EM are built for one batch of pairs at a time (:mod:`.em`), their expected counts
 added to the table's, the batch dropped (or cached, up to a bound). Memory then grows with the
 tokens and the number of co-occurring type pairs, not with pairs x length^2.
 

@@ -130,7 +130,7 @@ def transitions(jump, s, p0, max_jump):
 
 @njit(cache=True, nogil=True, parallel=True)
 def hmm_posteriors(idx, emit, jump, S, T, p0, max_jump):
-    """The HMM's E-step on a batch of cells (:class:`.cells.Batch`'s ``idx [B, Tm, Sm + 1]``, lengths
+    """The HMM's E-step on a batch of cells (:class:`.em.Batch`'s ``idx [B, Tm, Sm + 1]``, lengths
     ``S``, ``T [B]``), sentence by sentence in parallel: each cell's emission is ``emit[idx]`` (the
     table's t, then a 0 for the padding), the transitions come from ``jump`` (:func:`transitions`).
     Returns the posteriors ``[B, Tm, Sm + 1]`` (NULL in column Sm, 0 in the padding) and the expected
@@ -216,7 +216,7 @@ def _pair_cells(src, s0, s, tgt, t0, t, keys, starts, width, out, base, row, nul
 @njit(cache=True, nogil=True, parallel=True)
 def batch_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width):
     """The cells of the pairs ``rows`` of an id corpus (:class:`.ids.IdCorpus`'s arrays) as the table
-    entries ``idx [B, Tm, Sm + 1]`` of :class:`.cells.Batch` (column Sm: NULL; padding: ``len(keys)``),
+    entries ``idx [B, Tm, Sm + 1]`` of :class:`.em.Batch` (column Sm: NULL; padding: ``len(keys)``),
     with the source and target lengths ``S``, ``T [B]``. Every cell's key must be in the table
     (``keys``, ``starts``, ``width`` of :class:`.ids.LexTable` built from the same corpus)."""
     B = len(rows)
@@ -252,7 +252,7 @@ def flat_cells(src, src_off, tgt, tgt_off, rows, keys, starts, width, out):
 
 @njit(cache=True, nogil=True, parallel=True)
 def ibm2_posteriors(idx, S, T, t_ext, p0, tension):
-    """IBM2's E-step on a batch of cells (:mod:`.cells`, :mod:`.ibm2`), sentence by sentence in
+    """IBM2's E-step on a batch of cells (:mod:`.em`, :mod:`.ibm2`), sentence by sentence in
     parallel: the posteriors ``[B, Tm, Sm + 1]`` (0 in the padding) of ``idx [B, Tm, Sm + 1]`` under
     the translation probabilities ``t_ext`` (the table's, then a 0 for the padding) and the diagonal
     prior of ``p0`` and ``tension``; ``S``, ``T [B]``: the real lengths."""

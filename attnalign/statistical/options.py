@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from ..decoding.symmetrize import LINK_METHODS
 from ..errors import OptionError
 from .registry import COMBINED, MODELS
+from .settings import MAX_SAMPLERS
 
 SAMPLED = ("fertility", COMBINED)  # the models with a Gibbs sampler (TeacherOptions.samplers)
 
@@ -52,8 +53,6 @@ class TeacherOptions:
               identical_flag: str = "--identical", samplers_flag: str = "--samplers") -> TeacherOptions:
         """A clear :class:`OptionError` for a choice the aligner cannot take; ``self`` otherwise.
         The flags name the options in the messages (``train`` calls them ``--guide-*``)."""
-        from .fertility import MAX_SAMPLERS
-
         check_choices(self.model, self.sym, syms)
         if not (isinstance(self.samplers, int) and 1 <= self.samplers <= MAX_SAMPLERS):
             raise OptionError(f"bad {samplers_flag} {self.samplers}", hint=f"give 1 to {MAX_SAMPLERS} chains")
@@ -81,8 +80,6 @@ def saved_teacher(train_options: dict) -> TeacherOptions:
     t = {**BEFORE_PREFIX, **train_options}
     return TeacherOptions(*(t.get(f"guide_{f}", getattr(DEFAULT, f)) for f in ("model", "sym", "prefix",
                                                                               "identical", "samplers")))
-PREFIX = DEFAULT.prefix
-IDENTICAL = DEFAULT.identical
 
 
 def check_choices(model: str, sym: str, syms: tuple[str, ...] = SYMS) -> None:

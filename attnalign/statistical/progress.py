@@ -4,7 +4,7 @@ The models call :func:`report` after each batch of a pass (an EM iteration, a sa
 decoding of the links) with the pairs done so far of this process's share; :func:`reporting` installs
 a listener for the calls made inside it (the CLI's progress bar). Without a listener a report costs
 two lookups. Inside :func:`stopping`, a report raises :class:`Stopped` once its event is set: the way
-a pass running in another thread (:mod:`.at_once`) is ended early.
+a pass running in another thread (:mod:`.threads`) is ended early.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def _fertility(corpus: IdCorpus, iterations: int, identical: float, **kw):
 
 DIRECTIONAL: dict[str, Callable] = {"ibm2": _ibm2, "hmm": _hmm, "hmm-agree": _hmm_agree,
                                     "fertility": _fertility}
-# the models that keep what they learned and go on from it over new pairs (:mod:`.kept`)
+# the models that keep what they learned and go on from it over new pairs (:mod:`.learned`)
 KEEPS = ("hmm-agree", "fertility")
 COMBINED = "hmm-agree+fertility"  # the union of hmm-agree's and fertility's links (align.combined_links)
 MODELS = (*DIRECTIONAL, COMBINED)

@@ -47,13 +47,15 @@ def teacher_links(pairs: Pairs, options: TrainOptions, note=None) -> tuple[list[
 def keep_teacher(model_dir, teacher, keep: list[int], pairs: Pairs, options: TrainOptions,
                  fingerprint: str) -> None:
     """Write the teacher's matrices of the training corpus (``teacher`` was fitted on its pairs
-    ``keep``) and the counts it learned into the model directory (:mod:`attnalign.statistical.saved`)."""
+    ``keep``) and the counts it learned into the model directory
+    (:mod:`attnalign.statistical.teacher_file`)."""
     from dataclasses import asdict
 
-    from ..statistical import saved
+    from ..statistical import teacher_file
 
-    saved.save_matrices(Path(model_dir) / saved.FILE, teacher, keep, [(len(t), len(s)) for s, t in pairs],
-                        saved.teacher_meta(asdict(options.teacher), fingerprint, len(pairs)))
+    shapes = [(len(t), len(s)) for s, t in pairs]
+    teacher_file.save_matrices(Path(model_dir) / teacher_file.FILE, teacher, keep, shapes,
+                               teacher_file.teacher_meta(asdict(options.teacher), fingerprint, len(pairs)))
 
 
 def guide_targets(batch, tok_links: Sequence[Sequence[tuple[int, int]]], null_to_eos: bool = False

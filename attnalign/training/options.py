@@ -15,7 +15,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import OptionError, require
-from ..nmt.limits import MAX_LENGTH
+from ..nmt.options import MAX_LENGTH
 from ..statistical.options import BEFORE_PREFIX, TeacherOptions
 from ..statistical.options import DEFAULT as TEACHER
 

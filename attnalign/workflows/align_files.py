@@ -204,27 +204,27 @@ def with_teacher(aligner, model, pairs, outputs: dict, progress) -> None:
 
 def _kept_counts(model, aligner) -> tuple[dict, int] | None:
     """What the teacher kept in the model directory learned, to go on from, if kept with the teacher's
-    options (:func:`attnalign.statistical.saved.load_kept`)."""
+    options (:func:`attnalign.statistical.teacher_file.load_kept`)."""
     from dataclasses import asdict
 
     from ..nmt.checkpoint import is_hf_model
-    from ..statistical import saved
+    from ..statistical import teacher_file
 
-    return None if is_hf_model(model) else saved.load_kept(model, asdict(aligner.teacher_options))
+    return None if is_hf_model(model) else teacher_file.load_kept(model, asdict(aligner.teacher_options))
 
 
 def _kept_teacher(model, pairs, aligner):
     """The teacher ``train --guide auto`` kept in the model directory, if ``pairs`` are its training
-    corpus and the teacher's options are the same (:mod:`attnalign.statistical.saved`); else None."""
+    corpus and the teacher's options are the same (:mod:`attnalign.statistical.teacher_file`); else None."""
     from dataclasses import asdict
 
     from ..nmt.checkpoint import is_hf_model
-    from ..statistical import saved
+    from ..statistical import teacher_file
     from ..training.model_dir import pairs_fingerprint
 
     if is_hf_model(model):
         return None
-    return saved.load_matching(model, asdict(aligner.teacher_options), len(pairs),
+    return teacher_file.load_matching(model, asdict(aligner.teacher_options), len(pairs),
                                lambda: pairs_fingerprint(pairs))
 
 

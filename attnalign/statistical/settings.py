@@ -1,0 +1,43 @@
+"""The statistical models' own settings, each stated once: the EM models' (:class:`EMSettings`) and the
+fertility HMMs' Gibbs sampler's (:class:`SamplerSettings`). The model modules take them as their
+defaults; what the user chooses (which aligner, how its directions combine) is
+:class:`.options.TeacherOptions`. Torch-free, and imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EMSettings:
+    """The EM-trained models' settings (ibm2; hmm and hmm-agree, which start from IBM2), each stated once:
+    the functions of :mod:`.ibm2` and :mod:`.hmm` take them as their defaults."""
+
+    iterations: int = 5  # EM iterations of each model
+    alpha: float = 0.01  # the lexical table's smoothing (added to every count)
+    ibm2_p0: float = 0.08  # IBM2's NULL probability
+    tension: float = 4.0  # IBM2's pull towards the diagonal (fast_align's)
+    hmm_p0: float = 0.2  # the HMM's NULL probability
+    max_jump: int = 10  # the HMM's widest jump between source positions
+    max_cells: int = 2_000_000  # trellis cells per batch (bounds memory)
+
+
+@dataclass(frozen=True)
+class SamplerSettings:
+    """The fertility HMMs' Gibbs sampler (eflomal's model), each setting stated once."""
+
+    sweeps: int = 40
+    fertility_from: int = 10  # the sweep from which the fertility model applies
+    collect: int = 20  # the last sweeps whose links are counted
+    p0: float = 0.2  # the NULL probability
+    alpha: float = 1e-3  # the lexical Dirichlet prior
+    beta: float = 0.5  # the jump Dirichlet prior
+    gamma: float = 0.5  # the fertility Dirichlet prior
+    max_jump: int = 10
+    max_fertility: int = 8
+    seed: int = 1
+
+
+EM, SAMPLER = EMSettings(), SamplerSettings()
+MAX_SAMPLERS = 12  # the fertility HMMs' chains: their 20 collected sweeps each sum to at most 255 (uint8)
