@@ -35,7 +35,8 @@ from attnalign.data.corpus import read_corpus, read_lines  # noqa: E402
 from attnalign.decoding import SYMMETRIZATIONS  # noqa: E402
 from attnalign.eval.metrics import Counts, corpus_counts  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
-from attnalign.training import DevSet, TrainOptions, train  # noqa: E402
+from attnalign.statistical import DEFAULT  # noqa: E402
+from attnalign.training import DevSet, TrainOptions, preset_options, train  # noqa: E402
 
 WORK = ROOT / "bench" / "work"
 RESULTS = ROOT / "bench" / "results"
@@ -66,93 +67,56 @@ def _preset(**changes) -> TrainOptions:
                                subword=4000), **changes)
 
 
-B2K = {"epochs": 3, "batch_tokens": 2000, "lr": 2e-3}  # align-fast's passes; the presets' batches and rate
-D0 = {"model_config": {"align_head": True, "dropout": 0.0}}  # the presets' network: no dropout
+B2K = {"epochs": 3, "batch_tokens": 2000, "lr": 2e-3}  # align-fast before its dropout 0
+ALIGN, ALIGN_FAST = preset_options("align"), preset_options("align-fast")  # train --preset NAME
 
 CONFIGS = {
+    # the ablation ladder (docs/benchmarks.md, "Configurations, one change at a time")
     "default": TrainOptions(direction="both", epochs=8, batch_tokens=1000, min_freq=1),
-    "rnn-small": TrainOptions(direction="both", epochs=8, batch_tokens=1000,
-                              model_config={"hidden": 128, "emb_dim": 128}),
-    "transformer": TrainOptions(model_type="transformer", direction="both", epochs=10, batch_tokens=2000),
-    "guided": TrainOptions(direction="both", epochs=4, batch_tokens=1000, guide="auto", **WORDS),
     "guided-8": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", **WORDS),
     "align-head-ibm2": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
                                     **WORDS, guide_model="ibm2", model_config={"align_head": True}),
     "align-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", **WORDS,
                                guide_model="hmm", guide_sym="grow-diag-final-and",
                                model_config={"align_head": True}),
-    # the head guided by the agreement HMMs' posterior links, the HMMs seeing words cut to 5
-    # characters, with one extra count for identical words; the student reads whole words
-    "agree-head": _agree_head(guide_prefix=5, guide_identical=1.0),
-    # the same before the identical-word prior
-    "agree-head-prefix": _agree_head(guide_prefix=5, guide_identical=0),
-    # the 4,000-piece student below, guided by the union of the agreement HMMs' links and the fertility
-    # HMMs' links (statistical.COMBINED): --preset align until it took the -e5-b2k-d0 variant
-    "agree-fert-head-sp": _preset(),
-    # the same trained 3 epochs instead of 8 (a cheaper student for align corpus --teacher)
-    "agree-fert-head-sp-e3": _preset(epochs=3),
-    # the same with the two directions one after the other (train --parallel-directions off)
-    "agree-fert-head-sp-e3-seq": _preset(epochs=3, parallel_directions="off"),
-    # the same 3 epochs in 2,000-token batches at twice the learning rate (--preset align-fast before
-    # its dropout 0, the -d0 configuration below)
-    "agree-fert-head-sp-e3-b2k": _preset(**B2K),
-    # the same with the guided-alignment loss weighted 3; and without dropout (= attnalign train
-    # --preset align-fast); and that with 5 passes instead of 3 (= attnalign train --preset align)
-    "agree-fert-head-sp-e3-b2k-gw3": _preset(**B2K, guide_weight=3.0),
-    "agree-fert-head-sp-e3-b2k-d0": _preset(**B2K, **D0),
-    "agree-fert-head-sp-e5-b2k-d0": _preset(**{**B2K, "epochs": 5}, **D0),
-    # the preset with 8 passes (--preset align --epochs 8): does the student pass its teacher?
-    "agree-fert-head-sp-e8-b2k-d0": _preset(**{**B2K, "epochs": 8}, **D0),
-    # the preset's student at half the width (128-unit GRUs and embeddings): about twice as fast, far worse
-    "agree-fert-head-sp-h128": _preset(model_config={"align_head": True, "hidden": 128, "emb_dim": 128}),
-    # self-training: the preset's student guided by the links align corpus writes with the preset model
-    # and its teacher (--teacher on) instead of the teacher's own links (SELF_TRAINED names the model)
-    "agree-fert-head-sp-self": _preset(guide=None),
-    # the same at --preset align: its student guided by what align corpus writes with the preset model
-    "agree-fert-head-sp-e5-b2k-d0-self": _preset(**{**B2K, "epochs": 5}, **D0, guide=None),
-    # the same in one call: train --preset align --self-train 1 (the kept teacher, not one fit again)
-    "agree-fert-head-sp-e5-b2k-d0-st1": _preset(**{**B2K, "epochs": 5}, **D0, self_train=1),
-    # --self-train 1 --self-train-epochs N: the second round goes on from the first's weights for N passes
-    **{f"agree-fert-head-sp-e5-b2k-d0-st1e{n:g}".replace(".", ""):
-       _preset(**{**B2K, "epochs": 5}, **D0, self_train=1, self_train_epochs=n) for n in (1, 1.5, 2.5)},
-    # the preset with a teacher of 3 fertility chains (train --guide-samplers 3), for its guide and for
-    # align corpus's teacher
-    "agree-fert-head-sp-e5-b2k-d0-s3": _preset(**{**B2K, "epochs": 5}, **D0, guide_samplers=3),
-    # and that with --self-train 1 --self-train-epochs 1.5
-    "agree-fert-head-sp-e5-b2k-d0-st1e15-s3": _preset(**{**B2K, "epochs": 5}, **D0, guide_samplers=3,
-                                                      self_train=1, self_train_epochs=1.5),
-    # the preset with another seed: a second student beside the first, for averaging students
-    "agree-fert-head-sp-e5-b2k-d0-seed2": _preset(**{**B2K, "epochs": 5}, **D0, seed=2),
-    # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words); the same
-    # with 2,000 pieces; and the 4,000-piece student with the earlier teacher
-    "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),
-    "agree-head-sp2k": _agree_head(guide_prefix=5, guide_identical=1.0, subword=2000),
-    "agree-head-prefix-sp": _agree_head(guide_prefix=5, guide_identical=0, subword=4000),
     "agree-head-words": _agree_head(**WORDS),
-    "agree-head-w5": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", **WORDS,
-                                  guide_weight=5.0, model_config={"align_head": True}),
+    # the agreement HMMs seeing words cut to 5 characters; then with one extra count for identical words
+    "agree-head-prefix": _agree_head(guide_prefix=5, guide_identical=0),
+    "agree-head": _agree_head(guide_prefix=5, guide_identical=1.0),
+    # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words)
+    "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),
+    # guided by the union of the agreement HMMs' links and the fertility HMMs' (statistical.COMBINED)
+    "agree-fert-head-sp": _preset(),
     "align-head-transformer": TrainOptions(model_type="transformer", direction="both", epochs=8,
                                            batch_tokens=2000, guide="auto", **WORDS,
                                            model_config={"align_head": True}),
+    # how --preset align was chosen: 3 passes; in 2,000-token batches at twice the rate; without dropout
+    # (= --preset align-fast); in 5 passes (= --preset align)
+    "agree-fert-head-sp-e3": _preset(epochs=3),
+    "agree-fert-head-sp-e3-b2k": _preset(**B2K),
+    "agree-fert-head-sp-e3-b2k-d0": ALIGN_FAST,
+    "agree-fert-head-sp-e5-b2k-d0": ALIGN,
+    # the same with the two directions one after the other (train --parallel-directions off)
+    "agree-fert-head-sp-e3-seq": _preset(epochs=3, parallel_directions="off"),
+    # --preset align --self-train 1; and --self-train-epochs 1.5 (the second round goes on from the first)
+    "agree-fert-head-sp-e5-b2k-d0-st1": replace(ALIGN, self_train=1),
+    "agree-fert-head-sp-e5-b2k-d0-st1e15": replace(ALIGN, self_train=1, self_train_epochs=1.5),
+    # --preset align --guide-samplers 3: a teacher of 3 fertility chains, for the guide and align corpus
+    "agree-fert-head-sp-e5-b2k-d0-s3": replace(ALIGN, guide_samplers=3),
     "statistical": None,  # the built-in aligners alone (the guide's teachers), no NMT
     "hmm": None,
     "hmm-agree": None,
-    "hmm-agree-prefix": None,
-    "hmm-agree-words": None,
     "fertility": None,
     "hmm-agree-fert": None,
     "eflomal": None,  # the peer itself, when installed (pip install eflomal; builds with a C compiler)
-    "eflomal-hmm": None,  # eflomal without its fertility model (IBM1 + HMM)
 }
-# self-trained configurations: the configuration whose model, with its teacher, writes their guide links
-SELF_TRAINED = {"agree-fert-head-sp-self": "agree-fert-head-sp",
-                "agree-fert-head-sp-e5-b2k-d0-self": "agree-fert-head-sp-e5-b2k-d0"}
-EFLOMAL = {"eflomal": 3, "eflomal-hmm": 2}  # eflomal's --model
+EFLOMAL = {"eflomal": 3}  # eflomal's --model
 # the statistical configurations: (model, prefix length (0 = whole words), extra counts for identical
 # words); "hmm-agree-fert" is the default teacher (= attnalign align statistical)
-STATISTICAL = {"statistical": ("ibm2", 0, 0), "hmm": ("hmm", 0, 0), "hmm-agree": ("hmm-agree", 5, 1.0),
-               "hmm-agree-prefix": ("hmm-agree", 5, 0), "hmm-agree-words": ("hmm-agree", 0, 0),
-               "fertility": ("fertility", 0, 0), "hmm-agree-fert": ("hmm-agree+fertility", 5, 1.0)}
+STATISTICAL = {"statistical": ("ibm2", 0, 0), "hmm": ("hmm", 0, 0),
+               "hmm-agree": ("hmm-agree", DEFAULT.prefix, DEFAULT.identical),
+               "fertility": ("fertility", 0, 0),
+               "hmm-agree-fert": (DEFAULT.model, DEFAULT.prefix, DEFAULT.identical)}
 # Every symmetrization of the registry (none, the link methods, soft); the hard ones (no soft) also
 # combine the statistical aligners' and eflomal's two directions.
 SYMS = list(SYMMETRIZATIONS)
@@ -248,9 +212,7 @@ def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "st
     wall_s = None  # the whole train() call, teacher included, when this run trains
     if retrain or not (model_dir / "forward.pt").exists() or not (model_dir / "reverse.pt").exists():
         t0 = time.perf_counter()
-        guide = _combined_links(info["dir"], SELF_TRAINED[config], protocol, train_pairs) \
-            if config in SELF_TRAINED else None
-        train(train_pairs, model_dir, opts, dev=dev, guide=guide, overwrite=True)
+        train(train_pairs, model_dir, opts, dev=dev, overwrite=True)
         wall_s = round(time.perf_counter() - t0)
         print(f"{pair} {config}: trained in {wall_s} s (wall, teacher included)", file=sys.stderr)
     train_s = training_seconds(model_dir)
@@ -281,22 +243,6 @@ def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "st
     return rows
 
 
-def _combined_links(work: Path, base: str, protocol: str, pairs) -> list:
-    """What ``align corpus --teacher on`` writes for ``pairs`` with the model of configuration ``base``
-    (the teacher fit on ``pairs``): the guide links of a self-trained configuration."""
-    model_dir = work / (base if protocol == "standard" else f"{base}-{protocol}")
-    if not (model_dir / "forward.pt").exists():
-        raise SystemExit(f"self-training reads the model of {base}: run python bench/quality.py "
-                         f"--config {base} --protocol {protocol} first")
-    t0 = time.perf_counter()
-    aligner = Aligner(model_dir, AlignOptions(teacher="on", device="cpu"))
-    aligner.fit_teacher(pairs)
-    links = [sorted(p.links) for p in aligner.align(pairs)]
-    print(f"self-training guide: {sum(map(len, links))} links from {base} + its teacher in "
-          f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    return links
-
-
 def _teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s, n, extra=None,
                           going_on: bool = False) -> dict:
     """``align corpus --teacher on`` over the new sentences: the teacher fit on them alone
@@ -305,11 +251,11 @@ def _teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s, n,
     ``--teacher-corpus kept``, what ``auto`` does for a model trained with ``--guide auto``)."""
     from dataclasses import asdict
 
-    from attnalign.statistical import saved
+    from attnalign.statistical import teacher_file
 
     t1 = time.perf_counter()
     aligner = Aligner(model_dir, AlignOptions(teacher="on", device="cpu"))
-    kept = saved.load_kept(model_dir, asdict(aligner.teacher_options)) if going_on else None
+    kept = teacher_file.load_kept(model_dir, asdict(aligner.teacher_options)) if going_on else None
     if going_on and kept is None:
         raise SystemExit(f"{model_dir} keeps no teacher counts: train it again (--retrain)")
     aligner.fit_teacher(test_pairs, extra, kept)
