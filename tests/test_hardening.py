@@ -1,6 +1,6 @@
-"""Hardening, round 2: each class of failure a hostile user found, reproduced, then fixed. Outputs never
-land on what the run reads, the report is written whole or not at all, and every bad input gets one
-`error:` line with its exit code (2: the command line; 1: an input), never a traceback."""
+"""Hostile input, class by class: outputs never land on what the run reads, the report is written whole
+or not at all, and every bad input gets one `error:` line with its exit code (2: the command line; 1: an
+input), never a traceback."""
 
 from __future__ import annotations
 
@@ -85,17 +85,19 @@ def test_the_training_corpus_the_teacher_reads_is_an_input(tmp_path):
 
 # --- 3, 16: train --overwrite keeps what it reads, and a symlinked model stays a link -----------------
 
-def test_overwrite_refuses_a_guide_or_a_pretrained_model_inside_the_model_dir(tmp_path, pairs):
+def test_overwrite_keeps_a_guide_inside_the_model_dir_and_refuses_one_of_its_own(tmp_path, pairs):
     train(pairs, tmp_path / "D", tiny(epochs=1))
     src = write(tmp_path / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs))
     tgt = write(tmp_path / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs))
-    guide = write(tmp_path / "D" / "guide.align", "0-0\n" * len(pairs))
-    base = ["train", "--src", src, "--tgt", tgt, "--model", tmp_path / "D", "--overwrite", "--quiet"]
-    one_error(invoke(*base, "--guide", guide), 2, "inside the model directory")
-    assert guide.exists()
-    (tmp_path / "D" / "pre").mkdir()
-    one_error(invoke(*base, "--init-from", tmp_path / "D" / "pre"), 2, "inside the model directory")
-    assert (tmp_path / "D" / "pre").is_dir()
+    base = ["train", "--src", src, "--tgt", tgt, "--model", tmp_path / "D", "--overwrite", "--quiet",
+            "--hidden", "16", "--emb-dim", "8", "--epochs", "1"]
+    ours = write(tmp_path / "D" / "self_guide.align", "0-0\n" * len(pairs))  # a file train writes there
+    one_error(invoke(*base, "--guide", ours), 2, "a file of the model it reads")
+    assert ours.exists()
+    guide = write(tmp_path / "D" / "guide.align", "0-0\n" * len(pairs))  # the user's: it stays
+    r = invoke(*base, "--guide", guide)
+    assert r.exit_code == 0, r.output
+    assert guide.read_text() == "0-0\n" * len(pairs)
 
 
 def test_overwrite_through_a_symlink_replaces_the_folder_and_keeps_the_link(tmp_path, pairs):

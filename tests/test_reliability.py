@@ -153,12 +153,14 @@ def test_overwrite_that_fails_mid_training_keeps_the_old_model(tmp_path, pairs, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # no staging directory left
 
 
-def test_overwrite_refuses_to_delete_an_input_inside_the_model_dir(tmp_path, pairs):
+def test_overwrite_keeps_an_input_inside_the_model_dir(tmp_path, pairs):
     train(pairs, tmp_path / "m", tiny(epochs=1))
-    src = write(tmp_path / "m" / "t.en", "a b\n")
-    tgt = write(tmp_path / "m" / "t.fr", "x y\n")
-    r = invoke("train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--overwrite", "--quiet")
-    assert r.exit_code == 2 and "inside the model directory" in r.stderr and src.exists()
+    src = write(tmp_path / "m" / "t.en", "a b\n" * 20)
+    tgt = write(tmp_path / "m" / "t.fr", "x y\n" * 20)
+    r = invoke("train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--overwrite", "--quiet",
+               "--hidden", "16", "--emb-dim", "8", "--epochs", "1")
+    assert r.exit_code == 0, r.output
+    assert src.read_text() == "a b\n" * 20 and tgt.read_text() == "x y\n" * 20
 
 
 # --- resume continues the run it resumes -----------------------------------------------------------

@@ -178,22 +178,32 @@ def inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
     return p == d or p.startswith(d.rstrip(os.sep) + os.sep)
 
 
+def _holds(path: Path, text: str) -> bool:
+    """Whether the file ``path`` holds ``text`` in its first 4 KiB."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return text in f.read(4096)
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike, what: str = "output folder", marker: str | None = None
+def atomic_dir(path: str | os.PathLike, what: str = "output folder", marker: tuple[str, str] | None = None
                ) -> Iterator[Path]:
     """A folder written whole or not at all: the block fills a new folder beside ``path``, which
     replaces the old one only when the block ends without an error (a symlink stays; its target is
-    replaced). A failed, interrupted or killed run leaves the old folder as it was. An existing folder
-    that attnalign did not write (no file ``marker`` in it) is refused rather than replaced."""
+    replaced). A failed, interrupted or killed run leaves the old folder as it was. ``marker``: (file,
+    text) that a folder attnalign wrote holds; any other folder with files in it is refused rather than
+    replaced (the user's own files are never swapped away)."""
     p = Path(path)
     if is_stdio(p):
         raise OptionError(f"the {what} cannot be stdout (-)", hint="give a folder name")
     target = Path(os.path.realpath(p))
     if target.exists() and not target.is_dir():
         raise AttnAlignError(f"the {what} must be a folder", path=p, hint="give a folder name")
-    if marker and target.is_dir() and any(target.iterdir()) and not (target / marker).exists():
-        raise OptionError(f"the {what} holds files attnalign did not write (no {marker}); it would be "
-                          "replaced whole", path=p, hint="give a new or empty folder")
+    if marker and target.is_dir() and any(target.iterdir()) and not _holds(target / marker[0], marker[1]):
+        raise OptionError(f"the {what} holds files attnalign did not write; it would be replaced whole",
+                          path=p, hint="give a new or empty folder, or an earlier report of attnalign's")
     parent = target.parent
     if not parent.is_dir():
         raise AttnAlignError(f"the folder for the {what} does not exist", path=p,

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +52,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         raise AttnAlignError("checkpoint not found", path=p, hint=hint)
     try:
         ck = torch.load(p, map_location=map_location, weights_only=True)
-    except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, ValueError, OSError) as e:
+    except Exception as e:  # noqa: BLE001 - whatever a damaged or foreign file makes the unpickler raise
         raise AttnAlignError(f"cannot read the checkpoint ({type(e).__name__}: {str(e)[:200]})", path=p,
                              hint="the file is corrupt or not an attnalign checkpoint; retrain it") from None
     if not isinstance(ck, dict) or "format_version" not in ck:
@@ -121,9 +119,11 @@ def _check_config_types(data: dict, path: Path) -> None:
     """The parts of ``config.json`` that commands read have the types ``train`` writes: a hand-edited
     or foreign file gets an error naming the key, not an AttributeError deep in a command."""
     kinds = {"model_config": dict, "train_options": dict, "data": dict, "finished": list,
-             "model_type": str, "lowercase": bool, "self_train_round": int}
+             "model_type": str, "lowercase": bool, "self_train_round": int, "pretrained": str,
+             "reverse_model": str}
+    nullable = ("reverse_model",)  # a one-direction fine-tuned model has none
     for key, kind in kinds.items():
-        if key in data and not isinstance(data[key], kind):
+        if key in data and not isinstance(data[key], kind) and not (data[key] is None and key in nullable):
             raise AttnAlignError(f"config.json: {key!r} is a {type(data[key]).__name__}, not a "
                                  f"{kind.__name__}", path=path, hint="a model directory's config.json is "
                                  "written by attnalign train; retrain the model or restore the file")
@@ -150,6 +150,7 @@ def load_model(model_dir: str | os.PathLike, direction: str = "forward",
                              "checkpoint", path=path,
                              hint=f"continue it: attnalign train --model {model_dir} --resume")
     ck = load_checkpoint(path)  # on the CPU: the vocabularies and sentencepiece protos are read there
+    _check_belongs(ck, meta, direction, path)
     try:
         src_vocab, tgt_vocab = Vocab(ck["src_vocab"]), Vocab(ck["tgt_vocab"])
         model = build_model(ck["model_type"], ck["config"], len(src_vocab), len(tgt_vocab))
@@ -169,6 +170,29 @@ def load_model(model_dir: str | os.PathLike, direction: str = "forward",
                        Segmenter.from_tensor(ck.get("src_spm")), Segmenter.from_tensor(ck.get("tgt_spm")))
 
 
+def _check_belongs(ck: dict, meta: dict, direction: str, path: Path) -> None:
+    """A checkpoint is the model directory's own: its direction, its network and the data fingerprint
+    ``train`` recorded in both (a checkpoint from before fingerprints were recorded has none to show)."""
+    fix = "the model directory's checkpoints were replaced or mixed up: restore them, or train it again"
+    if ck.get("direction", direction) != direction:
+        raise AttnAlignError(f"the file holds the {ck.get('direction')!r} direction, not the {direction} one",
+                             path=path, hint=fix)
+    ours, theirs = meta.get("model_config"), ck.get("config")
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        theirs = json.loads(json.dumps(theirs, default=str))  # as config.json holds it (lists, not tuples)
+        if any(theirs[k] != ours[k] for k in theirs.keys() & ours.keys()):  # old files may lack new keys
+            raise AttnAlignError("the checkpoint's network is not the one config.json describes", path=path,
+                                 hint=fix)
+    theirs, ours = ck.get("fingerprint"), (meta.get("data") or {}).get("fingerprint")
+    for what, value in (("the checkpoint's", theirs), ("config.json's", ours)):
+        if value is not None and not isinstance(value, str):
+            raise AttnAlignError(f"{what} data fingerprint is a {type(value).__name__}, not a string",
+                                 path=path, hint=fix)
+    if theirs is not None and ours is not None and theirs != ours:
+        raise AttnAlignError("the checkpoint was trained on other data than the model directory records",
+                             path=path, hint=fix)
+
+
 def is_hf_model(ref: str | os.PathLike) -> bool:
     """Whether ``ref`` names a Hugging Face model (``hf:NAME``, or a ``save_pretrained`` directory)
     rather than an attnalign model directory."""
@@ -186,19 +210,14 @@ def is_hf_model(ref: str | os.PathLike) -> bool:
 
 
 def model_files(ref: str | os.PathLike | None, flag: str = "--model") -> dict[str, Path]:
-    """The files a run reads from the model ``ref`` (``{what: path}``), so that no output is written over
-    them: an attnalign model directory's config, checkpoints and log (a fine-tuned pretrained model's
-    folders whole), or every file of a ``save_pretrained`` folder. ``hf:NAME`` and a missing
+    """The files of the model ``ref`` (``{what: path}``), so that no output is written over them: every
+    file inside the model directory (checkpoints, config, log, the kept teacher, the self-training guide,
+    a fine-tuned model's folders), or of a ``save_pretrained`` folder. ``hf:NAME`` and a missing
     directory: none."""
     if ref is None or str(ref).startswith(HF_PREFIX) or not Path(ref).is_dir():
         return {}
     d = Path(ref)
-    names = ["config.json", "log.csv", *(f"{x}{ext}" for x in DIRECTIONS for ext in (".pt", ".last.pt"))]
-    found = [d / n for n in names if (d / n).exists()] + [
-        f for x in DIRECTIONS if (d / x).is_dir() for f in (d / x).rglob("*") if f.is_file()]
-    if is_hf_model(d):
-        found = [f for f in d.iterdir() if f.is_file()]
-    return {f"{flag} file {f.name}": f for f in found}
+    return {f"{flag} file {f.relative_to(d)}": f for f in sorted(d.rglob("*")) if f.is_file()}
 
 
 def model_lowercase(model_dir: str | os.PathLike, lowercase: bool | None = None) -> bool:

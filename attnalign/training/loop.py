@@ -33,6 +33,7 @@ from .model_dir import (
     prepare_dir,
     run_config,
     saved_options,
+    staging_dir,
     write_config,
 )
 from .options import TrainOptions
@@ -87,6 +88,7 @@ def train(
     data = _data_record(pairs, dev, files)
     if resume:
         _check_same_data(model_dir, data)
+        _check_resumable(model_dir, options)
     keep, train_pairs, guide = _usable_pairs(pairs, guide)
     # decided (and a torchrun conflict refused) before the teacher's minutes are spent
     in_processes = parallel.wanted(options.parallel_directions, options.directions, device, options.threads,
@@ -208,6 +210,27 @@ def _check_same_data(model_dir: Path, data: dict) -> None:
             f"--resume was given another dev set than the run it resumes, which had {was}",
             path=model_dir, hint="resume with the run's own dev options (attnalign train restores them "
                                  "when they are left out), or start a new run with --overwrite")
+
+
+def _check_resumable(model_dir: Path, options: TrainOptions) -> None:
+    """``--resume`` continues exactly the run it resumes, or refuses before anything is written: the
+    directions ``config.json`` lists are those its options train, and every resumable checkpoint reads."""
+    from ..nmt.checkpoint import load_checkpoint
+
+    cfg = run_config(model_dir)
+    finished = set(cfg.get("finished", []))
+    if cfg.get("directions") != options.directions or not finished <= set(options.directions):
+        raise AttnAlignError(
+            f"config.json lists the directions {cfg.get('directions')} (finished: {cfg.get('finished')}) but "
+            f"its training options train {options.direction}: it was changed after the run began",
+            path=model_dir,
+            hint="resume needs the config.json the run wrote; start a new run with --overwrite")
+    stage = staging_dir(model_dir)
+    work = stage if (stage / "config.json").exists() else model_dir
+    for direction in options.directions:
+        last = work / f"{direction}.last.pt"
+        if last.exists():
+            load_checkpoint(last)  # a damaged one: its error now, not after the run has begun
 
 
 def _files(saved: dict, *keys: str) -> str:

@@ -16,8 +16,9 @@ from .._version import __version__
 from ..data.fileio import atomic_open
 from ..errors import AttnAlignError, OptionError
 from ..nmt.checkpoint import FORMAT_VERSION, read_model_config
-from .options import TrainOptions
+from .options import DIRECTIONS, TrainOptions
 
+SELF_GUIDE = "self_guide.align"  # --self-train's last round's guide links (training/self_train.py)
 LOG_FIELDS = ["direction", "epoch", "step", "train_loss", "dev_loss", "dev_ppl", "dev_aer",
               "tokens_per_s", "elapsed_s", "best", "round"]
 
@@ -53,10 +54,21 @@ def _recover(model_dir: Path) -> None:
         old.rename(model_dir)
 
 
+def written_by_attnalign(name: str) -> bool:
+    """Whether a model directory's entry ``name`` is one that ``train`` writes (the rest are the
+    user's, and ``--overwrite`` keeps them)."""
+    from ..statistical.teacher_file import FILE as TEACHER_FILE
+
+    ours = {"config.json", "log.csv", TEACHER_FILE, SELF_GUIDE, *DIRECTIONS}  # a fine-tuned model's folders
+    ours |= {f"{d}{ext}" for d in DIRECTIONS for ext in (".pt", ".last.pt", ".start.pt")}
+    return name in ours
+
+
 def prepare_dir(model_dir: Path, overwrite: bool, resume: bool) -> Path:
     """The directory this run writes to: ``model_dir`` itself, or with ``overwrite`` of an existing
     model a staging directory that :func:`finish_dir` swaps in once the new model is complete (the old
     model stays usable until then, and stays if the run fails)."""
+    model_dir = Path(os.path.abspath(model_dir))
     _recover(model_dir)
     stage = staging_dir(model_dir)
     if resume:
@@ -78,9 +90,15 @@ def prepare_dir(model_dir: Path, overwrite: bool, resume: bool) -> Path:
             raise AttnAlignError(f"the model directory already holds {what}", path=model_dir,
                                  hint="pass --overwrite to replace it, --resume to continue its training, "
                                       "or choose another --model directory")
-        if not (model_dir / "config.json").exists():
-            raise AttnAlignError("--overwrite refuses to replace a directory that is not a model directory",
-                                 path=model_dir, hint="choose another --model directory")
+        try:
+            read_model_config(model_dir)
+        except AttnAlignError:
+            raise AttnAlignError("--overwrite replaces only an attnalign model directory; this one is not",
+                                 path=model_dir, hint="choose another --model directory") from None
+        if Path.cwd().resolve().is_relative_to(model_dir.resolve()):
+            raise OptionError("--overwrite cannot replace the folder this command runs in", path=model_dir,
+                              hint=f"run it from the parent folder: cd {model_dir.parent} and give "
+                                   f"--model {model_dir.name}")
         if stage.exists():
             shutil.rmtree(stage)
         stage.mkdir()
@@ -90,9 +108,14 @@ def prepare_dir(model_dir: Path, overwrite: bool, resume: bool) -> Path:
 
 
 def finish_dir(work_dir: Path, model_dir: Path) -> None:
-    """Put a complete staged model in place of the old one (see :func:`prepare_dir`)."""
-    if work_dir == model_dir:
+    """Put a complete staged model in place of the old one (see :func:`prepare_dir`); the files of the
+    user's in the old directory (those ``train`` does not write) move into the new one."""
+    model_dir = Path(os.path.abspath(model_dir))
+    if Path(os.path.abspath(work_dir)) == model_dir:
         return
+    for entry in model_dir.iterdir():
+        if not written_by_attnalign(entry.name) and not (work_dir / entry.name).exists():
+            entry.rename(work_dir / entry.name)
     old = model_dir.parent / f".{model_dir.name}.old"
     if old.exists():
         shutil.rmtree(old)

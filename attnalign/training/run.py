@@ -18,7 +18,7 @@ from ..data.alignments import Link
 from ..data.corpus import Pairs
 from ..errors import AttnAlignError, warn
 from ..nmt.batching import bucket_batches, make_batch
-from ..nmt.checkpoint import LoadedModel, load_checkpoint, save_checkpoint
+from ..nmt.checkpoint import LoadedModel, load_checkpoint, read_model_config, save_checkpoint
 from ..nmt.device import flushed_denormals
 from ..nmt.extract import AttentionSpec, reduce_attention
 from ..nmt.models import build_model
@@ -142,7 +142,9 @@ class DirectionRun:
                 torch.cuda.set_rng_state(state["cuda_rng"], self.device)
         self.meta = {"model_type": opts.model_type, "config": self.model_config, "src_vocab": src_vocab.itos,
                      "tgt_vocab": tgt_vocab.itos, "direction": self.direction, "src_spm": src_seg.to_tensor(),
-                     "tgt_spm": tgt_seg.to_tensor()}
+                     "tgt_spm": tgt_seg.to_tensor(),
+                     # the run's data, as config.json records it: the directions prove they belong together
+                     "fingerprint": read_model_config(self.model_dir).get("data", {}).get("fingerprint")}
 
     def _mine(self, batches: list) -> list:
         """This process's batches: all of them, or under torchrun every N-th, as many for each process

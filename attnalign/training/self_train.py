@@ -19,9 +19,8 @@ from ..data.alignments import Alignment, Link, format_pharaoh_line, read_alignme
 from ..data.corpus import Pairs
 from ..data.fileio import atomic_open
 from ..errors import AttnAlignError
+from .model_dir import SELF_GUIDE as GUIDE
 from .model_dir import start_round
-
-GUIDE = "self_guide.align"
 
 
 def self_guide(work_dir: Path, pairs: Pairs, keep: list[int], device, self_round: int, resumed: bool,
@@ -48,9 +47,9 @@ def self_guide(work_dir: Path, pairs: Pairs, keep: list[int], device, self_round
 
 def _model_links(model_dir: Path, pairs: Pairs, device) -> list[list[Link]]:
     """What ``align corpus`` writes for the model's own training ``pairs``: the model's attention
-    blended with the teacher it kept (:mod:`attnalign.statistical.saved`)."""
+    blended with the teacher it kept (:mod:`attnalign.statistical.teacher_file`)."""
     from ..nmt.aligner import Aligner, AlignOptions
-    from ..statistical.saved import FILE, READ_ERRORS, SavedTeacher
+    from ..statistical.teacher_file import FILE, READ_ERRORS, SavedTeacher
 
     try:
         teacher = SavedTeacher(model_dir / FILE)

@@ -33,7 +33,7 @@ from ..data.corpus import Pairs
 from ..data.fileio import atomic_dir, inside, is_stdio
 from ..errors import AttnAlignError, OptionError
 from ..eval.plot import settings_text
-from .report_page import html_table, readable, write_page, write_systems_page
+from .report_page import REPORT_TITLE, html_table, readable, write_page, write_systems_page
 from .report_plots import write_plots
 from .report_sweep import Config, Result, attention_stats, default_output, model_results, saved_results
 from .report_systems import plot_args as systems_plot_args
@@ -72,7 +72,7 @@ def build_report(
     ``frequency``: the source words' counts in the whole text, for the breakdown (None: in the gold's
     sentences); ``systems_plot_args``: the ``plot sentence`` options that draw the systems' links;
     ``info``: how the gold was read."""
-    with atomic_dir(out_dir, "report folder", marker="index.html") as stage:
+    with atomic_dir(out_dir, "report folder", marker=("index.html", REPORT_TITLE)) as stage:
         summary = _build(stage, gold, model, pairs, attention, options, gallery, top, command, plot_args,
                          signature, list(systems), frequency, systems_plot_args, info)
     return {**summary, "index": str(Path(out_dir) / "index.html")}

@@ -14,6 +14,7 @@ from ..data.corpus import Pairs
 from ..decoding import DECODERS, SYMMETRIZATIONS
 from .report_sweep import Result
 
+REPORT_TITLE = "<title>attnalign report</title>"  # how a folder shows it holds an attnalign report
 # the score table's column headers on the page (scores.csv keeps the names of the library's Counts)
 HEADERS = {"best": "", "configuration": "configuration", "length": "target length", "sentences": "sentences",
            "aer": "AER", "interval": "AER 95% interval", "precision": "P", "recall": "R",
@@ -146,7 +147,7 @@ def write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, i
     by_length = readable(tables["by_length"], ["length", "sentences"])
     wrong_df, missed_df = tables["wrong_pairs"], tables["missed_pairs"]
     gallery_html = _gallery_html(best, images, pairs, plot_args)
-    body = f"""<!doctype html><html><head><meta charset="utf-8"><title>attnalign report</title>
+    body = f"""<!doctype html><html><head><meta charset="utf-8">{REPORT_TITLE}
 <style>{CSS}</style></head><body>
 <h1>attnalign report</h1>
 <p>{html.escape(title)}: {n_gold} sentences with gold.
@@ -207,7 +208,7 @@ def write_systems_page(out: Path, n_gold: int, frames: dict, command: str | None
     from .report_systems import systems_html
 
     best = frames["report"].systems
-    body = f"""<!doctype html><html><head><meta charset="utf-8"><title>attnalign report</title>
+    body = f"""<!doctype html><html><head><meta charset="utf-8">{REPORT_TITLE}
 <style>{CSS}</style></head><body>
 <h1>attnalign report</h1>
 <p>{len(best)} alignment file{"s" if len(best) != 1 else ""} against a gold of {n_gold} sentences.

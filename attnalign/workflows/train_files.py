@@ -80,9 +80,15 @@ def train_files(
 
 
 def _check_inputs_outside(model_dir: Path, files: dict) -> None:
-    """``--overwrite`` replaces the whole model directory: refuse if an input lives inside it."""
-    inside = [str(v) for v in files.values() if v is not None and str(v) != "-" and
-              not str(v).startswith("hf:") and Path(model_dir).resolve() in Path(v).resolve().parents]
-    if inside:
-        raise OptionError(f"--overwrite would delete {inside[0]}: it lies inside the model directory",
-                          path=model_dir, hint="move the data out of the model directory first")
+    """``--overwrite`` replaces the files ``train`` writes in the model directory (the user's own stay):
+    refuse an input that is one of them."""
+    from ..training.model_dir import written_by_attnalign
+
+    root = Path(model_dir).resolve()
+    for v in files.values():
+        if v is None or str(v) == "-" or str(v).startswith("hf:"):
+            continue
+        p = Path(v).resolve()
+        if root in p.parents and written_by_attnalign(p.relative_to(root).parts[0]):
+            raise OptionError(f"--overwrite would replace {v}, a file of the model it reads",
+                              path=model_dir, hint="copy the file out of the model directory first")
