@@ -59,6 +59,9 @@ def _spooled(path: str | os.PathLike) -> Path:
         atexit.register(lambda: os.path.exists(name) and os.unlink(name))
         with os.fdopen(fd, "wb") as out:
             if str(path) == "-":
+                if sys.stdin is None or sys.stdin.closed:  # started with stdin closed (<&-)
+                    raise CorpusError("stdin is closed: there is nothing to read", path=path,
+                                      hint="pipe the text in (... | attnalign ...), or give the file's name")
                 shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
             else:
                 with open(path, "rb") as f:
@@ -155,9 +158,11 @@ def read_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[str
             for lineno, line in enumerate(f, start=1):
                 text = line.rstrip("\r\n")
                 yield text.removeprefix(BOM) if lineno == 1 else text
-        except UnicodeDecodeError as e:
-            raise CorpusError(f"invalid {encoding} ({e.reason})", path=p, line=lineno + 1,
-                              hint="pass the file's encoding with --encoding") from None
+        except UnicodeError as e:  # a decoding error, or a UTF-16/32 stream without its byte-order mark
+            reason = e.reason if isinstance(e, UnicodeDecodeError) else str(e)
+            raise CorpusError(f"invalid {encoding} ({reason})", path=p, line=lineno + 1,
+                              hint="pass the file's encoding with --encoding (utf-16-le or utf-16-be for a "
+                                   "file without a byte-order mark)") from None
 
 
 def tokenize(text: str, lowercase: bool = False) -> Tokens:

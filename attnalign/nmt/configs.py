@@ -9,6 +9,27 @@ from ..errors import OptionError, require
 
 ATTENTION_TYPES = ("additive", "dot", "general", "scaled-dot")
 CELLS = ("gru", "lstm")
+MAX_LAYERS = 64  # encoder or decoder layers: more is a typing error, not a network
+BYTES_PER_PARAM = 16  # float32 weights, their gradients and Adam's two moments
+
+
+def check_fits(params: int, memory: int | None = None) -> None:
+    """Refuse a network whose weights, gradients and optimizer state (``params`` parameters, at least)
+    cannot fit this machine's memory (``memory`` bytes; None: the physical memory), before anything is
+    allocated."""
+    import os
+
+    if memory is None:
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):  # not a POSIX system: no estimate
+            return
+    need = params * BYTES_PER_PARAM
+    if need > memory:
+        raise OptionError(f"the network needs at least {need / 2**30:,.1f} GiB for its weights, gradients "
+                          f"and optimizer state ({params:,} parameters without the vocabularies); this "
+                          f"machine has {memory / 2**30:,.1f} GiB",
+                          hint="lower --hidden, --emb-dim, --d-model or --layers")
 
 
 @dataclass
@@ -28,13 +49,22 @@ class RNNConfig:
 
     def check(self) -> RNNConfig:
         """Raise an OptionError naming the ``train`` option that is out of range."""
-        for flag, value in (("--emb-dim", self.emb_dim), ("--hidden", self.hidden),
-                            ("--layers", self.enc_layers), ("--layers", self.dec_layers)):
+        for flag, value in (("--emb-dim", self.emb_dim), ("--hidden", self.hidden)):
             require(flag, value, low=1)
+        for value in (self.enc_layers, self.dec_layers):
+            require("--layers", value, low=1, high=MAX_LAYERS)
         require("--cell", self.cell, choices=CELLS)
         require("--attention", self.attention, choices=ATTENTION_TYPES)
         require("--dropout", self.dropout, low=0, high=1, high_open=True)
+        check_fits(self.min_params())
         return self
+
+    def min_params(self) -> int:
+        """The recurrent layers' and attention's weights (a lower bound: the vocabularies add theirs)."""
+        g, h, e = (4 if self.cell == "lstm" else 3), self.hidden, self.emb_dim
+        enc = sum(2 * g * h * ((e if k == 0 else 2 * h) + h) for k in range(self.enc_layers))
+        dec = sum(g * h * ((e + h if k == 0 else h) + h) for k in range(self.dec_layers))
+        return enc + dec + 2 * h * h
 
 
 @dataclass
@@ -53,11 +83,18 @@ class TransformerConfig:
     def check(self) -> TransformerConfig:
         """Raise an OptionError naming the ``train`` option that is out of range."""
         for flag, value in (("--d-model", self.d_model), ("--heads", self.heads),
-                            ("--layers", self.enc_layers), ("--layers", self.dec_layers),
                             ("ff_dim", self.ff_dim), ("max_len", self.max_len)):
             require(flag, value, low=1)
+        for value in (self.enc_layers, self.dec_layers):
+            require("--layers", value, low=1, high=MAX_LAYERS)
         require("--dropout", self.dropout, low=0, high=1, high_open=True)
         if self.d_model % self.heads:
             raise OptionError(f"--d-model {self.d_model} is not divisible by --heads {self.heads}",
                               hint="each head reads d_model / heads dimensions; e.g. --d-model 256 --heads 4")
+        check_fits(self.min_params())
         return self
+
+    def min_params(self) -> int:
+        """The layers' weights (a lower bound: the vocabularies add theirs)."""
+        d, ff = self.d_model, self.ff_dim
+        return self.enc_layers * (4 * d * d + 2 * d * ff) + self.dec_layers * (8 * d * d + 2 * d * ff)

@@ -151,7 +151,8 @@ class TrainOptions:
         for flag, value in (("--max-steps", self.max_steps), ("--threads", self.threads),
                             ("--max-vocab", self.max_vocab), ("--save-every", self.save_every)):
             require(flag, value, low=1, optional=True)
-        require("--lr", self.lr, low=0, low_open=True, optional=True)
+        require("--lr", self.lr, low=0, low_open=True, high=1, optional=True)  # Adam's steps: 1e-4 to 1e-2
+        require("--seed", self.seed, low=0, high=2**32 - 1)
         require("--warmup", self.warmup, low=0)
         require("--clip", self.clip, low=0, low_open=True)
         require("--label-smoothing", self.label_smoothing, low=0, high=1, high_open=True)

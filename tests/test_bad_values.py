@@ -1,0 +1,74 @@
+"""Values that cannot work are refused before any work, with one `error:` line: networks too large for the
+machine's memory, absurd learning rates and seeds, closed or mis-encoded input streams."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from helpers import ROOT, SAMPLE, write
+from typer.testing import CliRunner
+
+from attnalign.cli import app
+from attnalign.errors import OptionError
+from attnalign.nmt.configs import BYTES_PER_PARAM, RNNConfig, TransformerConfig, check_fits
+
+runner = CliRunner()
+
+
+def invoke(*args, **kw):
+    return runner.invoke(app, [str(a) for a in args], **kw)
+
+
+def test_the_memory_estimate_by_hand():
+    # one GRU layer each way: encoder 2 directions x 3 gates x h x (e + h), decoder 3 x h x ((e + h) + h)
+    # (input feeding), and two h x h attention matrices
+    c = RNNConfig(emb_dim=4, hidden=2)
+    assert c.min_params() == 2 * 3 * 2 * (4 + 2) + 3 * 2 * ((4 + 2) + 2) + 2 * 2 * 2
+    t = TransformerConfig(d_model=8, ff_dim=16, enc_layers=1, dec_layers=1)
+    assert t.min_params() == (4 * 64 + 2 * 128) + (8 * 64 + 2 * 128)
+    check_fits(1000, memory=1000 * BYTES_PER_PARAM)  # fits exactly
+    with pytest.raises(OptionError, match="this machine has"):
+        check_fits(1001, memory=1000 * BYTES_PER_PARAM)
+
+
+TRAIN = ["train", "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr", "--epochs", "1", "--quiet"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--hidden", "10000000"], "GiB for its weights"),
+    (["--emb-dim", "10000000"], "GiB for its weights"),
+    (["--model-type", "transformer", "--d-model", "10000000", "--heads", "1"], "GiB for its weights"),
+    (["--layers", "5000"], "--layers must be >= 1 and <= 64"),
+    (["--layers", "100000"], "--layers must be >= 1 and <= 64"),
+    (["--lr", "1e30"], "--lr must be > 0 and <= 1"),
+    (["--lr", "1e300"], "--lr must be > 0 and <= 1"),
+    (["--seed", "18446744073709551616"], "--seed must be >= 0"),
+    (["--seed", "-1"], "--seed must be >= 0"),
+])
+def test_train_refuses_before_any_work(tmp_path, args, says):
+    r = invoke(*TRAIN, "--model", tmp_path / "m", *args)
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("error:") and says in r.stderr and "Traceback" not in r.output
+    assert not (tmp_path / "m").exists()
+
+
+def test_stdin_closed_is_an_input_error(tmp_path):
+    code = (f"import sys; sys.argv = ['attnalign', 'align', 'statistical', '--src', '-', '--tgt', "
+            f"{str(SAMPLE / 'test.fr')!r}, '-o', {str(tmp_path / 'out')!r}, '--quiet']\n"
+            "from attnalign.cli import main\nmain()")
+    r = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       cwd=ROOT, close_fds=True, preexec_fn=lambda: __import__("os").close(0))
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith("error:") and "stdin is closed" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_utf16_without_a_byte_order_mark(tmp_path):
+    text = write(tmp_path / "u16.txt", "a b\nc d\n".encode("utf-16-le"))
+    r = invoke("align", "statistical", "--src", text, "--tgt", text, "--encoding", "utf-16", "-o",
+               tmp_path / "out", "--quiet")
+    assert r.exit_code == 1 and "does not start with BOM" in r.stderr and "utf-16-le" in r.stderr
+    ok = invoke("align", "statistical", "--src", text, "--tgt", text, "--encoding", "utf-16-le", "-o",
+                tmp_path / "out", "--quiet")
+    assert ok.exit_code == 0, ok.output
