@@ -72,3 +72,20 @@ def test_utf16_without_a_byte_order_mark(tmp_path):
     ok = invoke("align", "statistical", "--src", text, "--tgt", text, "--encoding", "utf-16-le", "-o",
                 tmp_path / "out", "--quiet")
     assert ok.exit_code == 0, ok.output
+
+
+def test_a_line_too_long_to_be_a_sentence_is_left_out_with_a_warning(tmp_path):
+    from attnalign.statistical.settings import MAX_WORDS
+
+    src_lines = (SAMPLE / "test.en").read_text().splitlines()[:30]
+    tgt_lines = (SAMPLE / "test.fr").read_text().splitlines()[:30]
+    src = write(tmp_path / "s", "\n".join([" ".join(["w"] * (MAX_WORDS + 1)), *src_lines[1:]]) + "\n")
+    tgt = write(tmp_path / "t", "\n".join(tgt_lines) + "\n")
+    r = invoke("align", "statistical", "--src", src, "--tgt", tgt, "-o", tmp_path / "out", "--quiet")
+    assert r.exit_code == 0, r.output
+    assert f"1 pair with more than {MAX_WORDS:,} words on a side left out" in r.stderr
+    lines = (tmp_path / "out").read_text().splitlines()
+    assert len(lines) == 30 and lines[0] == "" and lines[1]
+    drawn = invoke("plot", "sentence", "--pred", tmp_path / "out", "--src", src, "--tgt", tgt, "--index", "0",
+                   "--terminal")
+    assert drawn.exit_code == 2 and "draws pairs of up to" in drawn.stderr and "Traceback" not in drawn.output

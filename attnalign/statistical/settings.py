@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_WORDS = 1000  # words on a side: a longer pair (a broken line, not a sentence) is left unaligned
+
 
 @dataclass(frozen=True)
 class EMSettings:

@@ -358,12 +358,26 @@ def _write_statistical(pairs, teacher: TeacherOptions, output, writer: bool, gol
                        ) -> tuple[int, list[Counts]]:
     """Train, then write the links as they are decoded (rank 0); return the number of links and the
     gold sentences' counts."""
+    from ..errors import warn
     from ..statistical import iter_links
     from ..statistical.ids import IdCorpus
     from ..statistical.progress import reporting
+    from ..statistical.settings import MAX_WORDS
+
+    long = [0]
+
+    def short(pairs):  # a pair too long to be a sentence is left out: an empty line, counted
+        for s, t in pairs:
+            if len(s) > MAX_WORDS or len(t) > MAX_WORDS:
+                long[0] += 1
+                s, t = [], []
+            yield s, t
 
     with reporting(progress), contextlib.ExitStack() as stack:
-        links = iter_links(IdCorpus.encode(pairs), **teacher.as_kwargs())
+        links = iter_links(IdCorpus.encode(short(pairs)), **teacher.as_kwargs())
+        if long[0] and writer:
+            warn(f"{long[0]} pair{'s' if long[0] != 1 else ''} with more than {MAX_WORDS:,} words on a side "
+                 "left out (an empty line each): split such lines into sentences to align them")
         if not writer:  # another process writes; this one trains on its share
             for _ in links:
                 pass

@@ -15,6 +15,7 @@ from ..data.attnfile import read_attention
 from ..decoding import DECODERS, SYMMETRIZATIONS, argmax_src_links, decode_matrix, decode_pair
 from ..errors import AttnAlignError, OptionError
 from ..eval.plot import Panel
+from ..nmt.options import MAX_LENGTH
 
 if TYPE_CHECKING:  # the models' modules import torch: only the panels of a model need them
     from ..nmt.aligner import AlignOptions
@@ -233,6 +234,9 @@ def sentence_panels(
         if src is None or tgt is None:
             raise OptionError('give the pair as --src "..." --tgt "..." (or --index N with files)')
         s, t = tokenize(src, lower), tokenize(tgt, lower)
+    if max(len(s), len(t)) > MAX_LENGTH:
+        raise OptionError(f"the pair has {len(s):,} source and {len(t):,} target words; plot sentence draws "
+                          f"pairs of up to {MAX_LENGTH} words a side", hint="choose another --index")
     if model is None:
         return pred_panels(preds, index, s, t, gold_pair, encoding=encoding)
     panels = model_panels(model, s, t, options, gold=gold_pair, compare=compare and not preds,
