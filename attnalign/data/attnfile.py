@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import AttnAlignError
+from .npz import check_members
+
+_PAIR_ENTRY = re.compile(r"att_\d{1,12}\.npy")
 
 
 class AttentionWriter:
@@ -69,8 +73,9 @@ def open_attention(path: str | os.PathLike):
                              hint="write one with: attnalign align corpus ... --save-attention FILE")
     try:
         z = np.load(p, allow_pickle=False)
+        check_members(z, p, "attention file")
         meta = json.loads(str(z["meta"]))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, AttributeError) as e:
         raise AttnAlignError(f"not an attnalign attention file ({e})", path=p) from None
     if not isinstance(meta, dict):
         raise AttnAlignError("not an attnalign attention file (its meta entry is not a JSON object)", path=p,
@@ -101,10 +106,20 @@ def read_attention(path: str | os.PathLike, index: int) -> SavedPair:
     if pair.matrix.shape != shape or pair.eos.shape != shape[:1] or (rev is not None and rev.shape != shape):
         raise AttnAlignError(f"pair {index} of the attention file has a matrix of shape {pair.matrix.shape} "
                              f"for {shape[0]} target and {shape[1]} source words", path=path)
+    for arr in (pair.matrix, pair.eos, rev):
+        if arr is not None and arr.size and not (np.isfinite(arr).all() and 0 <= arr.min() <= arr.max() <= 1):
+            raise AttnAlignError(f"pair {index} of the attention file holds weights outside 0-1 (NaN, inf or "
+                                 "negative)", path=path,
+                                 hint="write the file again with attnalign align corpus --save-attention")
     return pair
 
 
 def saved_indices(path: str | os.PathLike) -> list[int]:
     """Indices of the pairs in a saved attention file, in file order."""
     z = open_attention(path)
-    return [int(n[4:-4]) for n in z.zip.namelist() if n.startswith("att_")]
+    names = [n for n in z.zip.namelist() if n.startswith("att_")]
+    odd = [n for n in names if not _PAIR_ENTRY.fullmatch(n)]
+    if odd:
+        raise AttnAlignError(f"the attention file has an entry {odd[0]!r} that names no pair", path=path,
+                             hint="write the file again with attnalign align corpus --save-attention")
+    return [int(n[4:-4]) for n in names]

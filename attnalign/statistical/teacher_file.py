@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from ..data.fileio import atomic_open
+from ..data.npz import check_members
+from ..errors import AttnAlignError, warn
 from .ids import CHUNK_PAIRS, chunks
 from .learned import KeptCounts
 from .options import DEFAULT
@@ -62,10 +64,12 @@ class SavedTeacher:
 
     def __init__(self, path: str | os.PathLike):
         with np.load(Path(path), allow_pickle=False) as z:
+            check_members(z, path, "kept teacher")
             self.meta = json.loads(str(z["meta"]))
             shapes = z["shapes"]
             self._cells = z["cells"]
-        if not isinstance(self.meta, dict) or shapes.ndim != 2 or shapes.shape[1] != 2:
+        if not isinstance(self.meta, dict) or shapes.ndim != 2 or shapes.shape[1] != 2 \
+                or shapes.dtype.kind not in "iu" or (shapes < 0).any() or self._cells.dtype != np.uint8:
             raise ValueError("not a teacher file")
         self._shapes = shapes
         self._offsets = np.concatenate([[0], np.cumsum(shapes[:, 0] * shapes[:, 1])])
@@ -94,9 +98,11 @@ def _read(model_dir: str | os.PathLike, read: Callable):
         return None
     try:
         with np.load(path, allow_pickle=False) as z:
+            check_members(z, path, "kept teacher")
             meta = json.loads(str(z["meta"]))
             return read(z, meta) if isinstance(meta, dict) else None
-    except READ_ERRORS:
+    except (*READ_ERRORS, AttnAlignError) as e:
+        warn(f"{path}: the kept teacher cannot be read ({str(e)[:160]}): it is trained again")
         return None
 
 

@@ -1,0 +1,47 @@
+"""Reading ``.npz`` files that may be damaged or hostile: every array's header is checked against the
+bytes its zip entry holds and against the machine's memory before anything is allocated (a header that
+claims 64 GB in a file of a few bytes is a damaged file, not an allocation). Torch-free."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import AttnAlignError
+
+
+def _memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_members(npz, path: str | os.PathLike, what: str) -> None:
+    """Raise an :class:`AttnAlignError` naming ``path`` (a ``what``) unless every array of the open
+    ``numpy.load`` result ``npz`` declares no more data than its zip entry holds, and no more than this
+    machine's memory."""
+    memory = _memory()
+    for info in npz.zip.infolist():
+        try:
+            with npz.zip.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read(f)
+                header = f.tell()
+        except (ValueError, OSError, zipfile.BadZipFile, EOFError) as e:
+            raise AttnAlignError(f"the {what} has a damaged entry {info.filename!r} ({str(e)[:120]})",
+                                 path=Path(path), hint="write the file again") from None
+        need = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+        if need + header > info.file_size:
+            raise AttnAlignError(f"the {what}'s entry {info.filename!r} claims {need:,} bytes but holds "
+                                 f"{info.file_size - header:,}: the file is damaged", path=Path(path),
+                                 hint="write the file again")
+        if memory is not None and need > memory:
+            raise AttnAlignError(f"the {what}'s entry {info.filename!r} needs {need / 2**30:,.1f} GiB, more "
+                                 f"than this machine's {memory / 2**30:,.1f} GiB", path=Path(path),
+                                 hint="read it on a larger machine, or write it again")
