@@ -95,3 +95,33 @@ def test_a_damaged_kept_teacher_is_trained_again_with_a_warning(tmp_path):
              meta=np.array(json.dumps({"pairs": 1})))
     with pytest.raises(ValueError, match="not a teacher file"):
         teacher_file.SavedTeacher(tmp_path / "neg.npz")
+
+
+def test_a_full_disk_while_saving_attention_is_one_error_line(models, tmp_path, monkeypatch):
+    import errno
+
+    from helpers import SAMPLE
+
+    out = tmp_path / "att.npz"
+    out.write_bytes(b"the old file")
+    real = AttentionWriter._put
+    calls = []
+
+    def fills(self, name, arr):  # the disk is full after a few entries
+        calls.append(name)
+        if len(calls) > 6:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, name, arr)
+
+    monkeypatch.setattr(AttentionWriter, "_put", fills)
+    hits = []
+    monkeypatch.setattr("sys.unraisablehook", hits.append)
+    args = ["align", "corpus", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt",
+            SAMPLE / "test.fr", "-o", tmp_path / "a.align", "--save-attention", out, "--quiet"]
+    r = runner.invoke(app, [str(a) for a in args])
+    import gc
+
+    gc.collect()
+    assert r.exit_code == 1, r.output
+    assert r.stderr.startswith("error:") and "att.npz" in r.stderr and "Traceback" not in r.output
+    assert out.read_bytes() == b"the old file" and not hits  # the old file kept; no destructor's traceback

@@ -15,6 +15,7 @@ Pairs skipped (too long) have no entries. :func:`read_attention` returns one pai
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -50,8 +51,24 @@ class AttentionWriter:
         if reverse is not None:
             self._put(f"rev_{index}", reverse.astype(np.float32))
 
+    def exit(self, kind, error, trace) -> bool:
+        """A context exit: close the file, or after an error (the run's, or a full disk) abandon it
+        quietly, so that the run's own error is the one said."""
+        if kind is None:
+            self.close()
+        else:
+            with contextlib.suppress(OSError, ValueError):
+                self.close()
+        return False
+
     def close(self) -> None:
-        self.zip.close()
+        """Write the zip's directory; after a failed write (a full disk) the file is abandoned quietly:
+        the error already said so, and the atomic output is not renamed into place."""
+        try:
+            self.zip.close()
+        except (OSError, ValueError):
+            self.zip.fp = None  # nothing more to write, also not from the ZipFile's destructor
+            raise
 
 
 @dataclass

@@ -141,7 +141,7 @@ def _write_pairs(aligner, pairs, model, output, save_attention, json_lines: bool
         if save_attention is not None:
             f = stack.enter_context(atomic_open(save_attention, "wb"))
             writer = AttentionWriter(f, {"model": str(model), **aligner.description})
-            stack.callback(writer.close)  # runs before the atomic rename (LIFO)
+            stack.push(writer.exit)  # closes it before the atomic rename (LIFO)
         for pair in aligner.align(pairs):
             if json_lines:
                 out.write(json.dumps(pair_json(pair), ensure_ascii=False) + "\n")
