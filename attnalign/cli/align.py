@@ -232,8 +232,9 @@ def align_statistical_cmd(
         "--threads", help="CPU cores for its compiled loops.", show_default="every core",
         rich_help_panel=RUNTIME)] = None,
 ) -> None:
-    """Align a parallel corpus with the built-in statistical aligner alone (no NMT model): the links
-    that `train --guide auto` learns from. One Pharaoh line (0-based) per pair.
+    """Align a parallel corpus with the built-in statistical aligner alone (no NMT model).
+
+    Its links are those that `train --guide auto` learns from. One Pharaoh line (0-based) per pair.
 
     Example: attnalign align statistical --src sample_data/train.en --tgt sample_data/train.fr -o guide.align
     """

@@ -85,8 +85,9 @@ def plot_sentence(
     font_size: FontSizeOpt = None,
     output: ImageOpt = None, terminal: TerminalOpt = False, device: DeviceOpt = DEVICE,
 ) -> None:
-    """Draw one pair's attention heatmap with its links (and the gold's, if given), or the links of
-    alignment files (--pred) side by side.
+    """Draw one pair's attention heatmap with its links, or the links of alignment files (--pred).
+
+    The gold's links are drawn over them with --gold; several panels stand side by side.
 
     Example: attnalign plot sentence --model runs/sample --src "the red car ." --tgt "la voiture rouge ."
     -o pair.png

@@ -61,8 +61,10 @@ def report(
     gallery: option(int, "--gallery", panel=OUTPUT, help="Worst and best sentences to draw.") = 4,
     device: DeviceOpt = DEVICE,
 ) -> None:
-    """Write an HTML report (scores of every configuration, plots, error tables, a gallery), or compare
-    alignment files (--pred) against the gold.
+    """Write an HTML report of a model's alignments, or compare alignment files (--pred), against a gold.
+
+    The report holds the scores of every configuration with intervals, plots, error tables, an error
+    breakdown and galleries.
 
     Example: attnalign report --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
     --gold sample_data/test.gold.pharaoh -o report/

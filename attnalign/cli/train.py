@@ -205,8 +205,9 @@ def train(
     parallel_directions: ParallelOpt = None, save_every: SaveEveryOpt = DEFAULTS.save_every,
     quiet: QuietOpt = False,
 ) -> None:
-    """Train an attention NMT model (one or both directions) into a model directory, or fine-tune a
-    pretrained Hugging Face model's cross-attention head on a guide (--init-from).
+    """Train an attention NMT model (one or both directions) into a model directory.
+
+    Or fine-tune a pretrained Hugging Face model's cross-attention head on a guide (--init-from).
 
     Example: attnalign train --src sample_data/train.en --tgt sample_data/train.fr --model runs/sample
     """
