@@ -123,8 +123,9 @@ def read_attention(path: str | os.PathLike, index: int) -> SavedPair:
     if pair.matrix.shape != shape or pair.eos.shape != shape[:1] or (rev is not None and rev.shape != shape):
         raise AttnAlignError(f"pair {index} of the attention file has a matrix of shape {pair.matrix.shape} "
                              f"for {shape[0]} target and {shape[1]} source words", path=path)
-    for arr in (pair.matrix, pair.eos, rev):
-        if arr is not None and arr.size and not (np.isfinite(arr).all() and 0 <= arr.min() <= arr.max() <= 1):
+    for arr in (pair.matrix, pair.eos, rev):  # attention weights: 0-1, a float's rounding allowed
+        ok = arr is None or not arr.size or (np.isfinite(arr).all() and 0 <= arr.min() <= arr.max() <= 1 + 1e-3)
+        if not ok:
             raise AttnAlignError(f"pair {index} of the attention file holds weights outside 0-1 (NaN, inf or "
                                  "negative)", path=path,
                                  hint="write the file again with attnalign align corpus --save-attention")
