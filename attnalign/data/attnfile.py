@@ -124,8 +124,8 @@ def read_attention(path: str | os.PathLike, index: int) -> SavedPair:
         raise AttnAlignError(f"pair {index} of the attention file has a matrix of shape {pair.matrix.shape} "
                              f"for {shape[0]} target and {shape[1]} source words", path=path)
     for arr in (pair.matrix, pair.eos, rev):  # attention weights: 0-1, a float's rounding allowed
-        ok = arr is None or not arr.size or (np.isfinite(arr).all() and 0 <= arr.min() <= arr.max() <= 1 + 1e-3)
-        if not ok:
+        if arr is not None and arr.size and not (
+                np.isfinite(arr).all() and 0 <= arr.min() <= arr.max() <= 1 + 1e-3):
             raise AttnAlignError(f"pair {index} of the attention file holds weights outside 0-1 (NaN, inf or "
                                  "negative)", path=path,
                                  hint="write the file again with attnalign align corpus --save-attention")
