@@ -214,7 +214,7 @@ def test_refuses_an_existing_model_without_overwrite(tmp_path, sample_pairs):
     assert "--overwrite" in e.value.hint
     (tmp_path / "other").mkdir()
     write(tmp_path / "other" / "notes.txt", "mine")
-    with pytest.raises(AttnAlignError, match="not a model directory"):
+    with pytest.raises(AttnAlignError, match="replaces only an attnalign model directory"):
         train(sample_pairs[:50], tmp_path / "other", tiny_options(epochs=1), overwrite=True)
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
 
