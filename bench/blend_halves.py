@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
-from combine import CONFIG, THRESHOLDS, WEIGHTS, trained  # noqa: E402
+from combine import THRESHOLDS, WEIGHTS, with_teacher  # noqa: E402
 
 from attnalign.data.alignments import Alignment  # noqa: E402
 from attnalign.decoding import TEACHER_DECODING, threshold_links  # noqa: E402
@@ -66,13 +66,10 @@ def decode(cand: tuple, student: np.ndarray, teacher: np.ndarray) -> list[tuple[
 
 def per_sentence(pair: str) -> dict[str, list[Counts]] | None:
     """Every candidate's counts on each test sentence of ``pair``."""
-    found = trained(pair, CONFIG)
+    found = with_teacher(pair)
     if found is None:
         return None
-    model, pairs, spans, golds = found
-    test, gold = spans["test"], golds["test"]
-    teacher = Aligner(model, AlignOptions(teacher="on", device="cpu"))
-    teacher.fit_teacher(pairs)  # on the whole corpus, as align corpus trains it
+    model, pairs, test, gold, teacher = found
     student = Aligner(model, AlignOptions(teacher="off", device="cpu")).align_pairs([pairs[k] for k in test])
     s_mats = [(p.forward + p.reverse) / 2 for p in student]
     t_mats = teacher.teacher.matrices(test.start, test.stop)

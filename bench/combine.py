@@ -105,6 +105,18 @@ def trained(pair: str, config: str) -> tuple | None:
     return model, pairs, *gold_spans(info, pairs)
 
 
+def with_teacher(pair: str, config: str = CONFIG) -> tuple | None:
+    """:func:`trained`'s model, corpus, test span and test gold, and the model's Aligner with its teacher
+    fit on the whole corpus as ``align corpus --teacher on`` fits it; None where the model is absent."""
+    found = trained(pair, config)
+    if found is None:
+        return None
+    model, pairs, spans, golds = found
+    aligner = Aligner(model, AlignOptions(teacher="on", device="cpu"))
+    aligner.fit_teacher(pairs)
+    return model, pairs, spans["test"], golds["test"], aligner
+
+
 def run(pair: str, config: str = CONFIG, grow: bool = False, product: bool = False) -> list[dict] | None:
     found = trained(pair, config)
     if found is None:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
-from combine import CONFIG, teacher_links, trained  # noqa: E402
+from combine import CONFIG, teacher_links, with_teacher  # noqa: E402
 from quality import EFLOMAL, HARD_SYMS  # noqa: E402
 
 from attnalign.data.alignments import Alignment, write_pharaoh  # noqa: E402
@@ -78,13 +78,10 @@ def counts(links, gold) -> list[Counts]:
 
 
 def run(pair: str, config: str) -> list[dict] | None:
-    found = trained(pair, config)
+    found = with_teacher(pair, config)
     if found is None:
         return None
-    model, pairs, spans, golds = found
-    test, gold = spans["test"], golds["test"]
-    combined = Aligner(model, AlignOptions(teacher="on", device="cpu"))
-    combined.fit_teacher(pairs)
+    model, pairs, test, gold, combined = found
     default = [p.links for p in combined.align(pairs)][: len(test)]  # as align corpus writes the corpus
     student = [p.links for p in Aligner(model, AlignOptions(teacher="off", device="cpu")).align_pairs(
         [pairs[k] for k in test])]

@@ -19,6 +19,13 @@ def shared_or_skip(*parts: str) -> Path:
     return p
 
 
+def sample_texts(folder: Path, n: int) -> tuple[Path, Path]:
+    """The first ``n`` sample training pairs as two line-parallel files in ``folder``."""
+    lines = [(SAMPLE / f"train.{side}").read_text(encoding="utf-8").splitlines(True)[:n]
+             for side in ("en", "fr")]
+    return write(folder / "t.en", "".join(lines[0])), write(folder / "t.fr", "".join(lines[1]))
+
+
 def write(path: Path, text: str | bytes) -> Path:
     if isinstance(text, bytes):
         path.write_bytes(text)

@@ -8,11 +8,10 @@ import json
 import shutil
 
 import pytest
-from helpers import SAMPLE, write
+from helpers import SAMPLE, sample_texts, write
 from typer.testing import CliRunner
 
 from attnalign.cli import app
-from attnalign.data.corpus import read_corpus
 
 runner = CliRunner()
 
@@ -23,10 +22,7 @@ def invoke(*args):
 
 @pytest.fixture(scope="module")
 def texts(tmp_path_factory):
-    d = tmp_path_factory.mktemp("texts")
-    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:80]
-    return (write(d / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs)),
-            write(d / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs)))
+    return sample_texts(tmp_path_factory.mktemp("texts"), 80)
 
 
 @pytest.fixture(scope="module")

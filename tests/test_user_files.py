@@ -9,11 +9,10 @@ import os
 import shutil
 
 import pytest
-from helpers import SAMPLE, write
+from helpers import SAMPLE, sample_texts, write
 from typer.testing import CliRunner
 
 from attnalign.cli import app
-from attnalign.data.corpus import read_corpus
 
 runner = CliRunner()
 
@@ -82,10 +81,7 @@ def test_a_report_replaces_an_empty_folder_and_an_earlier_report(tmp_path):
 
 @pytest.fixture(scope="module")
 def texts(tmp_path_factory):
-    d = tmp_path_factory.mktemp("texts")
-    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:60]
-    return (write(d / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs)),
-            write(d / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs)))
+    return sample_texts(tmp_path_factory.mktemp("texts"), 60)
 
 
 def train_args(texts, model):
