@@ -124,18 +124,18 @@ SrcOpt = option(Path | None, "--src", panel=INPUT,
                 help="Source side: one whitespace-tokenized sentence a line.")
 TgtOpt = option(Path | None, "--tgt", panel=INPUT, help="Target side, line-parallel to --src.")
 CorpusOpt = option(Path | None, "--corpus", panel=INPUT,
-                    help="One file of 'source ||| target' (or TAB-separated) pairs.")
+                   help="One file of 'source ||| target' (or TAB-separated) pairs.")
 EncodingOpt = option(str, "--encoding", panel=INPUT, help="Encoding of the input files.")
 LowercaseOpt = option(bool, "--lowercase", panel=INPUT, help="Lower-case the text.")
 ModelLowercaseOpt = option(bool | None, "--lowercase/--no-lowercase", panel=INPUT,
-                            help="Lower-case the text.", show_default="as the model was trained")
+                           help="Lower-case the text.", show_default="as the model was trained")
 GoldOpt = option(Path | None, "--gold", panel=INPUT, help="Score against this gold at the end.")
 GoldFormatOpt = option(GoldFormat, "--gold-format", panel=INPUT,
-                        help="Gold format: pharaoh/talp (one line per sentence), naacl ('sentid i j S|P') "
-                             "or auto.")
+                       help="Gold format: pharaoh/talp (one line per sentence), naacl ('sentid i j S|P') "
+                            "or auto.")
 GoldBaseOpt = option(bool | None, "--gold-one-based/--gold-zero-based", panel=INPUT,
-                      help="Index base of the gold "
-                           "file.", show_default="0-based for pharaoh, 1-based for naacl")
+                     help="Index base of the gold file.",
+                     show_default="0-based for pharaoh, 1-based for naacl")
 ReverseGoldOpt = option(bool, "--reverse-gold", panel=INPUT,
                         help="The gold lists target-source pairs; swap them.")
 
@@ -148,13 +148,13 @@ ReverseModelOpt = option(Path | None, "--reverse-model", panel=MODEL, help=(
     "Hugging Face models: the target-to-source model (directory or hf:NAME), so that both directions can be "
     "symmetrized."))
 SrcLangOpt = option(str | None, "--src-lang", panel=MODEL,
-                     help="Multilingual Hugging Face models (M2M-100, NLLB): the source language code.")
+                    help="Multilingual Hugging Face models (M2M-100, NLLB): the source language code.")
 TgtLangOpt = option(str | None, "--tgt-lang", panel=MODEL,
-                     help="Multilingual Hugging Face models: the target language code.")
+                    help="Multilingual Hugging Face models: the target language code.")
 
 # Output.
 OutputOpt = option(Path | None, "--output", "-o", panel=OUTPUT, help="Pharaoh output file; - for stdout.",
-                    show_default="stdout")
+                   show_default="stdout")
 
 # Runtime.
 DeviceOpt = option(str, "--device", panel=RUNTIME, help="auto, cpu or cuda.")
@@ -180,16 +180,16 @@ SymOpt = option(Sym, "--sym", panel=DECODING, help=(
     f"model "
     "with both and an alignment head, grow-diag-final-and for other models with both, else none."))
 ThresholdOpt = option(float | None, "--threshold", panel=DECODING, help="Weight cut for --decoder threshold.",
-                       show_default=str(THRESHOLD) if HEAD_DECODING["threshold"] == THRESHOLD else
-                       f"{HEAD_DECODING['threshold']} for the alignment head's auto decoding, "
-                       f"else {THRESHOLD}")
+                      show_default=str(THRESHOLD) if HEAD_DECODING["threshold"] == THRESHOLD else
+                      f"{HEAD_DECODING['threshold']} for the alignment head's auto decoding, "
+                      f"else {THRESHOLD}")
 LayerOpt = option(str | None, "--layer", panel=DECODING, help=(
     "align (the alignment head of a model trained with --align-head), or a Transformer layer: index "
     "(negative "
     "from the end) or mean."), show_default="align if the model has the head, else -2")
 HeadOpt = option(str, "--head", panel=DECODING, help="Transformer head: index or mean.")
 ShiftOpt = option(int, "--shift", panel=DECODING,
-                   help="1: read word t's attention where t is the decoder input (Shift-Att).")
+                  help="1: read word t's attention where t is the decoder input (Shift-Att).")
 
 
 def _layer_head(value: str | None, what: str) -> int | str | None:
