@@ -89,12 +89,11 @@ TeacherOpt = option(Teacher, "--teacher", panel=TEACHER_PANEL, help=(
     f"{TEACHER_DECODING_LARGE['threshold']} from {TEACHER_DECODING_LARGE['pairs']:,} pairs."))
 TeacherCorpus = choices("TeacherCorpus", TEACHER_CORPUS_CHOICES)
 TeacherCorpusOpt = option(TeacherCorpus, "--teacher-corpus", panel=TEACHER_PANEL, help=(
-    "What the teacher trains on: aligned (the pairs being aligned), training (those and the model's training "
-    "corpus, read again from the files train recorded), kept (the pairs being aligned, going on from what "
-    "the "
-    "teacher of train --guide auto learned, kept in the model directory); auto: training where those files "
-    f"are unchanged and hold at most {TEACHER_CORPUS_MAX_PAIRS:,} pairs, else kept where the model directory "
-    "keeps it, else aligned."))
+    "What the teacher trains on: aligned (the pairs being aligned), training (those and the model's "
+    "training corpus, read again from the files train recorded), kept (the pairs being aligned, going on "
+    "from what the teacher of train --guide auto learned, kept in the model directory); auto: training "
+    f"where those files are unchanged and hold at most {TEACHER_CORPUS_MAX_PAIRS:,} pairs, else kept where "
+    "the model directory keeps it, else aligned."))
 TeacherWeightOpt = option(float | None, "--teacher-weight", panel=TEACHER_PANEL,
                           help="The teacher's share of each combined matrix, 0-1.", show_default=(
                               f"{TEACHER_DECODING['weight']}; {TEACHER_DECODING_LARGE['weight']} where the "

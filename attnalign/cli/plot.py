@@ -63,8 +63,8 @@ EosOpt = option(bool, "--eos", panel=FIGURE, help="Show the attention on the sou
 TitleOpt = option(str | None, "--title", panel=FIGURE, help="The figure's title ('' for none).",
                   show_default="the settings and, with --gold, the scores")
 WidthOpt = option(float | None, "--width", panel=FIGURE,
-                  help="Figure width in inches, e.g. 3.3 for a paper's "
-                  "column.", show_default="from the sentence length")
+                  help="Figure width in inches, e.g. 3.3 for a paper's column.",
+                  show_default="from the sentence length")
 FontSizeOpt = option(float | None, "--font-size", panel=FIGURE, help="Word labels in points.",
                      show_default="8, smaller where --width leaves small cells")
 TerminalOpt = option(bool, "--terminal", panel=OUTPUT, help="Draw the matrix in the terminal.")
