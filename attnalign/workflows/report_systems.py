@@ -16,7 +16,6 @@ from __future__ import annotations
 import html
 import os
 import shlex
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from ..eval.plot import Panel, html_heatmap, save_figure
 from ..eval.scoring import ScoreReport, SystemScore, read_prediction
 from ..eval.significance import LEVEL, SAMPLES, Bootstrap
 from .report_sweep import Config, Result
+from .report_tables import word_pairs
 
 
 def pred_results(preds: Sequence[str | os.PathLike], names: Sequence[str], gold: Sequence[Alignment],
@@ -66,17 +66,6 @@ def disagreement_order(systems: Sequence[Result], pairs: Pairs, n: int) -> list[
     return [k for k in sorted(eligible, key=spread)[:n] if spread(k)[0] < 0]
 
 
-def _word_pairs(result: Result, pairs: Pairs, gold) -> tuple[Counter, Counter]:
-    wrong, missed = Counter(), Counter()
-    for (s, t), lk, g in zip(pairs, result.links, gold, strict=True):
-        for i, j in lk:
-            if (i, j) not in g.possible:
-                wrong[(s[i], t[j])] += 1
-        for i, j in g.sure - {tuple(x) for x in lk}:
-            missed[(s[i], t[j])] += 1
-    return wrong, missed
-
-
 def write_systems(out: Path, systems: Sequence[Result], gold, pairs: Pairs, frequency: dict,
                   gallery: int, top: int, under: Callable[[int], tuple] | None = None,
                   plot_args: str | None = None, info=None) -> dict:
@@ -96,7 +85,7 @@ def write_systems(out: Path, systems: Sequence[Result], gold, pairs: Pairs, freq
                         for r in systems for k, c in enumerate(r.per_sentence)])
     per.drop(columns=["sentences"]).round(6).to_csv(out / "systems_per_sentence.csv", index=False)
     frames = {"scores": scores, "report": report}
-    counted = {r.config.name: _word_pairs(r, pairs, gold) for r in systems}
+    counted = {r.config.name: word_pairs(r, pairs, gold) for r in systems}
     for kind, pick in (("wrong_pairs", 0), ("missed_pairs", 1)):
         rows = [{"system": name, "source": a, "target": b, "count": c}
                 for name, both in counted.items() for (a, b), c in both[pick].most_common(top)]

@@ -55,19 +55,26 @@ def write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, g
         by_len.append({"length": lab, **c.as_dict()})
     by_length = pd.DataFrame(by_len)
     by_length.round(6).to_csv(out / "by_length.csv", index=False)
-    wrong, missed = Counter(), Counter()
-    for (s, t), lk, g in zip(pairs, best.links, gold, strict=True):
-        for i, j in lk:
-            if (i, j) not in g.possible:
-                wrong[(s[i], t[j])] += 1
-        for i, j in g.sure - set(lk):
-            missed[(s[i], t[j])] += 1
+    wrong, missed = word_pairs(best, pairs, gold)
     frames = {"scores": scores, "by_length": by_length}
     for name, counter in (("wrong_pairs", wrong), ("missed_pairs", missed)):
         frames[name] = pd.DataFrame([{"source": a, "target": b, "count": n}
                                      for (a, b), n in counter.most_common(top)])
         frames[name].to_csv(out / f"{name}.csv", index=False)
     return frames
+
+
+def word_pairs(result: Result, pairs: Pairs, gold) -> tuple[Counter, Counter]:
+    """``result``'s wrongly linked word pairs (links outside the gold's possible ones) and the sure gold
+    pairs it missed, counted by (source word, target word)."""
+    wrong, missed = Counter(), Counter()
+    for (s, t), lk, g in zip(pairs, result.links, gold, strict=True):
+        for i, j in lk:
+            if (i, j) not in g.possible:
+                wrong[(s[i], t[j])] += 1
+        for i, j in g.sure - {tuple(x) for x in lk}:
+            missed[(s[i], t[j])] += 1
+    return wrong, missed
 
 
 def eos_losses(fwd, pairs: Pairs, gold, top: int):
