@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .. import statistical
@@ -60,22 +61,31 @@ def keep_teacher(model_dir, teacher, keep: list[int], pairs: Pairs, options: Tra
 
 def guide_targets(batch, tok_links: Sequence[Sequence[tuple[int, int]]], null_to_eos: bool = False
                   ) -> torch.Tensor:
-    """Target attention for guided training, [B, T+1, S+1]: row j (the step predicting target token j)
-    is uniform over the source tokens linked to token j. Rows of unlinked target tokens are all zero
-    (not supervised), or with ``null_to_eos`` put on the source EOS, which decoding reads as "no link"
-    (the alignment head learns NULL alignment that way). The EOS row and padding are never supervised."""
+    """Target attention for guided training, [B, T+1, S+1], on the batch's device: row j (the step
+    predicting target token j) is uniform over the source tokens linked to token j. Rows of unlinked
+    target tokens are all zero (not supervised), or with ``null_to_eos`` put on the source EOS, which
+    decoding reads as "no link" (the alignment head learns NULL alignment that way). The EOS row and
+    padding are never supervised. ``tok_links``: each pair's (source, target) token links, as lists of
+    pairs or [L, 2] arrays (:func:`link_arrays`); built as whole arrays, no loop over the rows."""
     B, T = batch.tgt_in.shape
-    g = torch.zeros(B, T, batch.src.size(1))
-    for k, links in enumerate(tok_links):
-        if links:
-            ii = torch.tensor([i for i, _ in links])
-            jj = torch.tensor([j for _, j in links])
-            g[k, jj, ii] = 1.0
-        if null_to_eos:
-            n = batch.tgt_len[k]
-            unlinked = g[k, :n].sum(-1) == 0
-            g[k, :n, batch.src_len[k]] = unlinked.float()
+    device = batch.src.device
+    g = torch.zeros(B, T, batch.src.size(1), device=device)
+    arrays = [np.asarray(lk, dtype=np.int64).reshape(-1, 2) for lk in tok_links]
+    links = torch.from_numpy(np.concatenate(arrays)).to(device)
+    rows = torch.from_numpy(np.repeat(np.arange(B), [len(a) for a in arrays])).to(device)
+    g[rows, links[:, 1], links[:, 0]] = 1.0
+    if null_to_eos:
+        tgt_len = torch.tensor(batch.tgt_len, device=device)
+        unlinked = (torch.arange(T, device=device) < tgt_len[:, None]) & (g.sum(-1) == 0)  # [B, T]
+        k, j = unlinked.nonzero(as_tuple=True)
+        g[k, j, torch.tensor(batch.src_len, device=device)[k]] = 1.0
     return g / g.sum(-1, keepdim=True).clamp(min=1.0)
+
+
+def link_arrays(tok_links: Sequence[Sequence[tuple[int, int]]]) -> list[np.ndarray]:
+    """Each pair's links as an [L, 2] int32 array: a tenth of the memory of tuples, and what
+    :func:`guide_targets` joins without a loop over the links."""
+    return [np.asarray(lk, dtype=np.int32).reshape(-1, 2) for lk in tok_links]
 
 
 def guide_loss(att: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -25,7 +25,7 @@ from ..nmt.models import build_model
 from ..nmt.subword import Segmenter, train_segmenter
 from ..nmt.vocab import Vocab
 from .dev import DevSet, encode, evaluate, token_loss
-from .guide import guide_loss, guide_targets, token_links
+from .guide import guide_loss, guide_targets, link_arrays, token_links
 from .model_dir import append_log, round_start
 from .options import TrainOptions
 
@@ -123,8 +123,8 @@ class DirectionRun:
                                   self.direction, opts.lowercase, None, src_seg, tgt_seg)
         self.opt = _adam(self.model.parameters(), opts.base_lr)
         self.src_ids, self.tgt_ids = encode(self.loaded, pairs)
-        self.tok_links = (token_links(src_seg, tgt_seg, pairs, self.links) if self.links is not None
-                          else None)
+        self.tok_links = (link_arrays(token_links(src_seg, tgt_seg, pairs, self.links))
+                          if self.links is not None else None)
         self._drop_long()
         self.lengths = [(len(s), len(t)) for s, t in zip(self.src_ids, self.tgt_ids, strict=True)]
         per_epoch = len(self._mine(bucket_batches(self.lengths, opts.batch_tokens)))
@@ -241,7 +241,7 @@ class DirectionRun:
         objective = loss / n
         if self.tok_links is not None:  # supervise the alignment head, else the attention read
             target = guide_targets(b, [self.tok_links[k] for k in group],
-                                   null_to_eos=out.align is not None).to(self.device)
+                                   null_to_eos=out.align is not None)
             read = out.align if out.align is not None else reduce_attention(out.attention, AttentionSpec())
             objective = objective + opts.guide_weight * guide_loss(read, target)
         return objective, loss, n
