@@ -73,26 +73,44 @@ def run(command: list[str]) -> tuple[dict, str]:
     return r, p.stderr
 
 
-def row(n: int, device: str) -> dict:
+def tokens_per_s(model: Path) -> float | None:
+    """The training's mean target tokens per second over its epochs (log.csv, both directions)."""
+    import csv
+
+    with open(model / "log.csv") as f:
+        rates = [float(r["tokens_per_s"]) for r in csv.DictReader(f) if r.get("tokens_per_s")]
+    return round(sum(rates) / len(rates)) if rates else None
+
+
+def row(n: int, device: str, label: str = "preset", extra: list[str] = (),
+        align_extra: list[str] = ()) -> dict:
+    """One (corpus, device, variant) row: ``train --preset align`` with ``extra``, then ``align corpus``
+    (default, and the student alone) with ``align_extra``."""
     import scale
 
     src, tgt = corpus(n)
-    model = WORK / f"{device}{n}"
+    model = WORK / f"{device}{n}-{label}"
     train, log = run(["train", "--src", src, "--tgt", tgt, "--preset", "align", "--model", model,
-                      "--overwrite", "--device", device])  # not --quiet: its notes time the teacher
+                      "--overwrite", "--device", device, *extra])  # not --quiet: its notes time the teacher
     teacher = re.search(r"guide: \d+ links in (\d+) s", log)
-    out = {"pairs": len(src.read_text(encoding="utf-8").splitlines()), "device": device,
+    auto = re.search(r"--batch-tokens auto on \S+: ([\d,]+) tokens a batch at --lr (\S+), (\w+)", log)
+    out = {"pairs": len(src.read_text(encoding="utf-8").splitlines()), "device": device, "variant": label,
+           "train_args": " ".join(extra), "batch_tokens": auto.group(1).replace(",", "") if auto else None,
+           "lr": auto.group(2) if auto else None, "precision": auto.group(3) if auto else None,
            "train_s": round(train["seconds"], 1), "teacher_s": int(teacher.group(1)) if teacher else None,
+           "train_tokens_per_s": tokens_per_s(model),
            "train_peak_rss_mb": round(train["peak_rss_mb"]),
            "train_peak_gpu_mb": round(train["peak_gpu_mb"])}
-    for name, extra in (("default", []), ("student", ["--teacher", "off"])):
-        pred = WORK / f"{device}{n}.{name}.align"
+    for name, more in (("default", []), ("student", ["--teacher", "off"])):
+        pred = WORK / f"{device}{n}-{label}.{name}.align"
         r, _ = run(["align", "corpus", "--model", model, "--src", src, "--tgt", tgt, "-o", pred, "--device",
-                    device, "--quiet", *extra])
+                    device, "--quiet", *align_extra, *more])
         out.update({f"align_{name}_s": round(r["seconds"], 1),
                     f"align_{name}_peak_rss_mb": round(r["peak_rss_mb"]),
                     f"align_{name}_peak_gpu_mb": round(r["peak_gpu_mb"]),
                     f"aer_{name}": round(scale.aer(pred), 2)})
+        if n == 10000:  # the 37 trial sentences follow the 447 test ones: they choose, the test reports
+            out[f"trial_aer_{name}"] = round(scale.aer(pred, "trial", start=447), 2)
     out["end_to_end_s"] = round(out["train_s"] + out["align_default_s"], 1)
     return out
 
@@ -103,6 +121,12 @@ def main() -> None:
     ap.add_argument("--devices", nargs="+", default=["cuda", "cpu"], choices=["cuda", "cpu"],
                     help="cpu runs the 10k row only unless --sizes asks for more")
     ap.add_argument("--results", default="gpu", help="name of the results files in bench/results")
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=ARGS",
+                    help="a variant of train --preset align: a label and the options added (repeatable; "
+                         "default: the preset alone)")
+    ap.add_argument("--align-args", default="", help="options added to each align corpus")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds after which no further row starts (the rows done are written)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("command", nargs="*", help=argparse.SUPPRESS)
     common.add_data_option(ap)
@@ -110,10 +134,13 @@ def main() -> None:
     common.use_data(args.data)
     if args.worker:
         return worker(args)
+    import shlex
+
     import torch
 
     WORK.mkdir(parents=True, exist_ok=True)
-    rows = []
+    variants = [v.split("=", 1) if "=" in v else (v, "") for v in args.variant] or [("preset", "")]
+    rows, t0 = [], time.perf_counter()
     for device in args.devices:
         if device == "cuda" and not torch.cuda.is_available():
             print("SKIPPED: the cuda rows: torch sees no CUDA GPU", file=sys.stderr)
@@ -121,8 +148,17 @@ def main() -> None:
         for n in args.sizes:
             if device == "cpu" and n != 10000 and args.sizes == SIZES:
                 continue  # the CPU takes hours beyond 10k; ask with --sizes
-            rows.append(row(n, device))
-            print(json.dumps(rows[-1]), flush=True)
+            for label, extra in variants:
+                if args.budget is not None and time.perf_counter() - t0 > args.budget:
+                    print(f"SKIPPED: {device} {n} {label}: past --budget", file=sys.stderr)
+                    continue
+                try:
+                    rows.append(row(n, device, label, shlex.split(extra), shlex.split(args.align_args)))
+                except SystemExit as e:  # one failed variant does not lose the others' rows
+                    print(f"FAILED: {device} {n} {label}: {e}", file=sys.stderr, flush=True)
+                    continue
+                print(json.dumps(rows[-1]), flush=True)
+                common.write_rows(args.results, rows)
     common.write_rows(args.results, rows)
 
 

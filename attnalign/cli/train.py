@@ -8,7 +8,17 @@ from pathlib import Path
 from ..errors import OptionError
 from ..nmt.configs import CELLS, RNNConfig, TransformerConfig
 from ..nmt.options import MAX_LENGTH
-from ..training.options import EPOCHS, EPOCHS_FULL_PAIRS, PRESETS, TrainOptions, preset_flags
+from ..training.options import (
+    CPU_BATCH_TOKENS,
+    EPOCHS,
+    EPOCHS_FULL_PAIRS,
+    EPOCHS_FULL_PAIRS_GPU,
+    GPU_BATCH_TOKENS,
+    GPU_UPDATES_PER_PASS,
+    PRESETS,
+    TrainOptions,
+    preset_flags,
+)
 from .common import (
     INPUT,
     MODEL,
@@ -111,9 +121,14 @@ EpochsOpt = option(str, "--epochs", panel=TRAINING, help=(
     f"({_ALIGN['auto_epochs']} and {_ALIGN['auto_epochs']} x sqrt(...) with --preset align, "
     f"{_FAST['auto_epochs']} and {_FAST['auto_epochs']} x sqrt(...) with --preset align-fast)."))
 MaxStepsOpt = option(int | None, "--max-steps", panel=TRAINING, help="Stop after this many updates.")
-BatchTokensOpt = option(int | None, "--batch-tokens", panel=TRAINING, help="Padded tokens per batch.",
-                        show_default=f"{DEFAULTS.batch_tokens}; {_ALIGN['batch_tokens']} with --preset align "
-                        "or align-fast")
+BatchTokensOpt = option(str | None, "--batch-tokens", panel=TRAINING, help=(
+    f"Padded tokens per batch, or auto: {CPU_BATCH_TOKENS:,} on a CPU; on a CUDA GPU about 1/"
+    f"{GPU_UPDATES_PER_PASS} of the corpus's words, {CPU_BATCH_TOKENS:,} to {GPU_BATCH_TOKENS:,}, at --lr x "
+    f"sqrt(tokens / {CPU_BATCH_TOKENS:,}), and --epochs auto's full passes up to "
+    f"{EPOCHS_FULL_PAIRS_GPU:,} pairs."), show_default=f"{DEFAULTS.batch_tokens}; "
+    f"{_ALIGN['batch_tokens']} with --preset align or align-fast")
+PrecisionOpt = option(str, "--precision", panel=RUNTIME, help=(
+    "Arithmetic of training: fp32, or bf16 (the network's products in bfloat16 under autocast)."))
 LrOpt = option(float | None, "--lr", panel=TRAINING, help="Peak learning rate.", show_default=(
     f"rnn 1e-3, transformer 5e-4; {_ALIGN['lr']:g} with --preset align or align-fast"))
 WarmupOpt = option(int, "--warmup", panel=TRAINING, help="Warm-up steps (at most 10% of training).")
@@ -201,8 +216,9 @@ def train(
     guide_prefix: GuidePrefixOpt = TEACHER.prefix, guide_identical: GuideIdenticalOpt = TEACHER.identical,
     guide_samplers: GuideSamplersOpt = TEACHER.samplers, self_train: SelfTrainOpt = DEFAULTS.self_train,
     self_train_epochs: SelfTrainEpochsOpt = DEFAULTS.self_train_epochs,
-    device: DeviceOpt = DEFAULTS.device, threads: ThreadsOpt = DEFAULTS.threads,
-    parallel_directions: ParallelOpt = None, save_every: SaveEveryOpt = DEFAULTS.save_every,
+    device: DeviceOpt = DEFAULTS.device, precision: PrecisionOpt = DEFAULTS.precision,
+    threads: ThreadsOpt = DEFAULTS.threads, parallel_directions: ParallelOpt = None,
+    save_every: SaveEveryOpt = DEFAULTS.save_every,
     quiet: QuietOpt = False,
 ) -> None:
     """Train an attention NMT model (one or both directions) into a model directory.
@@ -213,7 +229,7 @@ def train(
     """
     from ..dist import own_rank
     from ..training import preset_options
-    from ..training.options import parse_epochs
+    from ..training.options import parse_batch_tokens, parse_epochs
     from ..workflows.train_files import train_files
     from .progress import RichTrainReporter
     from .render import train_table
@@ -225,14 +241,15 @@ def train(
         direction = Direction.both
     options = preset_options(
         preset, model_type=model_type.value, model_config=config, epochs=parse_epochs(epochs),
-        max_steps=max_steps, batch_tokens=batch_tokens, lr=lr, warmup=warmup, clip=clip,
+        max_steps=max_steps, batch_tokens=parse_batch_tokens(batch_tokens), lr=lr, warmup=warmup, clip=clip,
         label_smoothing=label_smoothing, seed=seed, min_freq=min_freq, max_vocab=max_vocab,
         lowercase=lowercase,
         direction=direction.value if direction else None, subword=subword, subword_type=subword_type,
         max_length=max_length, guide=guide, guide_weight=guide_weight, guide_model=guide_model.value,
         guide_sym=guide_sym.value, guide_prefix=guide_prefix, guide_identical=guide_identical,
         guide_samplers=guide_samplers, self_train=self_train, self_train_epochs=self_train_epochs,
-        device=device, threads=threads, parallel_directions=parallel_directions, save_every=save_every,
+        device=device, precision=precision, threads=threads, parallel_directions=parallel_directions,
+        save_every=save_every,
         **{k: None if v is None else str(v) for k, v in (("init_from", init_from),
                                                           ("reverse_init_from", reverse_init_from),
                                                           ("src_lang", src_lang), ("tgt_lang", tgt_lang))})

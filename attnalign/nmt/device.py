@@ -25,6 +25,11 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def cuda_memory(device: torch.device) -> int | None:
+    """A CUDA device's memory in bytes; None for other devices."""
+    return torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else None
+
+
 def set_threads(threads: int | None) -> None:
     """Use ``threads`` CPU threads for torch (None: torch's default)."""
     require("--threads", threads, low=1, optional=True)

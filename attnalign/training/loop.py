@@ -21,7 +21,7 @@ from ..data.alignments import Link
 from ..data.corpus import Pairs
 from ..errors import AttnAlignError, OptionError, warn
 from ..nmt.checkpoint import read_model_config
-from ..nmt.device import resolve_device, set_threads
+from ..nmt.device import cuda_memory, resolve_device, set_threads
 from . import parallel
 from .dev import DevSet, swap
 from .guide import keep_teacher, teacher_links
@@ -69,6 +69,7 @@ def train(
     model_dir = Path(model_dir)
     if resume:  # continue with the options the run started with
         options = saved_options(model_dir)
+    options = _for_device(options, pairs, getattr(reporter, "note", None))
     if options.init_from is not None:
         from .finetune import finetune
 
@@ -176,6 +177,22 @@ def _run(jobs: list, options: TrainOptions, in_processes: bool, resume: bool, re
         done[run.direction] = run.train(d, resume, reporter)
         dist.on_main(lambda d=run.direction: mark_finished(work_dir, d))
     return done
+
+
+def _for_device(options: TrainOptions, pairs: Pairs, note) -> TrainOptions:
+    """The options with ``--batch-tokens auto`` resolved for the run's device (a resumed run's were
+    resolved when it began), told to ``note`` on a GPU."""
+    if options.batch_tokens != "auto":
+        return options
+    device = resolve_device(options.device)
+    if dist.launched() and device.type == "cuda":
+        device = torch.device(dist.process_gpu())
+    words = sum(max(len(s), len(t)) + 1 for s, t in pairs)
+    resolved = options.for_device(device.type, words, cuda_memory(device))
+    if note and device.type == "cuda":
+        note(f"--batch-tokens auto on {device}: {resolved.batch_tokens:,} tokens a batch at --lr "
+             f"{resolved.base_lr:.3g}, {resolved.precision}")
+    return resolved
 
 
 def _device(name: str) -> torch.device:

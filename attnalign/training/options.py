@@ -12,7 +12,7 @@ validates them all.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from ..errors import OptionError, require
 from ..nmt.options import MAX_LENGTH
@@ -26,15 +26,49 @@ EPOCHS = 8  # --epochs auto: the passes over a corpus of up to EPOCHS_FULL_PAIRS
 # passes as the corpus grows")
 EPOCHS_FULL_PAIRS = 40_000
 MAX_SELF_TRAIN = 5  # --self-train rounds
+PRECISIONS = ("fp32", "bf16")  # --precision: the arithmetic of training (bf16: torch.autocast)
+# --batch-tokens auto: batches, learning rate and passes sized for the device (TrainOptions.for_device).
+# On a CPU the preset's 2,000 tokens, at the rate --lr gives. On a CUDA GPU, batches of about
+# 1 / GPU_UPDATES_PER_PASS of the corpus's padded tokens, between CPU_BATCH_TOKENS and GPU_BATCH_TOKENS
+# (less where GPU_MEMORY_SHARE of the GPU's memory holds fewer), the rate scaled by the square root of
+# the batch's size against CPU_BATCH_TOKENS, and under --epochs auto the full passes up to
+# EPOCHS_FULL_PAIRS_GPU pairs (docs/benchmarks.md, "The student on a GPU").
+CPU_BATCH_TOKENS = 2000
+GPU_BATCH_TOKENS = 32_000
+GPU_UPDATES_PER_PASS = 200
+GPU_MEMORY_SHARE = 0.25
+GPU_BYTES_PER_TOKEN = 64 * 1024  # peak GPU memory per padded batch token, with room to spare
+EPOCHS_FULL_PAIRS_GPU = 400_000
 
 
-def epochs_for(epochs: int | float | str, pairs: int, full: int = EPOCHS) -> float:
+def epochs_for(epochs: int | float | str, pairs: int, full: int = EPOCHS,
+               full_pairs: int = EPOCHS_FULL_PAIRS) -> float:
     """The passes over ``pairs`` training pairs that ``--epochs`` asks for: the number given, or for
-    ``auto`` ``full`` passes up to EPOCHS_FULL_PAIRS pairs and ``full`` x sqrt(EPOCHS_FULL_PAIRS / pairs)
+    ``auto`` ``full`` passes up to ``full_pairs`` pairs and ``full`` x sqrt(``full_pairs`` / pairs)
     beyond, so that the updates grow as the square root of the corpus, not in proportion to it."""
     if epochs != "auto":
         return float(epochs)
-    return full * min(1.0, math.sqrt(EPOCHS_FULL_PAIRS / max(pairs, 1)))
+    return full * min(1.0, math.sqrt(full_pairs / max(pairs, 1)))
+
+
+def parse_batch_tokens(text: str | int | None) -> int | str | None:
+    """``--batch-tokens`` as given: a whole number of padded tokens, or ``auto``."""
+    if text is None or isinstance(text, int) or text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise OptionError(f"bad --batch-tokens {text!r}",
+                          hint="give padded tokens per batch (2000) or auto (sized for the device)") from None
+
+
+def gpu_batch_tokens(corpus_tokens: int, memory: int) -> int:
+    """``--batch-tokens auto`` on a CUDA GPU of ``memory`` bytes for a corpus of ``corpus_tokens``
+    words (the longer side of each pair): about GPU_UPDATES_PER_PASS updates a pass, within
+    CPU_BATCH_TOKENS..GPU_BATCH_TOKENS and the memory share."""
+    fits = int(GPU_MEMORY_SHARE * memory / GPU_BYTES_PER_TOKEN)
+    wanted = max(CPU_BATCH_TOKENS, min(GPU_BATCH_TOKENS, corpus_tokens // GPU_UPDATES_PER_PASS))
+    return max(256, min(wanted, fits))
 
 
 def parse_epochs(text: str | int | float) -> int | float | str:
@@ -57,8 +91,10 @@ class TrainOptions:
     epochs: int | float | str = "auto"  # passes over the data, or "auto" (epochs_for)
     auto_epochs: int = EPOCHS  # the passes "auto" makes over a corpus of up to EPOCHS_FULL_PAIRS pairs
     max_steps: int | None = None
-    batch_tokens: int = 1000
+    batch_tokens: int | str = 1000  # or "auto": sized for the device (for_device)
     lr: float | None = None  # None: the model type's (see base_lr)
+    precision: str = "fp32"  # fp32 | bf16 (autocast; measured slower for the preset's small networks)
+    auto_full_pairs: int = EPOCHS_FULL_PAIRS  # --epochs auto: the full passes up to this many pairs
     warmup: int = 200
     clip: float = 1.0
     label_smoothing: float = 0.1
@@ -110,7 +146,7 @@ class TrainOptions:
 
     def passes(self, pairs: int) -> float:
         """The passes over ``pairs`` training pairs this run makes (see :func:`epochs_for`)."""
-        return epochs_for(self.epochs, pairs, self.auto_epochs)
+        return epochs_for(self.epochs, pairs, self.auto_epochs, self.auto_full_pairs)
 
     def total_steps(self, per_epoch: int, pairs: int, going_on: bool = False) -> int:
         """The updates of a run over ``pairs`` pairs in ``per_epoch`` batches an epoch: its passes'
@@ -145,8 +181,11 @@ class TrainOptions:
         if self.epochs != "auto":
             require("--epochs", parse_epochs(self.epochs), low=0, low_open=True, high=10**6)
         require("auto_epochs", self.auto_epochs, low=1, high=10**6)
-        for flag, value in (("--batch-tokens", self.batch_tokens), ("--min-freq", self.min_freq),
-                            ("--max-length", self.max_length)):
+        if self.batch_tokens != "auto":
+            require("--batch-tokens", self.batch_tokens, low=1)
+        require("--precision", self.precision, choices=PRECISIONS)
+        require("auto_full_pairs", self.auto_full_pairs, low=1)
+        for flag, value in (("--min-freq", self.min_freq), ("--max-length", self.max_length)):
             require(flag, value, low=1)
         for flag, value in (("--max-steps", self.max_steps), ("--threads", self.threads),
                             ("--max-vocab", self.max_vocab), ("--save-every", self.save_every)):
@@ -178,6 +217,20 @@ class TrainOptions:
                                samplers_flag="--guide-samplers")
         return network
 
+    def for_device(self, device_type: str, corpus_tokens: int, memory: int | None = None) -> TrainOptions:
+        """The options as a device of type ``device_type`` (``cpu``, ``cuda``) runs them, with
+        ``--batch-tokens auto`` resolved, so that ``config.json`` records (and ``--resume`` repeats)
+        what ran: CPU_BATCH_TOKENS on a CPU; on a CUDA GPU of ``memory`` bytes, :func:`gpu_batch_tokens`
+        of the corpus's ``corpus_tokens``, the learning rate scaled by sqrt(tokens /
+        CPU_BATCH_TOKENS) and the full passes of ``--epochs auto`` up to EPOCHS_FULL_PAIRS_GPU pairs."""
+        if self.batch_tokens != "auto":
+            return self
+        if device_type != "cuda" or not memory:
+            return replace(self, batch_tokens=CPU_BATCH_TOKENS)
+        tokens = gpu_batch_tokens(corpus_tokens, memory)
+        return replace(self, batch_tokens=tokens, lr=self.base_lr * math.sqrt(tokens / CPU_BATCH_TOKENS),
+                       auto_full_pairs=EPOCHS_FULL_PAIRS_GPU)
+
     @classmethod
     def from_saved(cls, saved: dict) -> TrainOptions:
         """The options a model directory recorded (``config.json``'s ``train_options``). A run started
@@ -195,11 +248,12 @@ class TrainOptions:
 # override it. "align": the configuration benchmarked in bench/quality.py (README, "Alignment
 # quality"): both directions reading 4,000 sentencepiece pieces per side, guided by the built-in
 # statistical aligner (its default, on words), with an alignment head; 5 passes under --epochs auto, in
-# 2,000-token batches at a 2e-3 learning rate, which keep a CPU's matrix products busier than the
-# defaults' 1,000, and without dropout, which slows a student learning its teacher's links in few
-# passes. "align-fast": the same network in 3 passes, for the corpus it aligns with its teacher
-# (``align corpus --teacher``); alone its student is weaker than "align"'s (README).
-_ALIGN = {"direction": "both", "guide": "auto", "subword": 4000, "auto_epochs": 5, "batch_tokens": 2000,
+# batches sized for the device (on a CPU 2,000 tokens, which keep its matrix products busier than the
+# defaults' 1,000) at a 2e-3 learning rate for 2,000 tokens, and without dropout, which slows a student
+# learning its teacher's links in few passes. "align-fast": the same network in 3 passes, for the corpus
+# it aligns with its teacher (``align corpus --teacher``); alone its student is weaker than "align"'s
+# (README).
+_ALIGN = {"direction": "both", "guide": "auto", "subword": 4000, "auto_epochs": 5, "batch_tokens": "auto",
           "lr": 2e-3, "model_config": {"align_head": True, "dropout": 0.0}}
 PRESETS: dict[str, dict] = {
     "align": _ALIGN,

@@ -236,14 +236,16 @@ class DirectionRun:
     def _objective(self, b, group: list[int]) -> tuple[torch.Tensor, torch.Tensor, int]:
         """The training objective of one batch, its translation loss (summed) and its target tokens."""
         opts = self.options
-        out = self.net(b.src, b.src_mask, b.tgt_in)
-        loss, n = token_loss(out.logits, b.tgt_out, opts.label_smoothing)
+        # bf16: the network's products in bfloat16 on the device (torch.autocast), the losses in float32
+        with torch.autocast(self.device.type, torch.bfloat16, enabled=opts.precision == "bf16"):
+            out = self.net(b.src, b.src_mask, b.tgt_in)
+        loss, n = token_loss(out.logits.float(), b.tgt_out, opts.label_smoothing)
         objective = loss / n
         if self.tok_links is not None:  # supervise the alignment head, else the attention read
             target = guide_targets(b, [self.tok_links[k] for k in group],
                                    null_to_eos=out.align is not None)
             read = out.align if out.align is not None else reduce_attention(out.attention, AttentionSpec())
-            objective = objective + opts.guide_weight * guide_loss(read, target)
+            objective = objective + opts.guide_weight * guide_loss(read.float(), target)
         return objective, loss, n
 
     def _step(self, b, group: list[int]) -> tuple[torch.Tensor, int]:

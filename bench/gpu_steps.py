@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Where an update of the preset's student spends its time, by network, batch size and precision.
+
+On the En-Fr protocol corpus of bench/quality.py (10,484 pairs, 4,000 sentencepiece pieces a side,
+a diagonal guide standing in for the teacher's links: the same tensors, none of the teacher's
+minutes), one process builds the forward direction's run once and times ``--steps`` updates of each
+(network, batch tokens, precision) after two warm-up updates: the whole update, and in a second pass
+its parts, each ended by a device synchronisation: the batch's tensors and guide targets on the host,
+the forward pass with the losses, the backward pass and the optimizer step. Prints one JSON line per
+configuration and writes bench/results/gpu_steps.{csv,json} (``--results NAME``).
+
+    python bench/gpu_steps.py --device cuda
+    python bench/gpu_steps.py --device cpu --batch-tokens 2000 --steps 5
+
+A benchmark: it prints numbers and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+
+def setup(device: str, tmp: Path):
+    import quality
+    import torch
+
+    from attnalign.data.corpus import read_corpus
+    from attnalign.training.options import preset_options
+    from attnalign.training.run import DirectionRun
+
+    d = quality.build("enfr")["dir"]
+    pairs = read_corpus(d / "corpus.src", d / "corpus.tgt")
+    links = [[(min(j * len(s) // len(t), len(s) - 1), j) for j in range(len(t))] for s, t in pairs]
+    from attnalign.nmt.checkpoint import FORMAT_VERSION
+
+    config = {"format_version": FORMAT_VERSION, "directions": ["forward"]}
+    (tmp / "config.json").write_text(json.dumps(config))
+    opts = preset_options("align", batch_tokens=2000)
+    run = DirectionRun(pairs, tmp, "forward", opts, asdict(opts.network()), torch.device(device), links)
+    run._prepare(False)
+    return run
+
+
+def configure(run, model_type: str, batch_tokens: int, precision: str) -> None:
+    """The run's network rebuilt for ``model_type``, batches of ``batch_tokens``, ``precision``."""
+    import torch
+
+    from attnalign.nmt.models import build_model
+    from attnalign.training.run import _adam
+
+    opts = replace(run.options, model_type=model_type, batch_tokens=batch_tokens, precision=precision)
+    run.options, run.model_config = opts, asdict(opts.network())
+    torch.manual_seed(1)
+    run.model = run.net = build_model(model_type, run.model_config, len(run.loaded.src_vocab),
+                                      len(run.loaded.tgt_vocab)).to(run.device).train()
+    run.opt = _adam(run.model.parameters(), opts.base_lr)
+    run.progress.offset = 0
+
+
+def measure(run, steps: int) -> dict:
+    import torch
+
+    from attnalign.nmt.batching import make_batch
+    from attnalign.training.guide import guide_targets
+    from attnalign.training.run import Silent
+
+    sync = torch.cuda.synchronize if run.device.type == "cuda" else (lambda: None)
+    groups = run._epoch_batches()
+    groups = [groups[k % len(groups)] for k in range(steps + 2)]
+    for g in groups[:2]:
+        run._update(g, Silent())
+    sync()
+    tokens = sum(sum(run.lengths[k][1] + 1 for k in g) for g in groups[2:])
+    t0 = time.perf_counter()
+    for g in groups[2:]:
+        run._update(g, Silent())
+    sync()
+    whole = (time.perf_counter() - t0) / steps
+    parts = {"host": 0.0, "forward": 0.0, "backward_step": 0.0}
+    for g in groups[2:]:
+        t = time.perf_counter()
+        b = make_batch(g, [run.src_ids[k] for k in g], [run.tgt_ids[k] for k in g]).to(run.device)
+        guide_targets(b, [run.tok_links[k] for k in g], null_to_eos=True).to(run.device)
+        sync()
+        t1 = time.perf_counter()
+        objective, _, _ = run._objective(b, g)
+        sync()
+        t2 = time.perf_counter()
+        run.opt.zero_grad(set_to_none=True)
+        objective.backward()
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.options.clip)
+        run.opt.step()
+        sync()
+        t3 = time.perf_counter()
+        parts["host"] += t1 - t
+        parts["forward"] += t2 - t1
+        parts["backward_step"] += t3 - t2
+    peak = torch.cuda.max_memory_allocated() / 2**20 if run.device.type == "cuda" else 0.0
+    return {"ms_per_update": round(1000 * whole, 1), "tokens_per_s": round(tokens / steps / whole),
+            **{f"{k}_ms": round(1000 * v / steps, 1) for k, v in parts.items()},
+            "peak_gpu_mb": round(peak)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--networks", nargs="+", default=["rnn", "transformer"])
+    ap.add_argument("--batch-tokens", type=int, nargs="+", default=[2000, 8000, 32000])
+    ap.add_argument("--precisions", nargs="+", default=["bf16", "fp32"])
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--results", default="gpu_steps")
+    common.add_data_option(ap)
+    args = ap.parse_args()
+    common.use_data(args.data)
+    import torch
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print("SKIPPED: torch sees no CUDA GPU", file=sys.stderr)
+        return
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        run = setup(args.device, Path(tmp))
+        for network in args.networks:
+            for tokens in args.batch_tokens:
+                for precision in args.precisions:
+                    if run.device.type == "cuda":
+                        torch.cuda.reset_peak_memory_stats()
+                    configure(run, network, tokens, precision)
+                    row = {"device": args.device, "network": network, "batch_tokens": tokens,
+                           "precision": precision, **measure(run, args.steps)}
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+                    common.write_rows(args.results, rows)
+
+
+if __name__ == "__main__":
+    main()

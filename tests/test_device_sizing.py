@@ -1,0 +1,129 @@
+"""Training sized for the device: ``--batch-tokens auto`` (batches, rate, passes), ``--precision``, and
+the batch and guide tensors built as whole arrays (checked against their row-by-row definition)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from helpers import SAMPLE
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_align import invoke
+
+from attnalign.errors import OptionError
+from attnalign.nmt.batching import make_batch
+from attnalign.nmt.vocab import BOS_ID, EOS_ID, PAD_ID
+from attnalign.training.guide import guide_targets, link_arrays
+from attnalign.training.options import (
+    CPU_BATCH_TOKENS,
+    EPOCHS_FULL_PAIRS,
+    EPOCHS_FULL_PAIRS_GPU,
+    GPU_BATCH_TOKENS,
+    TrainOptions,
+    gpu_batch_tokens,
+    parse_batch_tokens,
+    preset_options,
+)
+
+GIB = 2**30
+
+
+def test_batch_tokens_auto_on_a_cpu_is_todays_preset():
+    opts = preset_options("align").for_device("cpu", corpus_tokens=10**7)
+    assert (opts.batch_tokens, opts.lr, opts.precision, opts.auto_full_pairs) == (2000, 2e-3, "fp32",
+                                                                                 EPOCHS_FULL_PAIRS)
+
+
+def test_batch_tokens_auto_on_a_gpu_by_hand():
+    # 80 GiB: the memory share holds 0.25 * 80 GiB / 64 KiB = 327,680 tokens, so the corpus decides
+    assert gpu_batch_tokens(230_000, 80 * GIB) == 2000  # 10k pairs: 1,150 a batch, raised to the CPU's
+    assert gpu_batch_tokens(4_000_000, 80 * GIB) == 20_000  # 160k pairs: 200 updates a pass
+    assert gpu_batch_tokens(8_000_000, 80 * GIB) == GPU_BATCH_TOKENS  # 310k pairs: the cap
+    assert gpu_batch_tokens(8_000_000, 2 * GIB) == 8192  # a 2 GiB card: 0.25 * 2 GiB / 64 KiB
+    opts = preset_options("align").for_device("cuda", 4_000_000, memory=80 * GIB)
+    assert opts.batch_tokens == 20_000
+    assert opts.lr == pytest.approx(2e-3 * math.sqrt(10))  # sqrt(20,000 / 2,000)
+    assert opts.auto_full_pairs == EPOCHS_FULL_PAIRS_GPU and opts.precision == "fp32"
+    assert opts.passes(310_000) == 5.0  # the preset's full passes
+    assert preset_options("align").passes(310_000) == pytest.approx(5 * math.sqrt(40_000 / 310_000))
+
+
+def test_given_batch_tokens_are_kept_on_any_device():
+    opts = TrainOptions(batch_tokens=3000, lr=1e-3, precision="bf16")
+    assert opts.for_device("cuda", 10**7, memory=80 * GIB) == opts
+
+
+def test_bad_batch_tokens_and_precision_name_the_option():
+    with pytest.raises(OptionError, match="--batch-tokens"):
+        parse_batch_tokens("lots")
+    assert parse_batch_tokens("4000") == 4000 and parse_batch_tokens("auto") == "auto"
+    with pytest.raises(OptionError, match="--precision"):
+        TrainOptions(precision="fp8").check()
+    with pytest.raises(OptionError, match="--batch-tokens"):
+        TrainOptions(batch_tokens=0).check()
+
+
+def test_train_records_what_auto_resolved_to_and_bf16_trains(tmp_path):
+    """On a CPU ``--batch-tokens auto`` is the preset's 2,000 and config.json records the number, so
+    ``--resume`` repeats the run; ``--precision bf16`` trains under autocast and is recorded."""
+    model = tmp_path / "m"
+    r = invoke("train", "--src", SAMPLE / "train.en", "--tgt", SAMPLE / "train.fr", "--preset", "align-fast",
+               "--epochs", "1", "--hidden", "16", "--emb-dim", "8", "--subword", "200", "--max-steps", "3",
+               "--precision", "bf16", "--device", "cpu", "--model", model, "--quiet")
+    assert r.exit_code == 0, r.stderr
+    saved = json.loads((model / "config.json").read_text())["train_options"]
+    assert (saved["batch_tokens"], saved["precision"], saved["lr"]) == (CPU_BATCH_TOKENS, "bf16", 2e-3)
+    r = invoke("train", "--src", SAMPLE / "train.en", "--tgt", SAMPLE / "train.fr", "--batch-tokens", "many",
+               "--model", tmp_path / "x", "--quiet")
+    assert r.exit_code == 2 and "--batch-tokens" in r.stderr
+
+
+def _batch_by_rows(src_ids, tgt_ids):
+    """make_batch's definition, row by row."""
+    s_max, t_max = max(map(len, src_ids)) + 1, max(map(len, tgt_ids)) + 1
+    src = torch.full((len(src_ids), s_max), PAD_ID)
+    tgt_in, tgt_out = torch.full((len(src_ids), t_max), PAD_ID), torch.full((len(src_ids), t_max), PAD_ID)
+    for k, (s, t) in enumerate(zip(src_ids, tgt_ids, strict=True)):
+        src[k, :len(s) + 1] = torch.tensor([*s, EOS_ID])
+        tgt_in[k, :len(t) + 1] = torch.tensor([BOS_ID, *t])
+        tgt_out[k, :len(t) + 1] = torch.tensor([*t, EOS_ID])
+    return src, tgt_in, tgt_out
+
+
+def _targets_by_rows(b, links, null_to_eos):
+    """guide_targets' definition, row by row."""
+    B, T = b.tgt_in.shape
+    g = torch.zeros(B, T, b.src.size(1))
+    for k, lk in enumerate(links):
+        for i, j in lk:
+            g[k, j, i] = 1.0
+        if null_to_eos:
+            for j in range(b.tgt_len[k]):
+                if g[k, j].sum() == 0:
+                    g[k, j, b.src_len[k]] = 1.0
+    return g / g.sum(-1, keepdim=True).clamp(min=1.0)
+
+
+pair = st.tuples(st.lists(st.integers(4, 50), min_size=1, max_size=9),
+                 st.lists(st.integers(4, 50), min_size=1, max_size=9))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(pair, min_size=1, max_size=6), st.randoms(use_true_random=False), st.booleans())
+def test_whole_array_batches_and_targets_match_their_row_by_row_definition(pairs, rnd, null_to_eos):
+    src_ids, tgt_ids = [s for s, _ in pairs], [t for _, t in pairs]
+    b = make_batch(list(range(len(pairs))), src_ids, tgt_ids)
+    src, tgt_in, tgt_out = _batch_by_rows(src_ids, tgt_ids)
+    assert torch.equal(b.src, src) and torch.equal(b.tgt_in, tgt_in) and torch.equal(b.tgt_out, tgt_out)
+    assert torch.equal(b.src_mask, src != PAD_ID)
+    assert b.src_len == [len(s) for s in src_ids] and b.tgt_len == [len(t) for t in tgt_ids]
+    links = [[(rnd.randrange(len(s)), rnd.randrange(len(t))) for _ in range(rnd.randrange(4))]
+             for s, t in pairs]
+    want = _targets_by_rows(b, links, null_to_eos)
+    assert torch.equal(guide_targets(b, links, null_to_eos), want)
+    assert torch.equal(guide_targets(b, link_arrays(links), null_to_eos), want)
+    assert all(a.dtype == np.int32 for a in link_arrays(links))
