@@ -39,14 +39,14 @@ def test_batch_tokens_auto_on_a_cpu_is_todays_preset():
 
 
 def test_batch_tokens_auto_on_a_gpu_by_hand():
-    # 80 GiB: the memory share holds 0.25 * 80 GiB / 64 KiB = 327,680 tokens, so the corpus decides
+    # 80 GiB: the memory share holds 0.25 * 80 GiB / 160 KiB = 131,072 tokens, so the corpus decides
     assert gpu_batch_tokens(230_000, 80 * GIB) == 2000  # 10k pairs: 1,150 a batch, raised to the CPU's
-    assert gpu_batch_tokens(4_000_000, 80 * GIB) == 20_000  # 160k pairs: 200 updates a pass
-    assert gpu_batch_tokens(8_000_000, 80 * GIB) == GPU_BATCH_TOKENS  # 310k pairs: the cap
-    assert gpu_batch_tokens(8_000_000, 2 * GIB) == 8192  # a 2 GiB card: 0.25 * 2 GiB / 64 KiB
-    opts = preset_options("align").for_device("cuda", 4_000_000, memory=80 * GIB)
-    assert opts.batch_tokens == 20_000
-    assert opts.lr == pytest.approx(2e-3 * math.sqrt(10))  # sqrt(20,000 / 2,000)
+    assert gpu_batch_tokens(2_400_000, 80 * GIB) == 12_000  # 100k pairs: 200 updates a pass
+    assert gpu_batch_tokens(8_000_000, 80 * GIB) == GPU_BATCH_TOKENS == 16_000  # 310k pairs: the cap
+    assert gpu_batch_tokens(8_000_000, 2 * GIB) == 3276  # a 2 GiB card: 0.25 * 2 GiB / 160 KiB
+    opts = preset_options("align").for_device("cuda", 2_400_000, memory=80 * GIB)
+    assert opts.batch_tokens == 12_000
+    assert opts.lr == pytest.approx(2e-3 * math.sqrt(6))  # sqrt(12,000 / 2,000)
     assert opts.auto_full_pairs == EPOCHS_FULL_PAIRS_GPU and opts.precision == "fp32"
     assert opts.passes(310_000) == 5.0  # the preset's full passes
     assert preset_options("align").passes(310_000) == pytest.approx(5 * math.sqrt(40_000 / 310_000))

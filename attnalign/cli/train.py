@@ -122,9 +122,9 @@ EpochsOpt = option(str, "--epochs", panel=TRAINING, help=(
     f"{_FAST['auto_epochs']} and {_FAST['auto_epochs']} x sqrt(...) with --preset align-fast)."))
 MaxStepsOpt = option(int | None, "--max-steps", panel=TRAINING, help="Stop after this many updates.")
 BatchTokensOpt = option(str | None, "--batch-tokens", panel=TRAINING, help=(
-    f"Padded tokens per batch, or auto: {CPU_BATCH_TOKENS:,} on a CPU; on a CUDA GPU about 1/"
-    f"{GPU_UPDATES_PER_PASS} of the corpus's words, {CPU_BATCH_TOKENS:,} to {GPU_BATCH_TOKENS:,}, at --lr x "
-    f"sqrt(tokens / {CPU_BATCH_TOKENS:,}), and --epochs auto's full passes up to "
+    f"Padded tokens per batch, or auto: {CPU_BATCH_TOKENS:,} on a CPU; on a CUDA GPU a "
+    f"{GPU_UPDATES_PER_PASS}th of the corpus's words, {CPU_BATCH_TOKENS:,} to {GPU_BATCH_TOKENS:,}, at "
+    f"--lr x sqrt(tokens / {CPU_BATCH_TOKENS:,}), and --epochs auto's full passes up to "
     f"{EPOCHS_FULL_PAIRS_GPU:,} pairs."), show_default=f"{DEFAULTS.batch_tokens}; "
     f"{_ALIGN['batch_tokens']} with --preset align or align-fast")
 PrecisionOpt = option(str, "--precision", panel=RUNTIME, help=(

@@ -34,10 +34,10 @@ PRECISIONS = ("fp32", "bf16")  # --precision: the arithmetic of training (bf16: 
 # the batch's size against CPU_BATCH_TOKENS, and under --epochs auto the full passes up to
 # EPOCHS_FULL_PAIRS_GPU pairs (docs/benchmarks.md, "The student on a GPU").
 CPU_BATCH_TOKENS = 2000
-GPU_BATCH_TOKENS = 32_000
+GPU_BATCH_TOKENS = 16_000
 GPU_UPDATES_PER_PASS = 200
 GPU_MEMORY_SHARE = 0.25
-GPU_BYTES_PER_TOKEN = 64 * 1024  # peak GPU memory per padded batch token, with room to spare
+GPU_BYTES_PER_TOKEN = 160 * 1024  # peak GPU memory per padded batch token (the Transformer's, the larger)
 EPOCHS_FULL_PAIRS_GPU = 400_000
 
 
