@@ -8,6 +8,12 @@ and AER on the 447 En-Fr test sentences.
 
     python bench/gpu.py                              # every row (needs a CUDA GPU for the cuda rows)
     python bench/gpu.py --sizes 10000 --devices cuda cpu
+    python bench/gpu.py --devices cuda --sizes 10000 --variant "tf=--model-type transformer" --variant "rnn="
+    python bench/gpu.py --devices cuda --budget 480  # no row starts after 8 minutes (a lent GPU's call)
+
+``--variant LABEL=OPTIONS`` adds options to ``train --preset align`` (repeatable; the 10k rows also
+report the 37 trial sentences, which choose between variants); ``--align-args`` adds options to each
+``align corpus``. A row that fails is reported and the others go on; the CSV is rewritten after each row.
 
 Each stage is a fresh process (its peak memory is its own). Writes bench/results/gpu.{csv,json}
 (``--results NAME``). A benchmark: it prints numbers and asserts nothing; rows whose device torch does
@@ -141,6 +147,9 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     variants = [v.split("=", 1) if "=" in v else (v, "") for v in args.variant] or [("preset", "")]
     rows, t0 = [], time.perf_counter()
+    # the teacher's loops are compiled once per installation (numba caches them): not inside a row's time
+    run(["align", "statistical", "--src", ROOT / "sample_data" / "train.en", "--tgt",
+         ROOT / "sample_data" / "train.fr", "-o", WORK / "warm-up.align", "--quiet"])
     for device in args.devices:
         if device == "cuda" and not torch.cuda.is_available():
             print("SKIPPED: the cuda rows: torch sees no CUDA GPU", file=sys.stderr)

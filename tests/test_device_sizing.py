@@ -75,8 +75,14 @@ def test_train_records_what_auto_resolved_to_and_bf16_trains(tmp_path):
                "--epochs", "1", "--hidden", "16", "--emb-dim", "8", "--subword", "200", "--max-steps", "3",
                "--precision", "bf16", "--device", "cpu", "--model", model, "--quiet")
     assert r.exit_code == 0, r.stderr
-    saved = json.loads((model / "config.json").read_text())["train_options"]
+    config = json.loads((model / "config.json").read_text())
+    saved = config["train_options"]
     assert (saved["batch_tokens"], saved["precision"], saved["lr"]) == (CPU_BATCH_TOKENS, "bf16", 2e-3)
+    import sentencepiece
+
+    # the pieces depend on sentencepiece's version: the run records it (and torch's)
+    assert config["libraries"]["sentencepiece"] == sentencepiece.__version__
+    assert config["libraries"]["torch"] == torch.__version__
     r = invoke("train", "--src", SAMPLE / "train.en", "--tgt", SAMPLE / "train.fr", "--batch-tokens", "many",
                "--model", tmp_path / "x", "--quiet")
     assert r.exit_code == 2 and "--batch-tokens" in r.stderr

@@ -140,10 +140,26 @@ def write_config(model_dir: Path, options: TrainOptions, directions: list[str], 
         "data": data or {},
         "finished": finished or [],
         **({"self_train_round": self_round} if self_round else {}),
+        "libraries": libraries(),
     }
     with atomic_open(model_dir / "config.json") as f:
         json.dump(payload, f, indent=2)
         f.write("\n")
+
+
+def libraries() -> dict[str, str | None]:
+    """The versions of the libraries a run's result depends on: another sentencepiece cuts the same
+    corpus into other pieces (0.2.2 made 15% fewer of the En-Fr corpus than 0.2.3), so the same
+    options, seed and data give another model (docs/benchmarks.md, "The student on a GPU")."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in ("torch", "sentencepiece", "numpy", "numba"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
 
 
 def start_round(model_dir: Path, self_round: int, going_on: bool = False) -> None:
