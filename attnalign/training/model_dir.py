@@ -148,9 +148,9 @@ def write_config(model_dir: Path, options: TrainOptions, directions: list[str], 
 
 
 def libraries() -> dict[str, str | None]:
-    """The versions of the libraries a run's result depends on: another sentencepiece cuts the same
-    corpus into other pieces (0.2.2 made 15% fewer of the En-Fr corpus than 0.2.3), so the same
-    options, seed and data give another model (docs/benchmarks.md, "The student on a GPU")."""
+    """The versions of the libraries a run's result depends on: another sentencepiece can cut the same
+    corpus into other pieces, so the same options, seed and data give another model (docs/benchmarks.md,
+    "The student on a GPU")."""
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
