@@ -155,6 +155,7 @@ def trial_files() -> tuple[Path, Path]:
 
 # --systems: attnalign train --preset VALUE and these options
 PRESETS = {"preset": ("align", []), "preset-fast": ("align-fast", []),
+           "preset-tf": ("align", ["--model-type", "transformer"]),
            "preset-st": ("align", ["--self-train", "1", "--self-train-epochs", "1.5"]),
            "preset-st3": ("align", ["--self-train", "1", "--self-train-epochs", "3"]),
            "preset-st3-s3": ("align", ["--self-train", "1", "--self-train-epochs", "3",
@@ -224,8 +225,9 @@ def worker(args) -> None:
                  for f, r in zip(read(f"{out}.fwd"), read(f"{out}.rev"), strict=True)]
         out.write_text("".join(" ".join(f"{i}-{j}" for i, j in x) + "\n" for x in links))
     seconds = seconds or time.perf_counter() - t
-    rss = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    emit({"seconds": seconds, "peak_rss_mb": rss / 1024, **extra})
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu = sum(u.ru_utime + u.ru_stime for u in usage)  # every process's CPU time, torchrun's ranks too
+    emit({"seconds": seconds, "cpu_s": cpu, "peak_rss_mb": max(u.ru_maxrss for u in usage) / 1024, **extra})
 
 
 def exponent(rows: list[dict], key: str) -> float | None:
@@ -247,7 +249,8 @@ def main() -> None:
                          "(the student and its teacher) and --teacher off (the student alone); preset-fast: "
                          "the same with --preset align-fast; preset-st: --preset align --self-train 1 "
                          "--self-train-epochs 1.5; preset-st3: the same with --self-train-epochs 3; "
-                         "preset-st3-s3: that with --guide-samplers 3")
+                         "preset-st3-s3: that with --guide-samplers 3; preset-tf: --preset align with "
+                         "--model-type transformer")
     ap.add_argument("--epochs", nargs="+", default=["auto"],
                     help="preset systems: train --epochs VALUE, a run for each (auto: the preset's passes)")
     ap.add_argument("--results", default="scale", help="name of the results files in bench/results")
@@ -280,6 +283,7 @@ def main() -> None:
                 continue
             r = parse_result(p.stdout)
             row = {"system": system, "pairs": pairs, "epochs": epochs, "seconds": round(r["seconds"], 1),
+                   "cpu_s": round(r["cpu_s"], 1),
                    "pairs_per_s": round(pairs / r["seconds"]), "peak_rss_mb": round(r["peak_rss_mb"]),
                    "aer": round(aer(out), 2),
                    "train_s": round(r["train_s"], 1) if "train_s" in r else None,
