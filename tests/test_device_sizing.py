@@ -65,6 +65,8 @@ def test_bad_batch_tokens_and_precision_name_the_option():
         TrainOptions(precision="fp8").check()
     with pytest.raises(OptionError, match="--batch-tokens"):
         TrainOptions(batch_tokens=0).check()
+    with pytest.raises(OptionError, match="--init-from"):  # fine-tuning is not autocast: refused, not ignored
+        TrainOptions(precision="bf16", init_from="hf:some/model").check()
 
 
 def test_train_records_what_auto_resolved_to_and_bf16_trains(tmp_path):

@@ -204,6 +204,9 @@ class TrainOptions:
         if self.self_train_epochs is not None and not self.self_train:
             raise OptionError("--self-train-epochs sets the passes of self-training rounds: there are none",
                               hint="add --self-train N, or leave --self-train-epochs out")
+        if self.precision != "fp32" and self.init_from is not None:
+            raise OptionError("--precision bf16 trains attnalign's own networks; --init-from fine-tunes a "
+                              "pretrained model in its own precision", hint="leave --precision out")
         if self.self_train and (self.guide != "auto" or self.init_from is not None):
             raise OptionError("--self-train learns from a model and its built-in teacher",
                               hint="train with --guide auto (as --preset align does), not --guide FILE "
