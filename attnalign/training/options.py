@@ -29,7 +29,7 @@ MAX_SELF_TRAIN = 5  # --self-train rounds
 PRECISIONS = ("fp32", "bf16")  # --precision: the arithmetic of training (bf16: torch.autocast)
 # --batch-tokens auto: batches, learning rate and passes sized for the device (TrainOptions.for_device).
 # On a CPU the preset's 2,000 tokens, at the rate --lr gives. On a CUDA GPU, batches of about
-# 1 / GPU_UPDATES_PER_PASS of the corpus's padded tokens, between CPU_BATCH_TOKENS and GPU_BATCH_TOKENS
+# 1 / GPU_UPDATES_PER_PASS of the corpus's words, between CPU_BATCH_TOKENS and GPU_BATCH_TOKENS
 # (less where GPU_MEMORY_SHARE of the GPU's memory holds fewer), the rate scaled by the square root of
 # the batch's size against CPU_BATCH_TOKENS, and under --epochs auto the full passes up to
 # EPOCHS_FULL_PAIRS_GPU pairs (docs/benchmarks.md, "The student on a GPU").
@@ -37,7 +37,7 @@ CPU_BATCH_TOKENS = 2000
 GPU_BATCH_TOKENS = 16_000
 GPU_UPDATES_PER_PASS = 200
 GPU_MEMORY_SHARE = 0.25
-GPU_BYTES_PER_TOKEN = 160 * 1024  # peak GPU memory per padded batch token (the Transformer's, the larger)
+GPU_BYTES_PER_TOKEN = 160 * 1024  # peak GPU memory per padded batch token, the larger network's
 EPOCHS_FULL_PAIRS_GPU = 400_000
 
 
@@ -65,7 +65,7 @@ def parse_batch_tokens(text: str | int | None) -> int | str | None:
 def gpu_batch_tokens(corpus_tokens: int, memory: int) -> int:
     """``--batch-tokens auto`` on a CUDA GPU of ``memory`` bytes for a corpus of ``corpus_tokens``
     words (the longer side of each pair): about GPU_UPDATES_PER_PASS updates a pass, within
-    CPU_BATCH_TOKENS..GPU_BATCH_TOKENS and the memory share."""
+    CPU_BATCH_TOKENS..GPU_BATCH_TOKENS and the memory share (at least 256 tokens, a few pairs)."""
     fits = int(GPU_MEMORY_SHARE * memory / GPU_BYTES_PER_TOKEN)
     wanted = max(CPU_BATCH_TOKENS, min(GPU_BATCH_TOKENS, corpus_tokens // GPU_UPDATES_PER_PASS))
     return max(256, min(wanted, fits))
@@ -93,7 +93,7 @@ class TrainOptions:
     max_steps: int | None = None
     batch_tokens: int | str = 1000  # or "auto": sized for the device (for_device)
     lr: float | None = None  # None: the model type's (see base_lr)
-    precision: str = "fp32"  # fp32 | bf16 (autocast; measured slower for the preset's small networks)
+    precision: str = "fp32"  # fp32 | bf16 (torch.autocast; docs/benchmarks.md says why fp32)
     auto_full_pairs: int = EPOCHS_FULL_PAIRS  # --epochs auto: the full passes up to this many pairs
     warmup: int = 200
     clip: float = 1.0
