@@ -6,8 +6,9 @@ a diagonal guide standing in for the teacher's links: the same tensors, none of 
 minutes), one process builds the forward direction's run once and times ``--steps`` updates of each
 (network, batch tokens, precision) after two warm-up updates: the whole update, and in a second pass
 its parts, each ended by a device synchronisation: the batch's tensors and guide targets on the host,
-the forward pass with the losses, the backward pass and the optimizer step. Prints one JSON line per
-configuration and writes bench/results/gpu_steps.{csv,json} (``--results NAME``).
+the forward pass with the losses (which builds the guide targets again, as an update does), the
+backward pass and the optimizer step. Prints one JSON line per configuration and writes
+bench/results/gpu_steps.{csv,json} (``--results NAME``).
 
     python bench/gpu_steps.py --device cuda
     python bench/gpu_steps.py --device cpu --batch-tokens 2000 --steps 5

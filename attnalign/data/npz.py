@@ -13,7 +13,8 @@ import numpy as np
 from ..errors import AttnAlignError
 
 
-def _memory() -> int | None:
+def machine_memory() -> int | None:
+    """This machine's physical memory in bytes (None where the system does not say)."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -24,7 +25,7 @@ def check_members(npz, path: str | os.PathLike, what: str) -> None:
     """Raise an :class:`AttnAlignError` naming ``path`` (a ``what``) unless every array of the open
     ``numpy.load`` result ``npz`` declares no more data than its zip entry holds, and no more than this
     machine's memory."""
-    memory = _memory()
+    memory = machine_memory()
     for info in npz.zip.infolist():
         try:
             with npz.zip.open(info) as f:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..data.npz import machine_memory
 from ..errors import OptionError, require
 
 ATTENTION_TYPES = ("additive", "dot", "general", "scaled-dot")
@@ -17,13 +18,9 @@ def check_fits(params: int, memory: int | None = None) -> None:
     """Refuse a network whose weights, gradients and optimizer state (``params`` parameters, at least)
     cannot fit this machine's memory (``memory`` bytes; None: the physical memory), before anything is
     allocated."""
-    import os
-
-    if memory is None:
-        try:
-            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):  # not a POSIX system: no estimate
-            return
+    memory = machine_memory() if memory is None else memory
+    if memory is None:  # not a POSIX system: no estimate
+        return
     need = params * BYTES_PER_PARAM
     if need > memory:
         raise OptionError(f"the network needs at least {need / 2**30:,.1f} GiB for its weights, gradients "

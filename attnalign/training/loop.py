@@ -184,9 +184,7 @@ def _for_device(options: TrainOptions, pairs: Pairs, note) -> TrainOptions:
     resolved when it began), told to ``note`` on a GPU."""
     if options.batch_tokens != "auto":
         return options
-    device = resolve_device(options.device)
-    if dist.launched() and device.type == "cuda":
-        device = torch.device(dist.process_gpu())
+    device = _process_device(options.device)
     words = sum(max(len(s), len(t)) + 1 for s, t in pairs)
     resolved = options.for_device(device.type, words, cuda_memory(device))
     if note and device.type == "cuda":
@@ -195,11 +193,18 @@ def _for_device(options: TrainOptions, pairs: Pairs, note) -> TrainOptions:
     return resolved
 
 
-def _device(name: str) -> torch.device:
+def _process_device(name: str) -> torch.device:
     """The device of this process: under torchrun on GPUs, the GPU of its local rank."""
     device = resolve_device(name)
     if dist.launched() and device.type == "cuda":
-        device = torch.device(dist.process_gpu())  # before the group: a missing GPU is a clear error
+        device = torch.device(dist.process_gpu())
+    return device
+
+
+def _device(name: str) -> torch.device:
+    """:func:`_process_device`, with the process group started (torchrun) once it is known, so that a
+    missing GPU is a clear error before the group."""
+    device = _process_device(name)
     dist.init(gpu=device.type == "cuda")
     return device
 
