@@ -32,3 +32,50 @@ def write(path: Path, text: str | bytes) -> Path:
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+class StubRun:
+    """A direction's run for :func:`attnalign.training.parallel.train_in_processes` that fails as told
+    inside its worker: ``"kill"`` (SIGKILL, as the out-of-memory killer does), ``"raise"`` (a bug),
+    ``"refuse"`` (an error the user can fix) or ``"sleep"`` (it never ends). Importable in the worker when
+    the tests folder is on its PYTHONPATH."""
+
+    def __init__(self, direction: str, how: str):
+        self.direction, self.how = direction, how
+
+    def train(self, dev, resume, reporter) -> dict:
+        import os
+        import signal
+        import time
+
+        from attnalign.errors import AttnAlignError
+
+        if self.how == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if self.how == "raise":
+            raise ValueError("broken at start")
+        if self.how == "refuse":
+            raise AttnAlignError("this run cannot go on", hint="fix it")
+        time.sleep(300)
+        return {}

@@ -10,11 +10,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
-from helpers import SAMPLE
+from helpers import SAMPLE, children, running
 
 from attnalign.data.corpus import read_corpus
 from attnalign.nmt.checkpoint import load_checkpoint
@@ -91,27 +90,6 @@ def test_killed_align_keeps_the_old_output_and_a_rerun_completes(data):
         assert out.read_text() in ("OLD\n", want)  # whole or not at all
         assert run(*args).returncode == 0 and out.read_text() == want
         assert strays(out) == []
-
-
-def children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (Linux /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children found through /proc")

@@ -4,11 +4,15 @@ the processes reach the caller."""
 
 from __future__ import annotations
 
-import multiprocessing
+import os
+import signal
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
-from helpers import SAMPLE
+from helpers import SAMPLE, StubRun, children, running
 from test_align import invoke
 
 from attnalign.data.corpus import read_corpus
@@ -82,21 +86,52 @@ def test_a_failing_direction_stops_the_run_with_its_error(tmp_path, pairs, monke
         train(pairs, tmp_path / "m", tiny(parallel_directions="on", threads=2, lr=1e30, epochs=1,
                                           label_smoothing=0.0))
     assert "--lr" in e.value.hint
-    assert multiprocessing.active_children() == []  # the other direction's process was stopped
+    assert workers() == []  # the other direction's process was stopped
+
+
+def workers() -> list[int]:
+    """This process's living worker processes."""
+    return [k for k in children(os.getpid()) if running(k)]
 
 
 def test_a_process_that_cannot_start_gives_its_own_error(monkeypatch):
-    class Job:  # never pickled: the processes do not start
-        def __init__(self, direction):
-            self.direction = direction
-
-    def refuse(self):
+    def refuse(*a, **k):
         raise OSError("cannot start a process")
 
-    monkeypatch.setattr(torch.multiprocessing.get_context("spawn").Process, "start", refuse)
+    monkeypatch.setattr(par.subprocess, "Popen", refuse)
     with pytest.raises(OSError, match="cannot start a process"):
-        par.train_in_processes([(Job("forward"), None), (Job("reverse"), None)], False, 1, None,
-                               lambda d: None)
+        par.train_in_processes([(StubRun("forward", "sleep"), None), (StubRun("reverse", "sleep"), None)],
+                               False, 1, None, lambda d: None)
+
+
+@pytest.fixture
+def stubs_importable(monkeypatch):
+    """The workers can import tests/helpers.StubRun; the test fails instead of hanging past 60 s."""
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+
+    def hung(*_):
+        raise TimeoutError("train_in_processes still waits after 60 s")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers found through /proc")
+@pytest.mark.parametrize("how, error, message", [
+    ("kill", AttnAlignError, "the process training the forward direction was killed by SIGKILL"),
+    ("raise", RuntimeError, "training the forward direction failed:.*ValueError: broken at start"),
+    ("refuse", AttnAlignError, "this run cannot go on"),
+])
+def test_a_worker_that_dies_or_fails_stops_the_run_within_seconds(stubs_importable, how, error, message):
+    t0 = time.perf_counter()
+    with pytest.raises(error, match=message):  # the other direction's worker would sleep for 300 s
+        par.train_in_processes([(StubRun("forward", how), None), (StubRun("reverse", "sleep"), None)],
+                               False, 1, None, lambda d: None)
+    assert time.perf_counter() - t0 < 30
+    assert workers() == []
 
 
 def test_warnings_from_the_processes_reach_the_caller(tmp_path, pairs):

@@ -2,26 +2,30 @@
 
 An RNN decoder with input feeding takes one small step per target position, and steps that small
 leave a second thread mostly idle; two processes with one thread each do more work on two cores than
-one process with two threads (README, "Training throughput"). Each process trains one direction exactly
-as a sequential run would (its own seed, checkpoints and log rows); the parent gathers their progress
-into one display and their summaries into one result. A child dies with its parent (SIGKILL
-included), so an interrupted run leaves no process behind and ``--resume`` continues both directions.
+one process with two threads. Each worker (:mod:`.worker`) trains one direction exactly as a sequential
+run would (its own seed, checkpoints and log rows); the parent gathers their progress into one display
+and their summaries into one result. A worker dies with its parent (SIGKILL included), so an
+interrupted run leaves no process behind and ``--resume`` continues both directions; a worker that dies
+ends the parent's wait at once (its socket closes).
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import signal
+import socket
+import subprocess
 import sys
-import traceback
 import warnings
 from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
 
 import torch
 
 from .. import dist
 from ..errors import AttnAlignError, OptionError
+from .worker import Events
 
 # ``auto`` starts processes for corpora of this many pairs or more: below, the few seconds each process
 # takes to start weigh more than what the processes save.
@@ -48,53 +52,6 @@ def wanted(choice: str, directions: list[str], device: torch.device, threads: in
 def threads_each(threads: int | None) -> int:
     """The CPU threads of each direction's process: half of the run's (at least 1)."""
     return max(1, (threads or torch.get_num_threads()) // 2)
-
-
-class _Forward:
-    """A child's reporter: every event goes to the parent's queue, tagged with the direction."""
-
-    def __init__(self, events, direction: str):
-        self.events, self.direction = events, direction
-
-    def start(self, direction: str, total_steps: int, done_steps: int) -> None:
-        self.events.put(("start", self.direction, total_steps, done_steps))
-
-    def step(self, step: int, loss: float, tokens_per_s: float) -> None:
-        self.events.put(("step", self.direction, step, loss, tokens_per_s))
-
-    def validation(self, row: dict) -> None:
-        self.events.put(("validation", self.direction, row))
-
-    def end(self) -> None:
-        pass
-
-
-def _die_with_parent() -> None:
-    """Have the kernel kill this process when its parent dies (Linux); elsewhere a parent that is killed
-    leaves the child to finish its direction."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            return
-        if os.getppid() == 1:  # the parent died before the call
-            os._exit(1)
-
-
-def _child(run, dev, resume: bool, threads: int, events) -> None:
-    """One direction's training in a spawned process (``run`` is a :class:`~.run.DirectionRun`)."""
-    _die_with_parent()
-    torch.set_num_threads(threads)
-    warnings.showwarning = lambda message, category, *_a, **_k: events.put(
-        ("warning", run.direction, str(message), category))
-    try:
-        events.put(("done", run.direction, run.train(dev, resume, _Forward(events, run.direction))))
-    except AttnAlignError as e:
-        events.put(("error", run.direction, e))
-    except BaseException:  # a bug: the parent shows the child's traceback
-        events.put(("crash", run.direction, traceback.format_exc()))
 
 
 class _Display:
@@ -150,58 +107,98 @@ class _Display:
 
 def train_in_processes(jobs: list, resume: bool, threads: int, reporter,
                        on_done: Callable[[str], None]) -> dict[str, dict]:
-    """Train each ``(run, dev)`` of ``jobs`` in its own spawned process with ``threads`` threads; call
-    ``on_done(direction)`` as each finishes; return each direction's summary. The first error stops
-    the others and is raised here."""
-    ctx = torch.multiprocessing.get_context("spawn")
-    events = ctx.Queue()
-    procs = {run.direction: ctx.Process(target=_child, args=(run, dev, resume, threads, events),
-                                        name=f"attnalign-train-{run.direction}", daemon=True)
-             for run, dev in jobs}
-    display = _Display(reporter, list(procs))
+    """Train each ``(run, dev)`` of ``jobs`` in a worker process of its own (:mod:`.worker`) with
+    ``threads`` threads; call ``on_done(direction)`` as each finishes; return each direction's summary.
+    The first error, or a worker's death, stops the others and is raised here."""
+    workers: dict[str, _Worker] = {}
+    display = _Display(reporter, [run.direction for run, _ in jobs])
     summaries: dict[str, dict] = {}
-    gone: set[str] = set()  # children seen dead before their last event arrived
     try:
-        for p in procs.values():
-            p.start()
-        while len(summaries) < len(procs):
-            try:
-                kind, direction, *data = events.get(timeout=1.0)
-            except queue.Empty:
-                _check_alive(procs, summaries, gone)
-                continue
-            if kind == "done":
-                summaries[direction] = data[0]
-                display.finished(direction)
-                on_done(direction)
-            elif kind == "error":
-                raise data[0]
-            elif kind == "crash":
-                raise RuntimeError(f"training the {direction} direction failed:\n{data[0]}")
-            elif kind == "warning":
-                warnings.warn(data[0], data[1], stacklevel=1)
-            else:
-                display.event(kind, direction, *data)
+        for run, _ in jobs:
+            workers[run.direction] = _Worker.start(run.direction)
+        for run, dev in jobs:
+            workers[run.direction].send((run, dev, resume, threads))
+        while len(summaries) < len(workers):
+            listening = {w.events.conn: w for d, w in workers.items() if d not in summaries}
+            for conn in wait(list(listening), timeout=1.0):
+                kind, direction, *data = listening[conn].receive()
+                if kind == "done":
+                    summaries[direction] = data[0]
+                    display.finished(direction)
+                    on_done(direction)
+                elif kind == "error":
+                    raise data[0]
+                elif kind == "crash":
+                    last = data[0].strip().splitlines()[-1]
+                    raise RuntimeError(f"training the {direction} direction failed: {last}\n"
+                                       f"the worker's traceback:\n{data[0]}")
+                elif kind == "warning":
+                    warnings.warn(data[0], data[1], stacklevel=1)
+                else:
+                    display.event(kind, direction, *data)
     finally:
         display.end()
-        for p in procs.values():
-            if p.pid is None:  # never started (the error being raised came from starting it)
-                continue
-            if p.is_alive():
-                p.terminate()
-            p.join()
+        for w in workers.values():
+            w.stop()
     return summaries
 
 
-def _check_alive(procs: dict, summaries: dict, gone: set[str]) -> None:
-    """Raise if a child died without a last word (killed, out of memory); a child seen dead gets one
-    more wait for the events it sent before it exited."""
-    for direction, p in procs.items():
-        if direction in summaries or p.is_alive():
-            continue
-        if direction in gone:
-            raise AttnAlignError(
-                f"the process training the {direction} direction stopped (exit code {p.exitcode})",
-                hint="out of memory? lower --batch-tokens; the checkpoints written so far are kept: "
-                     "continue with attnalign train --model DIR --resume")
-        gone.add(direction)
+class _Worker:
+    """One worker process and its end of the socket."""
+
+    def __init__(self, direction: str, proc: subprocess.Popen, events: Events):
+        self.direction, self.proc, self.events = direction, proc, events
+
+    @classmethod
+    def start(cls, direction: str) -> _Worker:
+        """Start ``python -m attnalign.training.worker`` (the package found where this one was loaded
+        from, whatever the caller's path), its socket passed as an inherited descriptor."""
+        ours, theirs = socket.socketpair()
+        root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "attnalign.training.worker", str(theirs.fileno())],
+                                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, env=env)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        return cls(direction, proc, Events(Connection(ours.detach())))
+
+    def send(self, job: tuple) -> None:
+        try:
+            self.events.put(job)
+        except OSError:  # the worker died before it read its job
+            raise self._died() from None
+
+    def receive(self) -> tuple:
+        try:
+            return self.events.get()
+        except (EOFError, OSError):  # the worker exited without its last word: killed, out of memory
+            raise self._died() from None
+
+    def _died(self) -> AttnAlignError:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        how = (f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0
+               else f"stopped (exit code {code})")
+        return AttnAlignError(
+            f"the process training the {self.direction} direction {how}",
+            hint="out of memory? lower --batch-tokens; the checkpoints written so far are kept: continue "
+                 "with attnalign train --model DIR --resume")
+
+    def stop(self) -> None:
+        """End the worker (if it still runs) and wait for it: SIGTERM, then SIGKILL after 5 s."""
+        self.events.conn.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
