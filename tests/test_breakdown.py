@@ -77,6 +77,9 @@ def test_score_breakdown_cli(tmp_path):
     rows = {(x["dimension"], x["band"]): x for x in json.loads(r.stdout)["breakdown"]}
     assert rows[("type", "1-many")]["sure"] == 2 and rows[("type", "1-many")]["hits_sure"] == 1
     assert rows[("type", "1-1")]["links"] == 4  # (1, 2), (2, 3) and the second pair's two
+    # a type band's links are all gold links (or none): no precision there, where other bands have one
+    assert all(x["precision"] is None for (dim, _), x in rows.items() if dim == "type")
+    assert rows[("distance", "0-1")]["precision"] == 5 / 6
     table = runner.invoke(app, ["score", str(gold), str(pred), "--corpus", str(write(
         tmp_path / "c", "not a car ||| ne pas une voiture\na car ||| une voiture\n")), "--breakdown"])
     assert table.exit_code == 0, table.stderr

@@ -176,10 +176,8 @@ def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
 
     m, pairs = recorded
     test = open_corpus(SAMPLE / "test.en", SAMPLE / "test.fr")
-    assert len(training_corpus(m, test, "auto")) == len(pairs)
-    assert training_corpus(m, test, "aligned") is None
-    itself = open_corpus(tmp_path / "train.en", tmp_path / "train.fr")
-    assert training_corpus(m, itself, "auto") is None  # aligning the training corpus: no second copy
+    assert len(training_corpus(m, "auto")) == len(pairs)
+    assert training_corpus(m, "aligned") is None
     base = ["align", "corpus", "--model", str(m), "--src", str(SAMPLE / "test.en"), "--tgt",
             str(SAMPLE / "test.fr"), "--quiet", "--teacher", "on"]
     runner = CliRunner()
@@ -192,9 +190,9 @@ def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
     # a changed training file: training is an error
     (tmp_path / "train.fr").write_text("changed\n" * len(pairs), encoding="utf-8")
     with pytest.warns(UserWarning, match="has changed since training"):
-        assert training_corpus(m, test, "auto") is None
+        assert training_corpus(m, "auto") is None
     with pytest.raises(AttnAlignError, match="has changed"):
-        training_corpus(m, test, "training")
+        training_corpus(m, "training")
     gone = runner.invoke(app, [*base, "--teacher-corpus", "training"])
     assert gone.exit_code == 1 and "error:" in gone.stderr and "has changed" in gone.stderr
     bad = runner.invoke(app, [*base, "--teacher-corpus", "everything"])
@@ -292,3 +290,95 @@ def test_an_old_guided_model_is_combined_with_the_teacher_that_guided_it(guided,
     (old / "config.json").write_text(json.dumps(config))
     resumed = TrainOptions.from_saved(config["train_options"]).teacher
     assert Aligner(old).teacher_options == resumed == TeacherOptions(COMBINED, "posterior", 0, 0.0)
+
+
+def test_a_part_of_the_training_corpus_gets_the_links_of_the_whole(recorded, tmp_path):
+    """Each pair counts once: aligning lines of the training corpus (in any order) gives them the links
+    the whole corpus gives them, with the kept teacher read pair by pair or with one trained again, and
+    the teacher's corpus is the training corpus, not the training corpus plus the lines again."""
+    m, pairs = recorded
+    runner = CliRunner()
+    picked = [*range(150, 100, -1), 7, 7]  # backwards, one line twice
+    for name, k in (("part.en", 0), ("part.fr", 1)):
+        (tmp_path / name).write_text("".join(" ".join(pairs[j][k]) + "\n" for j in picked), encoding="utf-8")
+    base = ["align", "corpus", "--model", str(m), "--quiet", "--teacher", "on"]
+
+    def align(src, tgt, out):
+        r = runner.invoke(app, [*base, "--src", str(tmp_path / src), "--tgt", str(tmp_path / tgt),
+                                "-o", str(tmp_path / out)])
+        assert r.exit_code == 0, r.output
+        assert f"teacher_pairs={len(pairs)}" in r.stderr
+        return (tmp_path / out).read_text().splitlines()
+
+    for kept in (True, False):  # the kept teacher's matrices; a teacher trained now on the same corpus
+        if not kept:
+            (m / "teacher.npz").unlink()
+        whole = align("train.en", "train.fr", "whole.align")
+        part = align("part.en", "part.fr", "part.align")
+        assert part == [whole[j] for j in picked], kept
+
+
+def test_the_teacher_learns_the_training_pairs_once_and_the_new_ones_as_given(recorded, tmp_path):
+    m, pairs = recorded
+    new = (["the", "small", "dog"], ["le", "petit", "chien"])
+    lines = [new, pairs[3], new, pairs[5]]
+    for name, k in (("new.en", 0), ("new.fr", 1)):
+        (tmp_path / name).write_text("".join(" ".join(p[k]) + "\n" for p in lines), encoding="utf-8")
+    r = CliRunner().invoke(app, ["align", "corpus", "--model", str(m), "--quiet", "--teacher", "on",
+                                 "--src", str(tmp_path / "new.en"), "--tgt", str(tmp_path / "new.fr")])
+    assert r.exit_code == 0, r.output
+    assert f"teacher_pairs={len(pairs) + 2}" in r.stderr  # the training corpus and the new lines
+
+
+def test_joined_index_by_hand():
+    from attnalign.decoding.teacher import joined_index
+
+    # learned: keys 5, 6, 5; aligned: 6, 9, 9, 5, 4, 5, 5 (the third 5 takes the last one learned)
+    assert joined_index([6, 9, 9, 5, 4, 5, 5], [5, 6, 5]) == ([1, 2, 4], [1, 3, 4, 0, 5, 2, 2])
+    assert joined_index([2, 2, 3], []) == ([0, 1, 2], [0, 1, 2])
+
+
+def test_report_default_output_is_what_align_corpus_writes_for_the_corpus(tmp_path):
+    """The gold sentences first in the training corpus, as the standard protocol lays them: the report
+    on the gold lines scores the links that align corpus gives those lines when it aligns the corpus,
+    and says which teacher made them."""
+    from helpers import sample_texts
+
+    src, tgt = sample_texts(tmp_path, 900)  # with the 100 dev pairs, enough for --teacher auto
+    for path, side in ((src, "en"), (tgt, "fr")):
+        path.write_text((SAMPLE / f"dev.{side}").read_text() + path.read_text())
+    runner = CliRunner()
+    m = tmp_path / "m"
+    r = runner.invoke(app, ["train", "--src", str(src), "--tgt", str(tgt), "--model", str(m), "--quiet",
+                            "--model-type", "transformer", "--d-model", "16", "--heads", "2", "--layers", "1",
+                            "--direction", "both", "--guide", "auto", "--align-head", "--epochs", "1"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["align", "corpus", "--model", str(m), "--src", str(src), "--tgt", str(tgt),
+                            "--quiet", "-o", str(tmp_path / "all.align")])
+    assert r.exit_code == 0, r.output
+    head = "".join((tmp_path / "all.align").read_text().splitlines(True)[:100])
+    (tmp_path / "dev.align").write_text(head)
+    r = runner.invoke(app, ["score", str(SAMPLE / "dev.gold.pharaoh"), str(tmp_path / "dev.align"), "--json"])
+    corpus_aer = json.loads(r.stdout)["aer"]
+    out = tmp_path / "rep"
+    r = runner.invoke(app, ["report", "--model", str(m), "--src", str(SAMPLE / "dev.en"), "--tgt",
+                            str(SAMPLE / "dev.fr"), "--gold", str(SAMPLE / "dev.gold.pharaoh"),
+                            "-o", str(out), "--gallery", "1"])
+    assert r.exit_code == 0, r.output
+    import pandas as pd
+
+    scores = pd.read_csv(out / "scores.csv")
+    default = scores[scores.configuration.str.startswith("align corpus default output")]
+    assert default.aer.iloc[0] == pytest.approx(corpus_aer, abs=1e-6)
+    page = (out / "index.html").read_text()
+    assert "Its teacher: the one train kept, of the model&#x27;s 1,000 training pairs" in page
+
+
+def test_an_empty_side_is_reported_once(recorded, tmp_path):
+    m, pairs = recorded
+    (tmp_path / "e.en").write_text("".join(" ".join(s) + "\n" for s, _ in pairs[:20]) + "lonely\n")
+    (tmp_path / "e.fr").write_text("".join(" ".join(t) + "\n" for _, t in pairs[:20]) + "\n")
+    r = CliRunner().invoke(app, ["align", "corpus", "--model", str(m), "--quiet", "--teacher", "on",
+                                 "--src", str(tmp_path / "e.en"), "--tgt", str(tmp_path / "e.fr")])
+    assert r.exit_code == 0, r.output
+    assert r.stderr.count("have an empty side") == 1

@@ -93,7 +93,8 @@ TeacherCorpusOpt = option(TeacherCorpus, "--teacher-corpus", panel=TEACHER_PANEL
     "training corpus, read again from the files train recorded), kept (the pairs being aligned, going on "
     "from what the teacher of train --guide auto learned, kept in the model directory); auto: training "
     f"where those files are unchanged and hold at most {TEACHER_CORPUS_MAX_PAIRS:,} pairs, else kept where "
-    "the model directory keeps it, else aligned."))
+    "the model directory keeps it, else aligned. A pair the training corpus holds is not added again; where "
+    "it holds every pair being aligned, the teacher train kept is read for them."))
 TeacherWeightOpt = option(float | None, "--teacher-weight", panel=TEACHER_PANEL,
                           help="The teacher's share of each combined matrix, 0-1.", show_default=(
                               f"{TEACHER_DECODING['weight']}; {TEACHER_DECODING_LARGE['weight']} where the "

@@ -63,13 +63,14 @@ def breakdown_table(s: SystemScore) -> Table:
     """One system's scores (%) by band: :mod:`attnalign.eval.breakdown`."""
     t = Table(title=Text(f"Breakdown of {printable(s.name)} (%)"), title_justify="left",
               caption=Text("frequency: the source word's count in the text; distance: source words off "
-                           "the diagonal; extra: predicted links the gold lacks"))
+                           "the diagonal; extra: predicted links the gold lacks; a type band has no "
+                           "precision (its links are all gold links, or in the extra bands none)"))
     for name in ("by", "band", "links", "sure", "possible", "P", "R", "AER"):
         t.add_column(name, justify="left" if name in ("by", "band") else "right")
     for b in s.bands or []:
         c = b.counts
         t.add_row(b.dimension, b.band, str(c.hyp), str(c.sure), str(c.possible),
-                  pct(c.precision) if c.hyp else "-", pct(c.recall) if c.sure else "-",
+                  pct(c.precision) if c.hyp and b.has_precision else "-", pct(c.recall) if c.sure else "-",
                   pct(c.aer) if c.hyp or c.sure else "-")
     return t
 

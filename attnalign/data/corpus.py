@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import codecs
+import hashlib
 import io
 import os
 import re
@@ -23,6 +24,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
+
+import numpy as np
 
 from ..errors import CorpusError, OptionError, warn
 from .fileio import check_one_stdin
@@ -199,7 +202,8 @@ class ParallelCorpus:
 
     Open it with :func:`open_corpus`, which validates the files. Each iteration re-reads the files.
     ``empty_pairs`` counts pairs with an empty side seen by the last complete iteration; such pairs are
-    kept (they get an empty alignment line) and reported in a warning.
+    kept (they get an empty alignment line) and reported in a warning, once however often the corpus
+    is read.
     """
 
     src_path: Path | None
@@ -209,6 +213,7 @@ class ParallelCorpus:
     encoding: str = "utf-8"
     lowercase: bool = False
     empty_pairs: int = field(default=0, init=False)
+    _warned: bool = field(default=False, init=False, repr=False)
 
     def __len__(self) -> int:
         return self.n_pairs
@@ -240,7 +245,8 @@ class ParallelCorpus:
                 empty += 1
             yield s, t
         self.empty_pairs = empty
-        if empty:
+        if empty and not self._warned:
+            self._warned = True
             warn(
                 f"{self.name}: {empty} of {self.n_pairs} pairs have an empty side; they are kept "
                 "and get an empty alignment line"
@@ -291,4 +297,16 @@ def read_corpus(
 ) -> list[tuple[Tokens, Tokens]]:
     """Read a whole parallel corpus into memory (see :func:`open_corpus`)."""
     return list(open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lowercase))
+
+
+def pair_keys(pairs) -> np.ndarray:
+    """A 64-bit key of each pair's tokens, ``[n]`` uint64: equal pairs, equal keys (a pair is the same
+    pair wherever it appears: the teacher learns from it once)."""
+    keys = np.empty(len(pairs), dtype=np.uint64)
+    for k, (s, t) in enumerate(pairs):
+        h = hashlib.blake2b(digest_size=8)
+        h.update(" ".join(s).encode("utf-8", "surrogatepass") + b"\t" +
+                 " ".join(t).encode("utf-8", "surrogatepass"))
+        keys[k] = int.from_bytes(h.digest(), "little")
+    return keys
 

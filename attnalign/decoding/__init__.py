@@ -24,12 +24,14 @@ from .teacher import (
            TEACHER_DECODING,
            TEACHER_DECODING_LARGE,
            TEACHER_MIN_PAIRS,
+           JoinedCorpus,
+           TeacherView,
            blend,
            teacher_decoding,
 )
 
 __all__ = ["DECODERS", "HEAD_DECODING", "LINK_METHODS", "SYMMETRIZATIONS", "TEACHER_CHOICES",
            "TEACHER_CORPUS_CHOICES", "TEACHER_CORPUS_MAX_PAIRS", "TEACHER_DECODING", "TEACHER_DECODING_LARGE",
-           "TEACHER_MIN_PAIRS", "THRESHOLD", "argmax_links", "argmax_src_links", "blend", "decode_matrix",
-           "decode_pair", "inter_links", "register_decoder", "register_symmetrization", "symmetrize",
-           "teacher_decoding", "threshold_links"]
+           "TEACHER_MIN_PAIRS", "THRESHOLD", "JoinedCorpus", "TeacherView", "argmax_links",
+           "argmax_src_links", "blend", "decode_matrix", "decode_pair", "inter_links", "register_decoder",
+           "register_symmetrization", "symmetrize", "teacher_decoding", "threshold_links"]

@@ -43,6 +43,12 @@ class Band:
     band: str
     counts: Counts
 
+    @property
+    def has_precision(self) -> bool:
+        """Whether the band's precision says something: a type band is the gold's shape around the link,
+        so its predicted links are all gold links (precision 100) or, in the extra bands, none (0)."""
+        return self.dimension != "type"
+
 
 def frequency_band(count: int) -> str:
     if count <= RARE_MAX:

@@ -66,8 +66,8 @@ class SystemScore:
             row.update(delta_aer=self.paired.delta, delta_aer_low=self.paired.interval.low,
                        delta_aer_high=self.paired.interval.high, p_value=self.paired.p_value)
         if self.bands is not None:
-            row["breakdown"] = [{"dimension": b.dimension, "band": b.band, **b.counts.as_dict()}
-                                for b in self.bands]
+            row["breakdown"] = [{"dimension": b.dimension, "band": b.band, **b.counts.as_dict(),
+                                 **({} if b.has_precision else {"precision": None})} for b in self.bands]
         return row
 
 

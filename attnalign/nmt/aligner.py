@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import chain, islice
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,8 @@ from ..decoding import (
     SYMMETRIZATIONS,
     TEACHER_MIN_PAIRS,
     THRESHOLD,
+    JoinedCorpus,
+    TeacherView,
     blend,
     decode_pair,
     teacher_decoding,
@@ -193,29 +195,33 @@ class Aligner:
         return self.may_want_teacher and n_pairs >= TEACHER_MIN_PAIRS
 
     def fit_teacher(self, pairs, extra=None, kept: tuple[dict, int] | None = None) -> None:
-        """Train the statistical teacher on ``pairs`` (the corpus about to be aligned) followed by
-        ``extra`` pairs if given (the model's training corpus), each read once, and decode every later
-        :meth:`align` of ``pairs`` with it (:meth:`use_teacher`). ``kept``:
-        the counts a teacher kept from the training corpus and its number of pairs
-        (``statistical.teacher_file.load_kept``), which the teacher goes on from over ``pairs`` instead of
-        starting from nothing."""
+        """Train the statistical teacher on ``extra`` pairs if given (the model's training corpus) and
+        the pairs of ``pairs`` (the corpus about to be aligned) that ``extra`` does not hold, each pair
+        once (:class:`~attnalign.decoding.teacher.JoinedCorpus`), and decode every later :meth:`align`
+        of ``pairs`` with it (:meth:`use_teacher`). ``kept``: the counts a teacher kept from the
+        training corpus and its number of pairs (``statistical.teacher_file.load_kept``), which the
+        teacher goes on from instead of starting from nothing."""
+        self.fit_joined(JoinedCorpus(pairs, extra), kept)
+
+    def fit_joined(self, corpus: JoinedCorpus, kept: tuple[dict, int] | None = None) -> None:
+        """:meth:`fit_teacher` on a corpus already joined."""
         from ..statistical import SoftTeacher
 
         if dist.launched():
             raise OptionError("combining with the teacher runs in one process, not under torchrun",
                               hint="give --teacher off, or align without torchrun")
         o = self.teacher_options
-        corpus = pairs if extra is None else chain(pairs, extra)
-        self.use_teacher(SoftTeacher(corpus, o.model, prefix=o.prefix, identical=o.identical,
-                                     samplers=o.samplers, kept=kept[0] if kept else None),
-                         kept[1] if kept else 0)
+        soft = SoftTeacher(corpus, o.model, prefix=o.prefix, identical=o.identical, samplers=o.samplers,
+                           kept=kept[0] if kept else None)
+        self.use_teacher(TeacherView(soft, corpus.index), kept[1] if kept else 0)
 
     def use_teacher(self, teacher, kept_pairs: int = 0) -> None:
         """Decode every later :meth:`align` with ``teacher``'s matrices (a fitted
-        :class:`~attnalign.statistical.SoftTeacher`, or one kept in the model directory), the "auto"
-        decoding that of a teacher of its pairs and ``kept_pairs`` (those of the counts it went on
-        from): :func:`~attnalign.decoding.teacher_decoding`."""
-        self.teacher = teacher
+        :class:`~attnalign.statistical.SoftTeacher`, one kept in the model directory, or a
+        :class:`~attnalign.decoding.teacher.TeacherView` of either), the "auto" decoding that of a
+        teacher of its pairs and ``kept_pairs`` (those of the counts it went on from):
+        :func:`~attnalign.decoding.teacher_decoding`."""
+        self.teacher = teacher if isinstance(teacher, TeacherView) else TeacherView(teacher)
         self._teacher_pairs = teacher.pairs + kept_pairs
         self.options = resolve_decoding(replace(self._given, device=self.options.device),
                                         self.meta["directions"], self._head, teacher=self._teacher_pairs)
@@ -309,8 +315,8 @@ class Aligner:
     def _teacher_matrices(self, start: int, n: int) -> list[np.ndarray] | None:
         if self.teacher is None:
             return None
-        if start + n > self.teacher.pairs:
-            raise AttnAlignError(f"the teacher was trained on {self.teacher.pairs} pairs but the corpus "
+        if start + n > self.teacher.aligned:
+            raise AttnAlignError(f"the teacher was fitted for {self.teacher.aligned} pairs but the corpus "
                                  f"being aligned has more", hint="align the corpus the teacher was fitted on")
         return self.teacher.matrices(start, start + n)
 

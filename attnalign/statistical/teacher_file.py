@@ -5,10 +5,12 @@ from them instead of starting from nothing. Torch-free.
 
 The file is a NumPy ``.npz``: ``cells`` (every pair's ``[T, S]`` matrix, row-major, one after the
 other, each weight as a byte: round(255 w)), ``shapes`` (``[n, 2]``: T and S per pair, in corpus
-order; a pair with an empty side has no cells), ``meta`` (JSON: the teacher's options and the
-corpus fingerprint) and, for the models that keep them, ``kept.<model>.<fwd|rev>.<array>``
-(:meth:`.learned.KeptCounts.arrays`). A byte per cell keeps 310,000 Hansards pairs under 200 MB; the
-rounding (at most 1/510) is far below what moves a link across the decoding threshold.
+order; a pair with an empty side has no cells), ``keys`` (``[n]``: each pair's
+:func:`~attnalign.data.corpus.pair_keys`, so that any part of the corpus finds its matrices), ``meta``
+(JSON: the teacher's options and the corpus fingerprint) and, for the models that keep them,
+``kept.<model>.<fwd|rev>.<array>`` (:meth:`.learned.KeptCounts.arrays`). A byte per cell keeps
+310,000 Hansards pairs under 200 MB; the rounding (at most 1/510) is far below what moves a link across
+the decoding threshold.
 """
 
 from __future__ import annotations
@@ -42,9 +44,9 @@ def teacher_meta(options: dict, fingerprint: str, pairs: int) -> dict:
 
 
 def save_matrices(path: str | os.PathLike, teacher, keep: list[int], shapes: list[tuple[int, int]],
-                  meta: dict) -> None:
+                  meta: dict, keys: np.ndarray | None = None) -> None:
     """Write ``teacher``'s matrices (a fitted :class:`.align.SoftTeacher` over the pairs ``keep`` of a
-    corpus whose pairs have ``shapes`` (T, S), in order) to ``path``, atomically."""
+    corpus whose pairs have ``shapes`` (T, S) and ``keys``, in order) to ``path``, atomically."""
     offsets = np.zeros(len(shapes) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([t * s for t, s in shapes])
     cells = np.zeros(int(offsets[-1]), dtype=np.uint8)
@@ -54,13 +56,16 @@ def save_matrices(path: str | os.PathLike, teacher, keep: list[int], shapes: lis
     kept = {name: array for model, sides in getattr(teacher, "kept", {}).items()
             for side, counts in zip(_SIDES, sides, strict=True)
             for name, array in counts.arrays(f"kept.{model}.{side}.").items()}
+    if keys is not None:
+        kept["keys"] = np.asarray(keys, dtype=np.uint64)
     with atomic_open(path, "wb") as f:
         np.savez(f, cells=cells, shapes=np.asarray(shapes, dtype=np.int64).reshape(-1, 2),
                  meta=np.array(json.dumps(meta)), **kept)
 
 
 class SavedTeacher:
-    """A kept teacher: :meth:`matrices` as a fitted :class:`.align.SoftTeacher` gives them."""
+    """A kept teacher: :meth:`matrices` as a fitted :class:`.align.SoftTeacher` gives them; ``keys``:
+    its pairs' keys (None in a file kept before they were)."""
 
     def __init__(self, path: str | os.PathLike):
         with np.load(Path(path), allow_pickle=False) as z:
@@ -68,9 +73,12 @@ class SavedTeacher:
             self.meta = json.loads(str(z["meta"]))
             shapes = z["shapes"]
             self._cells = z["cells"]
+            self.keys = z["keys"] if "keys" in z.files else None
         if not isinstance(self.meta, dict) or shapes.ndim != 2 or shapes.shape[1] != 2 \
                 or shapes.dtype.kind not in "iu" or (shapes < 0).any() or self._cells.dtype != np.uint8:
             raise ValueError("not a teacher file")
+        if self.keys is not None and (self.keys.dtype != np.uint64 or self.keys.shape != (len(shapes),)):
+            raise ValueError("the teacher file's keys do not match its shapes")
         self._shapes = shapes
         self._offsets = np.concatenate([[0], np.cumsum(shapes[:, 0] * shapes[:, 1])])
         if self._offsets[-1] != len(self._cells):
@@ -121,6 +129,18 @@ def load_matching(model_dir: str | os.PathLike, options: dict, pairs: int,
         return SavedTeacher(Path(model_dir) / FILE)
 
     return _read(model_dir, matching)
+
+
+def load_keyed(model_dir: str | os.PathLike, options: dict) -> SavedTeacher | None:
+    """The model directory's kept teacher if it was kept with these teacher ``options`` and records its
+    pairs' keys; else None (none kept, other options, a file from before keys were kept, or one that
+    cannot be read)."""
+    def keyed(z, meta):
+        if _stored_options(meta) != options or "keys" not in z.files:
+            return None
+        return SavedTeacher(Path(model_dir) / FILE)
+
+    return _read(model_dir, keyed)
 
 
 def load_kept(model_dir: str | os.PathLike, options: dict) -> tuple[dict, int] | None:

@@ -16,7 +16,7 @@ import torch
 
 from .. import statistical
 from ..data.alignments import Link
-from ..data.corpus import Pairs
+from ..data.corpus import Pairs, pair_keys
 from ..nmt.subword import Segmenter
 from .options import TrainOptions
 
@@ -56,7 +56,8 @@ def keep_teacher(model_dir, teacher, keep: list[int], pairs: Pairs, options: Tra
 
     shapes = [(len(t), len(s)) for s, t in pairs]
     teacher_file.save_matrices(Path(model_dir) / teacher_file.FILE, teacher, keep, shapes,
-                               teacher_file.teacher_meta(asdict(options.teacher), fingerprint, len(pairs)))
+                               teacher_file.teacher_meta(asdict(options.teacher), fingerprint, len(pairs)),
+                               pair_keys(pairs))
 
 
 def guide_targets(batch, tok_links: Sequence[Sequence[tuple[int, int]]], null_to_eos: bool = False

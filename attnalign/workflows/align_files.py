@@ -16,17 +16,22 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from ..data.alignments import Alignment, format_pharaoh_line
-from ..data.corpus import open_corpus
+from ..data.corpus import open_corpus, pair_keys, tokenize
 from ..data.fileio import atomic_open, check_distinct, check_writable, is_stdio
+from ..decoding import TEACHER_CORPUS_MAX_PAIRS, TEACHER_MIN_PAIRS, JoinedCorpus, TeacherView
+from ..decoding.teacher import joined_index
 from ..dist import world
+from ..errors import AttnAlignError, OptionError, require, warn
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_gold_for
+from ..statistical import teacher_file
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import SYMS, TeacherOptions
+from ..statistical.progress import reporting
 
 if TYPE_CHECKING:
     from ..nmt.aligner import AlignedPair, AlignOptions
@@ -104,7 +109,6 @@ def align_corpus_files(
         if path is not None:
             check_writable(path, what)
     if is_stdio(output) and is_stdio(save_attention):
-        from ..errors import OptionError
 
         raise OptionError("--output and --save-attention cannot both go to stdout (-)")
     aligner = Aligner(model, options or AlignOptions())
@@ -168,92 +172,97 @@ def _write_pairs(aligner, pairs, model, output, save_attention, json_lines: bool
     return per_sentence, eos_total, tgt_words
 
 
-def with_teacher(aligner, model, pairs, outputs: dict, progress) -> None:
-    """Combine the aligner with its teacher where it wants one: the teacher kept in the model directory
-    when ``pairs`` are its training corpus; else one trained now on ``pairs`` and, per
-    ``--teacher-corpus``, the model's training corpus (``training``, or ``auto`` where its files are
-    there: an input too, which no output may name), or going on from the counts the kept teacher learned
-    (``kept``, or ``auto`` where the files are not there), or from nothing (``aligned``)."""
-    from ..errors import OptionError
-
+def with_teacher(aligner, model, pairs, outputs: dict, progress) -> str | None:
+    """Combine the aligner with its teacher where it wants one. The teacher learns from each pair once
+    (:class:`~attnalign.decoding.JoinedCorpus`): where every pair being aligned is in the training
+    corpus of the teacher ``train --guide auto`` kept in the model directory, that teacher's matrices
+    are read pair by pair (any part of the training corpus gets the matrices of the whole); else one
+    is trained now, per ``--teacher-corpus``, on the model's training corpus followed by the pairs being
+    aligned that it does not hold (``training``, or ``auto`` where its files are there: an input too,
+    which no output may name), on the pairs being aligned going on from the counts the kept teacher
+    learned (``kept``, or ``auto`` where the files are not there), or on them alone (``aligned``).
+    Returns what the teacher learned from, in words (None: no teacher)."""
+    if not aligner.may_want_teacher:
+        return None
     choice = aligner.options.teacher_corpus
-    going_on = None  # what a kept teacher learned, to go on from
-    if aligner.may_want_teacher and choice in ("auto", "kept"):
-        going_on = _kept_counts(model, aligner)
+    if choice != "aligned":
+        kept = _kept_teacher(model, pairs, aligner)
+        if kept is not None:
+            if not aligner.wants_teacher(kept.pairs):
+                return None
+            aligner.use_teacher(kept)
+            return f"the one train kept, of the model's {kept.pairs:,} training pairs, read for these pairs"
+    going_on = _kept_counts(model, aligner) if choice in ("auto", "kept") else None  # to go on from
     if choice == "kept" and going_on is None:
         raise OptionError("--teacher-corpus kept: the model directory keeps no teacher counts for its "
                           "teacher's options (train --guide auto keeps them)", path=model,
                           hint="give --teacher-corpus auto, training or aligned, or train the model again")
     extra = None  # the model's training corpus, where the teacher also learns from it
-    if aligner.may_want_teacher and choice != "kept":
-        extra = training_corpus(model, pairs, choice, "going on from the counts the model directory keeps"
+    if choice != "kept":
+        extra = training_corpus(model, choice, "going on from the counts the model directory keeps"
                                 if going_on else "")
         if extra is not None:
             going_on = None
             check_distinct(outputs, {"the training corpus": extra.src_path or extra.corpus_path,
                                      "the training corpus's target side": extra.tgt_path})
-    kept_pairs = going_on[1] if going_on else 0
-    if not aligner.wants_teacher(len(pairs) + len(extra or ()) + kept_pairs):
-        return
-    kept = _kept_teacher(model, pairs, aligner) if extra is None else None
-    if kept is not None:
-        aligner.use_teacher(kept)
-    else:
-        _fit_teacher(aligner, pairs, extra, progress, going_on)
+    corpus = JoinedCorpus(pairs, extra)
+    if not aligner.wants_teacher(len(corpus) + (going_on[1] if going_on else 0)):
+        return None
+    _fit_teacher(aligner, corpus, progress, going_on)
+    new = f"{len(corpus.added):,} distinct pairs being aligned"
+    if extra is not None:
+        return f"trained on the model's {len(extra):,} training pairs and {new} that they do not hold"
+    if going_on:
+        return f"trained on {new}, going on from what train's teacher learned of {going_on[1]:,} pairs"
+    return f"trained on {new}"
 
 
 def _kept_counts(model, aligner) -> tuple[dict, int] | None:
     """What the teacher kept in the model directory learned, to go on from, if kept with the teacher's
     options (:func:`attnalign.statistical.teacher_file.load_kept`)."""
-    from dataclasses import asdict
-
     from ..nmt.checkpoint import is_hf_model
-    from ..statistical import teacher_file
 
     return None if is_hf_model(model) else teacher_file.load_kept(model, asdict(aligner.teacher_options))
 
 
-def _kept_teacher(model, pairs, aligner):
-    """The teacher ``train --guide auto`` kept in the model directory, if ``pairs`` are its training
-    corpus and the teacher's options are the same (:mod:`attnalign.statistical.teacher_file`); else None."""
-    from dataclasses import asdict
-
+def _kept_teacher(model, pairs, aligner) -> TeacherView | None:
+    """The teacher ``train --guide auto`` kept in the model directory, read for ``pairs``, if it was kept
+    with the aligner's teacher options and its training corpus holds every pair of ``pairs``
+    (:mod:`attnalign.statistical.teacher_file`); else None. A file kept before pairs' keys were (it
+    holds the training corpus's fingerprint only) serves ``pairs`` that are the whole training corpus."""
     from ..nmt.checkpoint import is_hf_model
-    from ..statistical import teacher_file
     from ..training.model_dir import pairs_fingerprint
 
     if is_hf_model(model):
         return None
-    return teacher_file.load_matching(model, asdict(aligner.teacher_options), len(pairs),
-                               lambda: pairs_fingerprint(pairs))
+    options = asdict(aligner.teacher_options)
+    saved = teacher_file.load_keyed(model, options)
+    if saved is not None:
+        added, index = joined_index(pair_keys(pairs), saved.keys)
+        return None if added else TeacherView(saved, index)
+    old = teacher_file.load_matching(model, options, len(pairs), lambda: pairs_fingerprint(pairs))
+    return None if old is None else TeacherView(old)
 
 
-def _fit_teacher(aligner, pairs, extra, progress, going_on: tuple[dict, int] | None = None) -> None:
-    """Train the aligner's statistical teacher on the corpus, and the training corpus if given, or going
-    on from ``going_on`` (kept counts, and the pairs they were learned from) if given (a warning where
-    they are small)."""
-    from ..decoding import TEACHER_MIN_PAIRS
-    from ..errors import warn
-    from ..statistical.progress import reporting
-
-    n = len(pairs) + len(extra or ()) + (going_on[1] if going_on else 0)
+def _fit_teacher(aligner, corpus: JoinedCorpus, progress, going_on: tuple[dict, int] | None = None) -> None:
+    """Train the aligner's statistical teacher on ``corpus``, going on from ``going_on`` (kept counts,
+    and the pairs they were learned from) if given (a warning where they are small)."""
+    n = len(corpus) + (going_on[1] if going_on else 0)
     if n < TEACHER_MIN_PAIRS:
         warn(f"the teacher is trained on {n} pairs; under {TEACHER_MIN_PAIRS} pairs its matrices are weak: "
              "align them inside a larger corpus, or give --teacher off")
     with reporting(progress):
-        aligner.fit_teacher(pairs, extra, going_on)
+        aligner.fit_joined(corpus, going_on)
 
 
-def training_corpus(model, pairs, choice: str, instead: str = ""):
-    """The model's training corpus for the teacher to train on beside ``pairs`` (``--teacher-corpus``;
-    :data:`~attnalign.decoding.TEACHER_CORPUS_CHOICES`), opened lazily, or None: for ``aligned``; where
-    ``pairs`` are the training corpus itself; and for ``auto`` where the files ``train`` recorded are
+def training_corpus(model, choice: str, instead: str = ""):
+    """The model's training corpus for the teacher to train on (``--teacher-corpus``;
+    :data:`~attnalign.decoding.TEACHER_CORPUS_CHOICES`), opened lazily, or None: for ``aligned``; and
+    for ``auto`` where the files ``train`` recorded are
     gone or changed (a warning says so, and what the teacher does ``instead``: by default, train on
     the pairs being aligned only), were never recorded (a model trained from the library), or hold more
     than :data:`~attnalign.decoding.TEACHER_CORPUS_MAX_PAIRS` pairs. ``training`` makes those cases
     errors."""
-    from ..decoding import TEACHER_CORPUS_MAX_PAIRS
-    from ..errors import AttnAlignError, warn
     from ..nmt.checkpoint import is_hf_model, read_model_config
     from ..training.model_dir import pairs_fingerprint
 
@@ -291,8 +300,6 @@ def training_corpus(model, pairs, choice: str, instead: str = ""):
     if not same:
         return give_up(f"the model's training corpus ({training.name}) has changed since training",
                        "give --teacher-corpus aligned")
-    if len(pairs) == len(training) and pairs_fingerprint(pairs) == data["fingerprint"]:
-        return None  # aligning the training corpus itself
     return training
 
 
@@ -321,7 +328,6 @@ def align_statistical_files(
     (:mod:`attnalign.statistical.progress`). ``threads``: the cores its compiled loops use (None: every
     core). Under torchrun every process trains and rank 0 writes."""
 
-    from ..errors import require
     from ..statistical.kernels import set_threads
 
     require("--threads", threads, low=1, optional=True)
@@ -340,7 +346,6 @@ def align_statistical_files(
     try:
         summary.links, per_sentence = _write_statistical(pairs, teacher, output, writer, golds, progress)
     except MemoryError:
-        from ..errors import AttnAlignError
 
         raise AttnAlignError(
             f"out of memory aligning {len(pairs)} pairs with {model}",
@@ -358,10 +363,8 @@ def _write_statistical(pairs, teacher: TeacherOptions, output, writer: bool, gol
                        ) -> tuple[int, list[Counts]]:
     """Train, then write the links as they are decoded (rank 0); return the number of links and the
     gold sentences' counts."""
-    from ..errors import warn
     from ..statistical import iter_links
     from ..statistical.ids import IdCorpus
-    from ..statistical.progress import reporting
     from ..statistical.settings import MAX_WORDS
 
     long = [0]
@@ -398,8 +401,6 @@ def _write_statistical(pairs, teacher: TeacherOptions, output, writer: bool, gol
 def align_sentence(model: str | os.PathLike, src: str, tgt: str, options: AlignOptions | None = None
                    ) -> tuple[AlignedPair, dict]:
     """One pair given as whitespace-tokenized strings, aligned by ``model``; the settings used."""
-    from ..data.corpus import tokenize
-    from ..errors import OptionError
     from ..nmt.aligner import Aligner, AlignOptions
 
     aligner = Aligner(model, options or AlignOptions())

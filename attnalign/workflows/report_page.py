@@ -98,8 +98,9 @@ def _default_line(default: Result | None) -> str:
     if default is None:
         return ""
     t = default.total
+    teacher = f" Its teacher: {html.escape(default.teacher)}." if default.teacher else ""
     return (f" The {html.escape(default.config.name)}: AER {100 * t.aer:.2f}, precision "
-            f"{100 * t.precision:.2f}, recall {100 * t.recall:.2f}, F1 {100 * t.f1:.2f}.")
+            f"{100 * t.precision:.2f}, recall {100 * t.recall:.2f}, F1 {100 * t.f1:.2f}.{teacher}")
 
 
 def _gallery_html(best: Result, images: dict, pairs: Pairs, plot_args: str | None) -> str:

@@ -41,6 +41,7 @@ class Result:
     config: Config
     per_sentence: list[Counts]
     links: list[list[tuple[int, int]]]
+    teacher: str | None = None  # what the default output's teacher learned from, in words
 
     @property
     def total(self) -> Counts:
@@ -154,17 +155,17 @@ DEFAULT_OUTPUT = "align corpus default output"
 
 def default_output(model_dir, pairs: Pairs, gold: Sequence[Alignment], options) -> Result:
     """What ``align corpus`` writes for ``pairs`` with its defaults and ``options``' device and models:
-    the student combined with its teacher where it has one (trained on ``pairs`` and the model's
-    training corpus, as ``align corpus`` trains it), scored against ``gold``."""
+    the student combined with its teacher where it has one (as ``align corpus`` makes it:
+    :func:`~.align_files.with_teacher`), scored against ``gold``."""
     from ..nmt.aligner import Aligner
     from .align_files import with_teacher
 
     aligner = Aligner(model_dir, options)
-    with_teacher(aligner, model_dir, pairs, {}, None)
+    teacher = with_teacher(aligner, model_dir, pairs, {}, None)
     links = [[]] * len(pairs)
     for p in aligner.align(pairs):
         links[p.index] = list(p.links)
     per = [alignment_counts(Alignment.from_links(lk), g) for lk, g in zip(links, gold, strict=True)]
     o = aligner.options
     label = f"{DEFAULT_OUTPUT}: {'student + teacher' if aligner.teacher is not None else 'student'}"
-    return Result(Config(None, 0, o.decoder, aligner.sym, label=label), per, links)
+    return Result(Config(None, 0, o.decoder, aligner.sym, label=label), per, links, teacher)

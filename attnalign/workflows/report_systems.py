@@ -94,7 +94,8 @@ def write_systems(out: Path, systems: Sequence[Result], gold, pairs: Pairs, freq
     rows = []
     for r in systems:
         hyps = [Alignment.from_links(lk) for lk in r.links]
-        rows += [{"system": r.config.name, "dimension": b.dimension, "band": b.band, **b.counts.as_dict()}
+        rows += [{"system": r.config.name, "dimension": b.dimension, "band": b.band, **b.counts.as_dict(),
+                  **({} if b.has_precision else {"precision": float("nan")})}
                  for b in breakdown(hyps, gold, pairs, frequency)]
     bd = pd.DataFrame(rows).drop(columns=["sentences"])
     # a band with no predicted links has no precision, one with no sure gold links no recall: blank, not 100
