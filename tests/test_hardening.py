@@ -367,3 +367,65 @@ def test_a_signal_inside_a_compiled_loop_is_an_interruption():
     outer.__cause__ = inner
     assert interruption(outer) is stop and interruption(stop) is stop
     assert interruption(SystemError("a real bug")) is None and interruption(ValueError()) is None
+
+
+# --- round 4: no run without an end, a gold counts its own sentences ------------------------------
+
+@pytest.fixture
+def small_texts(tmp_path, pairs):
+    src = write(tmp_path / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs))
+    tgt = write(tmp_path / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs))
+    return src, tgt
+
+
+def test_a_corpus_left_empty_by_max_length_is_one_error_not_an_endless_run(small_texts, tmp_path):
+    src, tgt = small_texts
+    r = invoke("train", "--src", src, "--tgt", tgt, "--model", tmp_path / "x", "--max-length", "1",
+               "--epochs", "1", "--hidden", "16", "--emb-dim", "8")
+    one_error(r, 1, "longer than --max-length 1", "nothing is left to train on")
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("content", [b"0-0 1-1\x00 2-2\n", b"0" * ((64 << 20) + 10)])
+def test_a_file_that_is_not_line_based_text_is_refused_when_read(tmp_path, content):
+    pred = write(tmp_path / "p.align", content)
+    r = invoke("score", SAMPLE / "test.gold.naacl", pred)
+    one_error(r, 1, "not a line-based text file")
+
+
+def test_an_endless_stream_stops_at_the_line_bound(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "attnalign", "score", str(SAMPLE / "test.gold.naacl"),
+                        "/dev/zero"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "no newline in 64 MiB" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_naacl_gold_counts_its_own_sentences(tmp_path):
+    """200 gold sentences, a text and a prediction of 400: the gold's 200 are scored, as a Pharaoh gold's
+    lines are, whatever the text's length."""
+    twice = {n: write(tmp_path / n, (SAMPLE / f).read_text() * 2) for n, f in
+             (("t.en", "test.en"), ("t.fr", "test.fr"), ("p.align", "test.diagonal.align"))}
+    alone = json.loads(invoke("score", SAMPLE / "test.gold.naacl", SAMPLE / "test.diagonal.align",
+                              "--json").stdout)["aer"]
+    for gold in ("test.gold.naacl", "test.gold.pharaoh"):
+        r = invoke("score", SAMPLE / gold, twice["p.align"], "--src", twice["t.en"], "--tgt", twice["t.fr"],
+                   "--json")
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["aer"] == pytest.approx(alone), gold
+        assert "scoring the first 200" in r.stderr
+
+
+@pytest.mark.parametrize("gold", ["pharaoh", "naacl"])
+def test_a_dev_text_longer_than_its_gold_is_scored_on_the_gold_sentences(small_texts, tmp_path, gold):
+    src, tgt = small_texts
+    dev = {side: write(tmp_path / f"dev3.{side}", (SAMPLE / f"test.{side}").read_text() * 3)
+           for side in ("en", "fr")}
+    r = invoke("train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--epochs", "1", "--hidden",
+               "16", "--emb-dim", "8", "--dev-src", dev["en"], "--dev-tgt", dev["fr"], "--dev-gold",
+               SAMPLE / f"test.gold.{gold}", "--quiet")
+    assert r.exit_code == 0, r.output
+    assert "scoring the first 200" in r.stderr
+    log = (tmp_path / "m" / "log.csv").read_text()
+    assert "dev_aer" in log

@@ -304,7 +304,8 @@ def read_alignments(
             NAACL 1-based).
         reverse: the file writes (tgt, src) pairs; swap them to (src, tgt).
         n_sentences: the number of sentences (a NAACL file only lists sentences with links);
-            defaults to the length of ``src_lengths``, else the highest sentence id.
+            defaults to the length of ``src_lengths``, else the highest sentence id. A gold has no more
+            sentences than its own (a Pharaoh gold's lines, a NAACL gold's highest sentence id).
         max_sentences: read only the first N sentences (Pharaoh: lines); ``ReadInfo.lines_ignored``
             counts the rest.
         src_lengths, tgt_lengths: sentence lengths in words; every link is range-checked against them.
@@ -345,6 +346,10 @@ def read_alignments(
             raw = [r for r in raw if r.sent < max_sentences]
             top = max_sentences
         n = top if n_sentences is None else n_sentences
+        if role == "gold" and top < n:  # a gold's sentences are its own: up to its largest sentence id
+            warn(f"{p}: the gold has links for {top} sentences (its largest sentence id) for a text of {n} "
+                 f"sentences; scoring the first {top}")
+            n = top
     _check_base(raw, p, fmt, one_based, role)
     if src_lengths is not None and tgt_lengths is not None:
         _range_check(raw, p, src_lengths, tgt_lengths, one_based, reverse, fmt, role)

@@ -16,7 +16,6 @@ import hashlib
 import io
 import os
 import re
-import shutil
 import stat
 import sys
 import tempfile
@@ -40,6 +39,14 @@ _TRIPLE_BAR = re.compile(r"(?:^|\s)\|\|\|(?=\s|$)")
 
 
 _SPOOLED: dict[str, Path] = {}  # stdin and pipes, copied once to a temporary file (they cannot be re-read)
+# A line longer than this is no text line (a binary file, /dev/zero): the read stops there. 64 MiB holds
+# a line of several million words.
+MAX_LINE_BYTES = 64 << 20
+
+
+def _not_text(path, why: str) -> CorpusError:
+    return CorpusError(f"this is not a line-based text file ({why})", path=path,
+                       hint="give a text file with one sentence (or alignment) per line")
 
 
 def _is_piped(path: str | os.PathLike) -> bool:
@@ -65,12 +72,24 @@ def _spooled(path: str | os.PathLike) -> Path:
                 if sys.stdin is None or sys.stdin.closed:  # started with stdin closed (<&-)
                     raise CorpusError("stdin is closed: there is nothing to read", path=path,
                                       hint="pipe the text in (... | attnalign ...), or give the file's name")
-                shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+                _copy_lines(sys.stdin.buffer, out, path)
             else:
                 with open(path, "rb") as f:
-                    shutil.copyfileobj(f, out, 1 << 20)
+                    _copy_lines(f, out, path)
         _SPOOLED[key] = Path(name)
     return _SPOOLED[key]
+
+
+def _copy_lines(src: BinaryIO, out: BinaryIO, path) -> None:
+    """Copy a stream in blocks, stopping with an error where :data:`MAX_LINE_BYTES` pass without a
+    newline: an endless stream of one line (``/dev/zero``) never fills the disk."""
+    since_newline = 0
+    while block := src.read(1 << 20):
+        last = block.rfind(b"\n")
+        since_newline = since_newline + len(block) if last < 0 else len(block) - last - 1
+        if since_newline > MAX_LINE_BYTES:
+            raise _not_text(path, f"no newline in {MAX_LINE_BYTES >> 20} MiB")
+        out.write(block)
 
 
 def _open_binary(path: str | os.PathLike) -> BinaryIO:
@@ -151,7 +170,13 @@ def read_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[str
     p = Path(path)
     if _byte_lines(check_encoding(encoding)):
         with _open_binary(p) as f:
-            for lineno, raw in enumerate(f, start=1):
+            lineno = 0
+            while raw := f.readline(MAX_LINE_BYTES + 1):
+                lineno += 1
+                if len(raw) > MAX_LINE_BYTES:
+                    raise _not_text(p, f"line {lineno} is longer than {MAX_LINE_BYTES >> 20} MiB")
+                if b"\0" in raw:
+                    raise _not_text(p, f"line {lineno} holds a NUL byte")
                 yield _decode(raw, p, lineno, encoding)
         return
     # UTF-16/32: decode the stream, then split on "\n" only (as the byte path does)

@@ -91,6 +91,7 @@ def train(
         _check_same_data(model_dir, data)
         _check_resumable(model_dir, options)
     keep, train_pairs, guide = _usable_pairs(pairs, guide)
+    _check_some_fit(train_pairs, options.max_length)
     # decided (and a torchrun conflict refused) before the teacher's minutes are spent
     in_processes = parallel.wanted(options.parallel_directions, options.directions, device, options.threads,
                                    len(train_pairs))
@@ -151,6 +152,15 @@ def _usable_pairs(pairs: Pairs, guide):
                                  hint="give one alignment line per training pair")
         guide = [guide[k] for k in keep]
     return keep, [pairs[k] for k in keep], guide
+
+
+def _check_some_fit(pairs: Pairs, limit: int) -> None:
+    """Refuse, before anything is written, a corpus that ``--max-length`` would leave empty: a word is
+    at least one model token, so a pair of more words than the limit (EOS included) is left out."""
+    if all(len(s) + 1 > limit or len(t) + 1 > limit for s, t in pairs):
+        raise AttnAlignError(f"all {len(pairs)} training pairs are longer than --max-length {limit} model "
+                             "tokens: nothing is left to train on",
+                             hint="raise --max-length (it counts model tokens, EOS included)")
 
 
 def _guide(train_pairs: Pairs, guide, options: TrainOptions, note):

@@ -162,6 +162,10 @@ class DirectionRun:
                 if len(s) + 1 <= limit and len(t) + 1 <= limit]
         if len(keep) == len(self.src_ids):
             return
+        if not keep:  # an empty epoch would never end the run
+            raise AttnAlignError(f"all {len(self.src_ids)} training pairs are longer than --max-length "
+                                 f"{limit} model tokens: nothing is left to train on",
+                                 hint="raise --max-length (it counts model tokens, EOS included)")
         if self.direction == self.options.directions[0]:  # the same pairs in both directions: say it once
             warn(f"{len(self.src_ids) - len(keep)} of {len(self.src_ids)} training pairs are longer than "
                  f"--max-length {limit} model tokens: left out")
