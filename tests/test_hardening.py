@@ -429,3 +429,70 @@ def test_a_dev_text_longer_than_its_gold_is_scored_on_the_gold_sentences(small_t
     assert "scoring the first 200" in r.stderr
     log = (tmp_path / "m" / "log.csv").read_text()
     assert "dev_aer" in log
+
+
+# --- round 4: resume takes only its own run --------------------------------------------------------
+
+def _interrupted(folder, src, tgt, seed="1", other=()):
+    """A one-direction run stopped after its last checkpoint: config.json and forward.last.pt say it
+    has not finished."""
+    from attnalign.nmt.checkpoint import load_checkpoint, save_checkpoint
+
+    r = invoke("train", "--src", src, "--tgt", tgt, "--model", folder, "--epochs", "2", "--hidden", "16",
+               "--emb-dim", "8", "--save-every", "2", "--seed", seed, "--quiet", *other)
+    assert r.exit_code == 0, r.output
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["finished"] = []
+    (folder / "config.json").write_text(json.dumps(cfg))
+    last = load_checkpoint(folder / "forward.last.pt")
+    save_checkpoint(folder / "forward.last.pt", {**last, "finished": False, "step": 2})
+    return folder
+
+
+@pytest.mark.parametrize("foreign", ["other corpus", "other seed", "best checkpoint"])
+def test_resume_refuses_a_checkpoint_that_is_not_its_runs(small_texts, tmp_path, foreign):
+    src, tgt = small_texts
+    m = _interrupted(tmp_path / "m", src, tgt)
+    if foreign == "best checkpoint":  # finished weights without an optimizer, put where the run resumes
+        shutil.copy(m / "forward.pt", m / "forward.last.pt")
+    else:
+        other_src, other_tgt = src, tgt
+        if foreign == "other corpus":
+            other_src = write(tmp_path / "o.en", src.read_text()[::-1].replace("\n", " ", 5) + "\n")
+            other_tgt = write(tmp_path / "o.fr", tgt.read_text()[::-1].replace("\n", " ", 5) + "\n")
+        o = _interrupted(tmp_path / "o", other_src, other_tgt, seed="2")
+        shutil.copy(o / "forward.last.pt", m / "forward.last.pt")
+    before = snapshot(m)
+    r = invoke("train", "--model", m, "--resume", "--quiet")
+    one_error(r, 1, "forward.last.pt is not this run's resumable checkpoint")
+    assert snapshot(m) == before
+
+
+def test_resume_refuses_options_that_differ_from_the_runs(small_texts, tmp_path):
+    src, tgt = small_texts
+    m = _interrupted(tmp_path / "m", src, tgt)
+    before = snapshot(m)
+    r = invoke("train", "--model", m, "--resume", "--hidden", "32", "--lr", "0.9")
+    one_error(r, 2, "--hidden, --lr differ from the run's")
+    # the run's own command again, with --resume: accepted
+    r = invoke("train", "--src", src, "--tgt", tgt, "--model", m, "--epochs", "2", "--hidden", "16",
+               "--emb-dim", "8", "--save-every", "2", "--seed", "1", "--quiet", "--threads", "1", "--resume")
+    assert r.exit_code == 0, r.output
+    # libraries of other versions than the run began with
+    m = _interrupted(tmp_path / "m2", src, tgt)
+    cfg = json.loads((m / "config.json").read_text())
+    cfg["libraries"]["torch"] = "1.0.0"
+    (m / "config.json").write_text(json.dumps(cfg))
+    one_error(invoke("train", "--model", m, "--resume"), 1, "other library versions: torch 1.0.0")
+    assert snapshot(tmp_path / "m") != before  # the accepted resume trained on
+
+
+def test_a_direction_from_another_run_is_refused(small_texts, tmp_path):
+    src, tgt = small_texts
+    args = ["--src", src, "--tgt", tgt, "--epochs", "1", "--hidden", "16", "--emb-dim", "8", "--quiet",
+            "--direction", "both", "--parallel-directions", "off"]
+    for name, seed in (("a", "1"), ("b", "2")):
+        assert invoke("train", *args, "--model", tmp_path / name, "--seed", seed).exit_code == 0
+    shutil.copy(tmp_path / "b" / "reverse.pt", tmp_path / "a" / "reverse.pt")
+    r = invoke("align", "corpus", "--model", tmp_path / "a", "--src", src, "--tgt", tgt)
+    one_error(r, 1, "reverse.pt", "another training run")

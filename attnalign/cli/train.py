@@ -5,6 +5,8 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 
+import typer
+
 from ..errors import OptionError
 from ..nmt.configs import CELLS, RNNConfig, TransformerConfig
 from ..nmt.options import MAX_LENGTH
@@ -181,6 +183,14 @@ def network_options(model_type: ModelType, layers: int | None, **given) -> dict:
     return given
 
 
+def typed_options(ctx: typer.Context) -> list[str]:
+    """The parameters the user gave (on the command line or in the environment), not left at their
+    defaults. Read by the source's name: Typer may carry a click of its own, whose enum is not click's."""
+    sources = {name: ctx.get_parameter_source(name) for name in ctx.params}
+    return [name for name, source in sources.items()
+            if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")]
+
+
 def resume_hint(model: Path) -> str:
     """What an interrupted ``train`` prints: where it stands and how to go on."""
     from ..training.model_dir import run_config
@@ -194,7 +204,8 @@ def resume_hint(model: Path) -> str:
 
 @handle_errors
 def train(
-    model: ModelDirOpt, preset: PresetOpt = None, resume: ResumeOpt = False, overwrite: OverwriteOpt = False,
+    ctx: typer.Context, model: ModelDirOpt, preset: PresetOpt = None, resume: ResumeOpt = False,
+    overwrite: OverwriteOpt = False,
     init_from: InitFromOpt = None, reverse_init_from: ReverseInitFromOpt = None, src_lang: SrcLangOpt = None,
     tgt_lang: TgtLangOpt = None,
     src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None, encoding: EncodingOpt = "utf-8",
@@ -259,7 +270,8 @@ def train(
                               dev_tgt=dev_tgt, dev_gold=dev_gold,
                               gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
                               overwrite=overwrite, resume=resume,
-                              reporter=None if quiet or rank else RichTrainReporter(err()))
+                              reporter=None if quiet or rank else RichTrainReporter(err()),
+                              typed=typed_options(ctx), preset=preset)
     except (KeyboardInterrupt, SystemError) as e:
         if interruption(e) is None:
             raise

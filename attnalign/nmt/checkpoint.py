@@ -171,8 +171,9 @@ def load_model(model_dir: str | os.PathLike, direction: str = "forward",
 
 
 def _check_belongs(ck: dict, meta: dict, direction: str, path: Path) -> None:
-    """A checkpoint is the model directory's own: its direction, its network and the data fingerprint
-    ``train`` recorded in both (a checkpoint from before fingerprints were recorded has none to show)."""
+    """A checkpoint is the model directory's own: its direction, its network, and the data fingerprint
+    and run id ``train`` recorded in both (a checkpoint from before they were recorded has none to
+    show)."""
     fix = "the model directory's checkpoints were replaced or mixed up: restore them, or train it again"
     if ck.get("direction", direction) != direction:
         raise AttnAlignError(f"the file holds the {ck.get('direction')!r} direction, not the {direction} one",
@@ -191,6 +192,10 @@ def _check_belongs(ck: dict, meta: dict, direction: str, path: Path) -> None:
     if theirs is not None and ours is not None and theirs != ours:
         raise AttnAlignError("the checkpoint was trained on other data than the model directory records",
                              path=path, hint=fix)
+    theirs, ours = ck.get("run_id"), (meta.get("data") or {}).get("run_id")
+    if theirs is not None and ours is not None and theirs != ours:
+        raise AttnAlignError("the checkpoint comes from another training run than the model directory's "
+                             "config.json (another run id)", path=path, hint=fix)
 
 
 def is_hf_model(ref: str | os.PathLike) -> bool:

@@ -10,6 +10,7 @@ last one and ends with the same weights as an uninterrupted run (same seed, data
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -28,6 +29,7 @@ from .guide import keep_teacher, teacher_links
 from .model_dir import (
     drop_round_starts,
     finish_dir,
+    libraries,
     mark_finished,
     pairs_fingerprint,
     prepare_dir,
@@ -89,7 +91,9 @@ def train(
     data = _data_record(pairs, dev, files)
     if resume:
         _check_same_data(model_dir, data)
-        _check_resumable(model_dir, options)
+        data["run_id"] = _check_resumable(model_dir, options)
+    else:
+        data["run_id"] = uuid.uuid4().hex[:16]  # in config.json and every checkpoint of this run
     keep, train_pairs, guide = _usable_pairs(pairs, guide)
     _check_some_fit(train_pairs, options.max_length)
     # decided (and a torchrun conflict refused) before the teacher's minutes are spent
@@ -244,9 +248,11 @@ def _check_same_data(model_dir: Path, data: dict) -> None:
                                  "when they are left out), or start a new run with --overwrite")
 
 
-def _check_resumable(model_dir: Path, options: TrainOptions) -> None:
+def _check_resumable(model_dir: Path, options: TrainOptions) -> str | None:
     """``--resume`` continues exactly the run it resumes, or refuses before anything is written: the
-    directions ``config.json`` lists are those its options train, and every resumable checkpoint reads."""
+    directions ``config.json`` lists are those its options train, the libraries are the versions it
+    ran with, and every resumable checkpoint reads and is this run's (its run id and data); the run's
+    id (None for a run from before ids were recorded)."""
     from ..nmt.checkpoint import load_checkpoint
 
     cfg = run_config(model_dir)
@@ -257,12 +263,36 @@ def _check_resumable(model_dir: Path, options: TrainOptions) -> None:
             f"its training options train {options.direction}: it was changed after the run began",
             path=model_dir,
             hint="resume needs the config.json the run wrote; start a new run with --overwrite")
+    recorded, now = cfg.get("libraries"), libraries()
+    if isinstance(recorded, dict):
+        changed = [f"{k} {recorded[k]} (now {now.get(k)})" for k in sorted(recorded)
+                   if k in now and recorded[k] != now[k]]
+        if changed:
+            raise AttnAlignError(f"the run began with other library versions: {', '.join(changed)}",
+                                 path=model_dir, hint="resume it where those versions are installed (the "
+                                 "same run needs them), or start a new run with --overwrite")
+    data = cfg.get("data") or {}
+    run_id = data.get("run_id")
     stage = staging_dir(model_dir)
     work = stage if (stage / "config.json").exists() else model_dir
     for direction in options.directions:
         last = work / f"{direction}.last.pt"
-        if last.exists():
-            load_checkpoint(last)  # a damaged one: its error now, not after the run has begun
+        if not last.exists():
+            continue
+        ck = load_checkpoint(last)  # a damaged one: its error now, not after the run has begun
+        why = None
+        if run_id is not None and ck.get("run_id") != run_id:
+            why = "it belongs to another run (its run id is not config.json's)"
+        elif data.get("fingerprint") not in (None, ck.get("fingerprint", data.get("fingerprint"))):
+            why = "it was trained on another corpus"
+        elif ck.get("direction", direction) != direction:
+            why = f"it holds the {ck.get('direction')!r} direction"
+        elif not ck.get("finished") and "optimizer" not in ck:
+            why = "it is not a resumable checkpoint (no optimizer state)"
+        if why:
+            raise AttnAlignError(f"{last.name} is not this run's resumable checkpoint: {why}", path=last,
+                                 hint="restore the run's own checkpoint, or start a new run with --overwrite")
+    return run_id
 
 
 def _files(saved: dict, *keys: str) -> str:

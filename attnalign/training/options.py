@@ -284,3 +284,35 @@ def preset_options(name: str | None, **given) -> TrainOptions:
     given = {k: v for k, v in given.items() if v is not None}
     config = {**base.get("model_config", {}), **given.pop("model_config", {})}
     return TrainOptions(**{**base, **given, "model_config": config})
+
+
+# what a --resume command line may give again with other values: the data (checked by its fingerprint),
+# where to write, what to show, and the threads (a run's result does not depend on them)
+RESUME_FREE = frozenset({"model", "resume", "quiet", "threads", "src", "tgt", "corpus", "dev_src", "dev_tgt",
+                         "dev_gold", "encoding", "gold_format", "gold_one_based", "reverse_gold"})
+_NETWORK = {"hidden": ("hidden",), "emb_dim": ("emb_dim",), "d_model": ("d_model",), "heads": ("heads",),
+            "dropout": ("dropout",), "align_head": ("align_head",), "attention": ("attention",),
+            "cell": ("cell",), "layers": ("enc_layers", "dec_layers")}
+
+
+def resume_conflicts(given: TrainOptions, run: TrainOptions, network: dict, typed, preset: str | None = None
+                     ) -> list[str]:
+    """The options of ``typed`` (names, as the command line's parameters; ``preset``: every option that
+    preset sets) whose values in ``given`` (the options a ``--resume`` command line makes) differ from
+    the ``run``'s, whose network is ``network`` (``config.json``'s ``model_config``)."""
+    new, old = given.as_dict(), run.as_dict()
+    names = set(typed) - RESUME_FREE - {"preset"}
+    if preset in PRESETS:
+        sets = PRESETS[preset]
+        names |= {k for k in sets if k != "model_config"} | set(sets.get("model_config", {}))
+
+    def differs(name: str) -> bool:
+        if name in _NETWORK:
+            return any(k in given.model_config and given.model_config[k] != network.get(k)
+                       for k in _NETWORK[name])
+        if name not in new:
+            return False
+        # "auto" was resolved when the run began and recorded: naming it again asks for the same
+        return new[name] != old[name] and not (new[name] == "auto" and name == "batch_tokens")
+
+    return sorted(n for n in names if differs(n))

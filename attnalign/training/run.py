@@ -143,8 +143,10 @@ class DirectionRun:
         self.meta = {"model_type": opts.model_type, "config": self.model_config, "src_vocab": src_vocab.itos,
                      "tgt_vocab": tgt_vocab.itos, "direction": self.direction, "src_spm": src_seg.to_tensor(),
                      "tgt_spm": tgt_seg.to_tensor(),
-                     # the run's data, as config.json records it: the directions prove they belong together
-                     "fingerprint": read_model_config(self.model_dir).get("data", {}).get("fingerprint")}
+                     # the run's data and id, as config.json records them: the directions prove they belong
+                     # together, and --resume that a checkpoint is its run's
+                     **{k: (read_model_config(self.model_dir).get("data") or {}).get(k)
+                        for k in ("fingerprint", "run_id")}}
 
     def _mine(self, batches: list) -> list:
         """This process's batches: all of them, or under torchrun every N-th, as many for each process

@@ -7,6 +7,7 @@ Reads the training corpus, the dev set and its gold, and a guide file if one is 
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import asdict
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from ..errors import OptionError
 from ..eval.scoring import GoldOptions, read_gold
 from ..training import DevSet, TrainOptions, train
 from ..training.model_dir import run_config, saved_options
+from ..training.options import resume_conflicts
 from ..training.run import Reporter
 
 PathLike = str | os.PathLike
@@ -35,10 +37,14 @@ def train_files(
     overwrite: bool = False,
     resume: bool = False,
     reporter: Reporter | None = None,
+    typed: Collection[str] = (),
+    preset: str | None = None,
 ) -> dict:
     """Train ``options`` on a corpus file (``src`` + ``tgt`` or one ``corpus``) into ``model``; with
     ``dev_src`` + ``dev_tgt`` (and ``dev_gold``) validate on them. ``options.guide`` is ``None``,
-    ``"auto"`` or a Pharaoh file of links, one line per training pair. Returns :func:`train`'s summary."""
+    ``"auto"`` or a Pharaoh file of links, one line per training pair. ``typed``: the options the user
+    gave (their parameter names; ``preset``: the preset named), which ``resume`` refuses where they
+    differ from the run's. Returns :func:`train`'s summary."""
     files = {"src": src, "tgt": tgt, "corpus": corpus, "dev_src": dev_src, "dev_tgt": dev_tgt,
              "dev_gold": dev_gold}
     if Path(model).is_symlink():  # the link stays; the folder it names is the model directory
@@ -50,7 +56,14 @@ def train_files(
                 files.update({k: saved.get(k) for k in group})
         if "gold_options" in saved:
             gold_options = GoldOptions(**saved["gold_options"])
-        options = saved_options(Path(model))
+        run = saved_options(Path(model))
+        network = run_config(Path(model)).get("model_config") or {}
+        if wrong := resume_conflicts(options, run, network, typed, preset):
+            flags = ", ".join("--" + w.replace("_", "-") for w in wrong)
+            raise OptionError(f"--resume continues the run with its own options; {flags} differ from the "
+                              "run's", path=model,
+                              hint="leave them out to resume, or start a new run with --overwrite")
+        options = run
     elif overwrite:
         used = {"guide": None if options.guide == "auto" else options.guide, "init_from": options.init_from,
                 "reverse_init_from": options.reverse_init_from}
