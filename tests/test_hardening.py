@@ -496,3 +496,91 @@ def test_a_direction_from_another_run_is_refused(small_texts, tmp_path):
     shutil.copy(tmp_path / "b" / "reverse.pt", tmp_path / "a" / "reverse.pt")
     r = invoke("align", "corpus", "--model", tmp_path / "a", "--src", src, "--tgt", tgt)
     one_error(r, 1, "reverse.pt", "another training run")
+
+
+# --- round 4: data lost ----------------------------------------------------------------------------
+
+def test_commands_without_model_never_write_over_a_model_directorys_files(model_copy, tmp_path):
+    before = snapshot(model_copy)
+    r = invoke("align", "statistical", *TEST, "-o", model_copy / "forward.pt")
+    one_error(r, 2, "would replace forward.pt of the attnalign model directory")
+    r = invoke("score", SAMPLE / "test.gold.naacl", SAMPLE / "test.diagonal.align", "--per-sentence",
+               model_copy / "log.csv")
+    one_error(r, 2, "would replace log.csv")
+    assert snapshot(model_copy) == before
+    # a file of the user's own inside a model directory is an output like any other
+    r = invoke("score", SAMPLE / "test.gold.naacl", SAMPLE / "test.diagonal.align", "--per-sentence",
+               model_copy / "mine.csv")
+    assert r.exit_code == 0 and (model_copy / "mine.csv").is_file()
+
+
+def test_overwrite_keeps_a_users_folder_named_after_a_direction(small_texts, tmp_path):
+    src, tgt = small_texts
+    m = tmp_path / "m"
+    args = ["train", "--src", src, "--tgt", tgt, "--model", m, "--epochs", "1", "--hidden", "16", "--emb-dim",
+            "8", "--quiet"]
+    assert invoke(*args).exit_code == 0
+    write((m / "forward").mkdir() or m / "forward" / "notes.txt", "mine\n")
+    assert invoke(*args, "--overwrite").exit_code == 0
+    assert (m / "forward" / "notes.txt").read_text() == "mine\n" and (m / "forward.pt").is_file()
+
+
+def test_a_model_directory_being_trained_is_locked(small_texts, tmp_path):
+    import os
+
+    from attnalign.training.model_dir import locked
+
+    src, tgt = small_texts
+    m = tmp_path / "m"
+    with locked(m):  # as a run in progress holds it
+        r = invoke("train", "--src", src, "--tgt", tgt, "--model", m, "--epochs", "1", "--hidden", "16",
+                   "--emb-dim", "8", "--overwrite")
+    one_error(r, 1, f"being trained by process {os.getpid()}")
+    assert not m.exists()
+    r = invoke("train", "--src", src, "--tgt", tgt, "--model", m, "--epochs", "1", "--hidden", "16",
+               "--emb-dim", "8", "--quiet")
+    assert r.exit_code == 0, r.output  # released when the holder ends
+
+
+def _report_dir(tmp_path, name="R", files=("index.html", "a.png")):
+    from attnalign.data.fileio import atomic_dir
+
+    with atomic_dir(tmp_path / name, "report folder", marker=("index.html", "attnalign report")) as stage:
+        for f in files:
+            write(stage / f, "attnalign report\n" if f == "index.html" else f)
+    return tmp_path / name
+
+
+def test_a_report_written_again_keeps_the_files_the_user_added(tmp_path):
+    out = _report_dir(tmp_path)
+    write(out / "my_notes.txt", "mine\n")
+    _report_dir(tmp_path, files=("index.html", "b.png"))
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [".attnalign-files", "b.png", "index.html", "my_notes.txt"]
+    # a writer killed between its renames left the old report aside: the next one puts it back first
+    out.rename(tmp_path / ".R.999999999.x.old")
+    _report_dir(tmp_path, files=("index.html", "c.png"))
+    assert sorted(p.name for p in out.iterdir()) == [".attnalign-files", "c.png", "index.html",
+                                                     "my_notes.txt"]
+
+
+def test_a_swap_cut_between_its_renames_puts_the_old_report_back(tmp_path, monkeypatch):
+    import os
+
+    from attnalign.data import fileio
+
+    out = _report_dir(tmp_path)
+    before = snapshot(out)
+    renames = []
+
+    def second_fails(a, b):
+        renames.append((a, b))
+        if len(renames) == 2:
+            raise KeyboardInterrupt
+        os.rename(a, b)
+
+    monkeypatch.setattr(fileio.os, "rename", second_fails)
+    with pytest.raises(KeyboardInterrupt):
+        _report_dir(tmp_path, files=("index.html", "b.png"))
+    monkeypatch.undo()
+    assert snapshot(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["R"]

@@ -15,6 +15,7 @@ cannot be written, or that names one of the run's inputs (or another of its outp
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import stat
@@ -27,6 +28,10 @@ from typing import IO
 from ..errors import AttnAlignError, OptionError
 
 STDIO = "-"
+# What train writes in a model directory (training/model_dir.py): no command's output replaces one.
+TEACHER_FILE, SELF_GUIDE = "teacher.npz", "self_guide.align"
+MODEL_DIR_FILES = frozenset({"config.json", "log.csv", TEACHER_FILE, SELF_GUIDE} | {
+    f"{d}{ext}" for d in ("forward", "reverse") for ext in (".pt", ".last.pt", ".start.pt")})
 
 
 def is_stdio(path: str | os.PathLike | None) -> bool:
@@ -57,7 +62,19 @@ def check_writable(path: str | os.PathLike, what: str = "output file") -> Path:
         )
     if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise AttnAlignError(f"{what} is not writable", path=p, hint="check the permissions")
+    if target.name in MODEL_DIR_FILES and is_model_dir(parent):
+        raise OptionError(f"the {what} would replace {target.name} of the attnalign model directory {parent}",
+                          path=p, hint="write it to another file; the model would be lost")
     return p
+
+
+def is_model_dir(folder: Path) -> bool:
+    """Whether ``folder`` holds an attnalign model (its ``config.json`` lists directions)."""
+    try:
+        config = json.loads((folder / "config.json").read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "directions" in config
 
 
 def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
@@ -187,18 +204,29 @@ def _holds(path: Path, text: str) -> bool:
         return False
 
 
+# The list of what atomic_dir wrote into a folder: what is not on it is the user's, and stays.
+WRITTEN_LIST = ".attnalign-files"
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike, what: str = "output folder", marker: tuple[str, str] | None = None
                ) -> Iterator[Path]:
     """A folder written whole or not at all: the block fills a new folder beside ``path``, which
     replaces the old one only when the block ends without an error (a symlink stays; its target is
-    replaced). A failed, interrupted or killed run leaves the old folder as it was. ``marker``: (file,
-    text) that a folder attnalign wrote holds; any other folder with files in it is refused rather than
-    replaced (the user's own files are never swapped away)."""
+    replaced). A failed, interrupted or killed run leaves the old folder as it was: the swap's two
+    renames complete, or the old folder goes back (by this process, or by the next writer where this
+    one was killed between them). ``marker``: (file, text) that a folder attnalign wrote holds; any
+    other folder with files in it is refused rather than replaced. The files the user added to an
+    earlier folder (not on its :data:`WRITTEN_LIST`) move into the new one."""
     p = Path(path)
     if is_stdio(p):
         raise OptionError(f"the {what} cannot be stdout (-)", hint="give a folder name")
     target = Path(os.path.realpath(p))
+    for old in _left_by_killed_writers(target, ".old"):  # a swap cut short between its renames
+        if not target.exists():
+            os.rename(old, target)
+        else:
+            shutil.rmtree(old, ignore_errors=True)
     if target.exists() and not target.is_dir():
         raise AttnAlignError(f"the {what} must be a folder", path=p, hint="give a folder name")
     if marker and target.is_dir() and any(target.iterdir()) and not _holds(target / marker[0], marker[1]):
@@ -215,16 +243,41 @@ def atomic_dir(path: str | os.PathLike, what: str = "output folder", marker: tup
     except OSError as e:
         raise AttnAlignError(f"cannot write here ({e.strerror})", path=p,
                              hint="choose an output in a folder you can write to") from None
+    old = stage.with_name(stage.name[:-len(".new")] + ".old")
     try:
         os.chmod(stage, 0o777 & ~_umask())
         yield stage
+        written = sorted(str(f.relative_to(stage)) for f in stage.rglob("*") if f.is_file())
+        (stage / WRITTEN_LIST).write_text("".join(w + "\n" for w in written), encoding="utf-8")
         if target.exists():
-            old = stage.with_name(stage.name[:-len(".new")] + ".old")
+            _keep_users_files(target, stage)
             os.rename(target, old)
             os.rename(stage, target)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(stage, target)
     except BaseException:
+        if old.exists() and not target.exists():  # interrupted between the two renames
+            os.rename(old, target)
+        if old.exists() and not stage.exists():
+            shutil.rmtree(old, ignore_errors=True)
         shutil.rmtree(stage, ignore_errors=True)
         raise
+
+
+def _keep_users_files(old: Path, new: Path) -> None:
+    """Move the entries of the earlier folder ``old`` that attnalign did not write (not on its
+    :data:`WRITTEN_LIST`) into ``new``, where the new run wrote nothing of that name. A folder written
+    before the list was kept has no list: every entry the new run did not write again is kept."""
+    try:
+        ours = set((old / WRITTEN_LIST).read_text(encoding="utf-8").splitlines())
+    except OSError:
+        ours = None
+    for f in sorted(old.rglob("*")):
+        rel = f.relative_to(old)
+        if not f.is_file() or str(rel) == WRITTEN_LIST or (ours is not None and str(rel) in ours):
+            continue
+        dest = new / rel
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(f, dest)

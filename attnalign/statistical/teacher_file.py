@@ -23,14 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.fileio import atomic_open
+from ..data.fileio import TEACHER_FILE, atomic_open
 from ..data.npz import check_members
 from ..errors import AttnAlignError, warn
 from .ids import CHUNK_PAIRS, chunks
 from .learned import KeptCounts
 from .options import DEFAULT
 
-FILE = "teacher.npz"
+FILE = TEACHER_FILE
 _SIDES = ("fwd", "rev")
 _LEVELS = 255
 # what reading a damaged or foreign teacher file raises

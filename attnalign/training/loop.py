@@ -30,6 +30,7 @@ from .model_dir import (
     drop_round_starts,
     finish_dir,
     libraries,
+    locked,
     mark_finished,
     pairs_fingerprint,
     prepare_dir,
@@ -67,8 +68,15 @@ def train(
     statistical aligner (:mod:`attnalign.statistical`) makes them.
 
     Returns a summary: for each direction its best step, dev loss and dev AER, and the elapsed time.
+    The model directory is locked for the run's length (:func:`~.model_dir.locked`).
     """
     model_dir = Path(model_dir)
+    with locked(model_dir):
+        return _train(pairs, model_dir, options, dev, guide, overwrite, resume, reporter, files)
+
+
+def _train(pairs: Pairs, model_dir: Path, options: TrainOptions, dev: DevSet | None, guide, overwrite: bool,
+           resume: bool, reporter: Reporter | None, files: dict | None) -> dict:
     if resume:  # continue with the options the run started with
         options = saved_options(model_dir)
     options = _for_device(options, pairs, getattr(reporter, "note", None))

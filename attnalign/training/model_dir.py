@@ -10,15 +10,16 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
+from .. import dist
 from .._version import __version__
-from ..data.fileio import atomic_open
+from ..data.fileio import MODEL_DIR_FILES, atomic_open
 from ..errors import AttnAlignError, OptionError
 from ..nmt.checkpoint import FORMAT_VERSION, read_model_config
 from .options import DIRECTIONS, TrainOptions
 
-SELF_GUIDE = "self_guide.align"  # --self-train's last round's guide links (training/self_train.py)
 LOG_FIELDS = ["direction", "epoch", "step", "train_loss", "dev_loss", "dev_ppl", "dev_aer",
               "tokens_per_s", "elapsed_s", "best", "round"]
 
@@ -42,6 +43,39 @@ def saved_options(model_dir: Path) -> TrainOptions:
     return TrainOptions.from_saved(cfg["train_options"])
 
 
+@contextlib.contextmanager
+def locked(model_dir: Path) -> Iterator[None]:
+    """Hold the model directory for one run: a second run into it (two ``--overwrite`` runs would stage
+    in the same folder) is refused, naming the process that holds it. An advisory lock, released by the
+    kernel when the process ends however it ends, on a file named after the directory's real path in a
+    folder of the temporary directory (nothing is added beside the user's files; the file stays, since
+    removing it would let two runs lock two files). Under torchrun process 0 holds it."""
+    if dist.world()[0] != 0 or os.name != "posix":
+        yield
+        return
+    import fcntl
+    import tempfile
+
+    real = os.path.realpath(os.path.abspath(model_dir))
+    folder = Path(tempfile.gettempdir()) / f"attnalign-locks-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / (hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:24] + ".lock")
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise AttnAlignError(f"the model directory is being trained by process {holder}",
+                                 path=model_dir, hint="wait for that run to end, or choose another --model "
+                                                      "directory") from None
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        yield
+
+
 def staging_dir(model_dir: Path) -> Path:
     """Where ``--overwrite`` trains the new model, beside the old one, until it is complete."""
     return model_dir.parent / f".{model_dir.name}.new"
@@ -54,14 +88,15 @@ def _recover(model_dir: Path) -> None:
         old.rename(model_dir)
 
 
-def written_by_attnalign(name: str) -> bool:
-    """Whether a model directory's entry ``name`` is one that ``train`` writes (the rest are the
-    user's, and ``--overwrite`` keeps them)."""
-    from ..statistical.teacher_file import FILE as TEACHER_FILE
-
-    ours = {"config.json", "log.csv", TEACHER_FILE, SELF_GUIDE, *DIRECTIONS}  # a fine-tuned model's folders
-    ours |= {f"{d}{ext}" for d in DIRECTIONS for ext in (".pt", ".last.pt", ".start.pt")}
-    return name in ours
+def written_by_attnalign(model_dir: Path, name: str) -> bool:
+    """Whether the entry ``name`` of ``model_dir`` is one that ``train`` writes (the rest are the user's,
+    and ``--overwrite`` keeps them): a folder named after a direction only in a fine-tuned model's."""
+    if name in MODEL_DIR_FILES:
+        return True
+    try:
+        return name in DIRECTIONS and read_model_config(model_dir).get("model_type") == "pretrained"
+    except AttnAlignError:
+        return False
 
 
 def prepare_dir(model_dir: Path, overwrite: bool, resume: bool) -> Path:
@@ -114,7 +149,7 @@ def finish_dir(work_dir: Path, model_dir: Path) -> None:
     if Path(os.path.abspath(work_dir)) == model_dir:
         return
     for entry in model_dir.iterdir():
-        if not written_by_attnalign(entry.name) and not (work_dir / entry.name).exists():
+        if not written_by_attnalign(model_dir, entry.name) and not (work_dir / entry.name).exists():
             entry.rename(work_dir / entry.name)
     old = model_dir.parent / f".{model_dir.name}.old"
     if old.exists():

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ..data.alignments import Alignment, Link, format_pharaoh_line, read_alignments
 from ..data.corpus import Pairs
+from ..data.fileio import SELF_GUIDE as GUIDE
 from ..data.fileio import atomic_open
 from ..errors import AttnAlignError
-from .model_dir import SELF_GUIDE as GUIDE
 from .model_dir import start_round
 
 

@@ -102,6 +102,6 @@ def _check_inputs_outside(model_dir: Path, files: dict) -> None:
         if v is None or str(v) == "-" or str(v).startswith("hf:"):
             continue
         p = Path(v).resolve()
-        if root in p.parents and written_by_attnalign(p.relative_to(root).parts[0]):
+        if root in p.parents and written_by_attnalign(root, p.relative_to(root).parts[0]):
             raise OptionError(f"--overwrite would replace {v}, a file of the model it reads",
                               path=model_dir, hint="copy the file out of the model directory first")
