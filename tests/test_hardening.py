@@ -584,3 +584,55 @@ def test_a_swap_cut_between_its_renames_puts_the_old_report_back(tmp_path, monke
         _report_dir(tmp_path, files=("index.html", "b.png"))
     monkeypatch.undo()
     assert snapshot(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["R"]
+
+
+# --- round 4: resampling and unpacking within the machine ------------------------------------------
+
+def test_too_few_resamples_are_refused_and_an_interval_holds_its_estimate(tmp_path):
+    from attnalign.eval.metrics import Counts
+    from attnalign.eval.significance import intervals, paired_test
+
+    r = invoke("score", SAMPLE / "test.gold.naacl", SAMPLE / "test.diagonal.align", "--confidence",
+               "--samples", "3")
+    one_error(r, 2, "--samples")
+    # two sentences, two resamples that both drop the better one: the percentiles alone leave the score out
+    per = [Counts(2, 2, 2, 2, 2, 1), Counts(2, 2, 2, 0, 0, 1)]
+    weights = np.array([[0, 2], [0, 2]])
+    iv = intervals(per, weights)["aer"]
+    assert iv.low <= 0.5 <= iv.high  # the corpus AER: 1 - 4/8
+    test = paired_test(per, [Counts(2, 2, 2, 2, 2, 1), Counts(2, 2, 2, 2, 2, 1)], weights)
+    assert test.interval.low <= test.delta <= test.interval.high
+
+
+def test_resamples_are_drawn_in_blocks_of_bounded_memory(monkeypatch):
+    from attnalign.eval import significance
+    from attnalign.eval.metrics import Counts
+
+    b = significance.Bootstrap(300, 7)
+    monkeypatch.setattr(significance, "BLOCK_BYTES", 8 * 50 * 40)  # 40 resamples of 50 sentences a block
+    blocks = list(b.blocks(50))
+    assert len(blocks) == 8 and np.array_equal(np.concatenate(blocks), b.weights(50))  # the same numbers
+    assert isinstance(b.resamples(50), significance.Bootstrap)  # too big for one block: drawn in blocks
+    per = [Counts(k % 3, 2, 3, k % 2, k % 3, 1) for k in range(50)]
+    assert significance.intervals(per, b) == significance.intervals(per, b.weights(50))
+
+
+def test_an_attention_file_entry_that_inflates_past_any_pair_is_refused_unread(tmp_path):
+    path = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("meta.npy", _npy(np.array(json.dumps({"model": "m"}))))
+        z.writestr("att_0.npy", _npy(np.zeros((9000, 9000), dtype=np.float32)))  # 309 MiB of zeros, deflated
+        z.writestr("src_0.npy", _npy(np.array(["a"])))
+        z.writestr("tgt_0.npy", _npy(np.array(["b"])))
+        z.writestr("eos_0.npy", _npy(np.zeros(9000, dtype=np.float32)))
+    assert path.stat().st_size < 2 << 20
+    r = invoke("plot", "sentence", "--attention", path, "--index", "0", "-o", tmp_path / "x.png")
+    one_error(r, 1, "more than any entry of it holds")
+
+
+def _npy(a: np.ndarray) -> bytes:
+    import io
+
+    f = io.BytesIO()
+    np.save(f, a)
+    return f.getvalue()

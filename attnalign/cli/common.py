@@ -70,6 +70,11 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             except AttnAlignError as e:
                 err().print(message("error", "red", e.format()))
                 raise typer.Exit(EXIT_USAGE if isinstance(e, OptionError) else EXIT_ERROR) from None
+            except MemoryError:
+                err().print(message("error", "red", "out of memory: this machine cannot hold the data "
+                                    "this run needs"))
+                err().print("  hint: give less data at once (a smaller corpus, --batch-tokens, --samples)")
+                raise typer.Exit(EXIT_ERROR) from None
             except BrokenPipeError:  # `attnalign ... | head`: the reader has what it wanted
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout

@@ -28,6 +28,10 @@ import numpy as np
 from ..errors import AttnAlignError
 from .npz import check_members
 
+# One entry of an attention file is one pair's matrix: 256 MiB is an 8,192 x 8,192 float32 matrix, far
+# beyond any sentence pair.
+ENTRY_BYTES = 256 << 20
+
 _PAIR_ENTRY = re.compile(r"att_\d{1,12}\.npy")
 
 
@@ -90,7 +94,7 @@ def open_attention(path: str | os.PathLike):
                              hint="write one with: attnalign align corpus ... --save-attention FILE")
     try:
         z = np.load(p, allow_pickle=False)
-        check_members(z, p, "attention file")
+        check_members(z, p, "attention file", ENTRY_BYTES)
         meta = json.loads(str(z["meta"]))
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, AttributeError) as e:
         raise AttnAlignError(f"not an attnalign attention file ({e})", path=p) from None

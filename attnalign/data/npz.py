@@ -21,10 +21,11 @@ def machine_memory() -> int | None:
         return None
 
 
-def check_members(npz, path: str | os.PathLike, what: str) -> None:
+def check_members(npz, path: str | os.PathLike, what: str, entry_bytes: int | None = None) -> None:
     """Raise an :class:`AttnAlignError` naming ``path`` (a ``what``) unless every array of the open
-    ``numpy.load`` result ``npz`` declares no more data than its zip entry holds, and no more than this
-    machine's memory."""
+    ``numpy.load`` result ``npz`` declares no more data than its zip entry holds, no more than this
+    machine's memory and, with ``entry_bytes``, no more than that (what one entry of such a file can
+    hold: a compressed entry may truly inflate to gigabytes)."""
     memory = machine_memory()
     for info in npz.zip.infolist():
         try:
@@ -42,6 +43,10 @@ def check_members(npz, path: str | os.PathLike, what: str) -> None:
             raise AttnAlignError(f"the {what}'s entry {info.filename!r} claims {need:,} bytes but holds "
                                  f"{info.file_size - header:,}: the file is damaged", path=Path(path),
                                  hint="write the file again")
+        if entry_bytes is not None and need > entry_bytes:
+            raise AttnAlignError(f"the {what}'s entry {info.filename!r} claims {need / 2**20:,.0f} MiB, more "
+                                 f"than any entry of it holds ({entry_bytes / 2**20:,.0f} MiB): the file is "
+                                 "damaged or not attnalign's", path=Path(path), hint="write the file again")
         if memory is not None and need > memory:
             raise AttnAlignError(f"the {what}'s entry {info.filename!r} needs {need / 2**30:,.1f} GiB, more "
                                  f"than this machine's {memory / 2**30:,.1f} GiB", path=Path(path),

@@ -94,7 +94,7 @@ class ScoreReport:
         self.bootstrap, self.paired = bootstrap, paired
         if not self.systems or not self.systems[0].per_sentence:
             return self
-        weights = bootstrap.weights(len(self.systems[0].per_sentence))
+        weights = bootstrap.resamples(len(self.systems[0].per_sentence))
         base = self.systems[0]
         for s in self.systems:
             s.intervals = intervals(s.per_sentence, weights)

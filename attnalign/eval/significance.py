@@ -18,7 +18,7 @@ enumerate every resample of a tiny gold.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +26,8 @@ import numpy as np
 from .metrics import Counts
 
 SAMPLES = 1000  # bootstrap resamples
+MIN_SAMPLES = 100  # fewer make a 95% interval of a few resamples' extremes: refused
+BLOCK_BYTES = 64 << 20  # resamples are drawn and summed in blocks of at most this many bytes of weights
 SEED = 12345  # the resamples' seed: fixed, so that a score and its interval are reproducible
 LEVEL = 0.95  # the intervals' coverage
 METHOD = "paired-bootstrap"  # the paired test (Koehn 2004)
@@ -43,12 +45,28 @@ class Bootstrap:
     def check(self) -> Bootstrap:
         from ..errors import require
 
-        require("--samples", self.samples, low=1, high=100_000)
+        require("--samples", self.samples, low=MIN_SAMPLES, high=100_000)
         require("--seed", self.seed, low=0, high=2**63 - 1)
         return self
 
     def weights(self, n: int) -> np.ndarray:
+        """[samples, n]: all the resamples at once (:func:`bootstrap_weights`)."""
         return bootstrap_weights(n, self.samples, self.seed)
+
+    def resamples(self, n: int) -> np.ndarray | Bootstrap:
+        """What :func:`intervals` and :func:`paired_test` take for ``n`` sentences: the weights at once
+        where they fit one block (drawn once for every system), else this Bootstrap (drawn block by
+        block each time, the same numbers)."""
+        return self.weights(n) if self.samples * n * 8 <= BLOCK_BYTES else self
+
+    def blocks(self, n: int) -> Iterator[np.ndarray]:
+        """The rows of :meth:`weights`, the same numbers, in blocks of at most :data:`BLOCK_BYTES`:
+        memory stays flat whatever the samples and sentences."""
+        rng = np.random.default_rng(self.seed)
+        rows = max(1, BLOCK_BYTES // (8 * max(1, n)))
+        for start in range(0, self.samples, rows):
+            size = min(rows, self.samples - start)
+            yield rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -102,26 +120,42 @@ def _percentiles(values: np.ndarray, level: float) -> Interval:
     return Interval(float(low), float(high))
 
 
-def intervals(per_sentence: Sequence[Counts], weights: np.ndarray,
+def _resampled(counts: np.ndarray, weights: np.ndarray | Bootstrap) -> np.ndarray:
+    """[B, 5]: the summed counts of each resample of the sentences' ``counts`` [N, 5]; ``weights``: the
+    resamples [B, N], or a :class:`Bootstrap` that draws them block by block."""
+    if isinstance(weights, Bootstrap):
+        return np.concatenate([block @ counts for block in weights.blocks(len(counts))])
+    return weights @ counts
+
+
+def _around(iv: Interval, estimate: float) -> Interval:
+    """An interval always holds its estimate (a few resamples may all fall to one side of it)."""
+    return Interval(min(iv.low, estimate), max(iv.high, estimate))
+
+
+def intervals(per_sentence: Sequence[Counts], weights: np.ndarray | Bootstrap,
               level: float = LEVEL) -> dict[str, Interval]:
-    """Each score's ``level`` percentile interval over the resamples ``weights`` [B, N]."""
-    resampled = scores(weights @ count_matrix(per_sentence))
-    return {m: _percentiles(resampled[m], level) for m in METRICS}
+    """Each score's ``level`` percentile interval over the resamples ``weights`` ([B, N], or a
+    :class:`Bootstrap`), widened where needed to hold the score itself."""
+    counts = count_matrix(per_sentence)
+    resampled, observed = scores(_resampled(counts, weights)), scores(counts.sum(0, keepdims=True))
+    return {m: _around(_percentiles(resampled[m], level), float(observed[m][0])) for m in METRICS}
 
 
-def paired_test(baseline: Sequence[Counts], system: Sequence[Counts], weights: np.ndarray,
+def paired_test(baseline: Sequence[Counts], system: Sequence[Counts], weights: np.ndarray | Bootstrap,
                 level: float = LEVEL) -> PairedResult:
-    """``system``'s AER against ``baseline``'s on the same sentences and resamples ``weights`` [B, N]."""
+    """``system``'s AER against ``baseline``'s on the same sentences and resamples ``weights`` ([B, N],
+    or a :class:`Bootstrap`)."""
     if len(baseline) != len(system):
         raise ValueError(f"{len(system)} sentences against the baseline's {len(baseline)}")
     base, other = count_matrix(baseline), count_matrix(system)
     observed = float(scores(other.sum(0, keepdims=True))["aer"][0]
                      - scores(base.sum(0, keepdims=True))["aer"][0])
-    d = scores(weights @ other)["aer"] - scores(weights @ base)["aer"]
+    d = scores(_resampled(other, weights))["aer"] - scores(_resampled(base, weights))["aer"]
     # a tolerance of rounding: identical systems' differences are exactly 0, near-ties count as ties
     extreme = np.abs(d - d.mean()) >= abs(observed) - 1e-12
     p = (1 + int(extreme.sum())) / (1 + len(d))
-    return PairedResult(observed, _percentiles(d, level), p)
+    return PairedResult(observed, _around(_percentiles(d, level), observed), p)
 
 
 def signature(samples: int, seed: int, paired: bool, level: float = LEVEL) -> str:

@@ -16,7 +16,7 @@ def write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, g
     """scores.csv, per_sentence.csv, by_length.csv, wrong_pairs.csv, missed_pairs.csv; the frames."""
     import pandas as pd
 
-    weights = Bootstrap().weights(len(gold)) if len(gold) else None
+    weights = Bootstrap().resamples(len(gold)) if len(gold) else None
 
     def interval(r: Result) -> dict:
         if weights is None:
