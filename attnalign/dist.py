@@ -17,9 +17,36 @@ import sys
 _state: dict = {}
 
 
+def _env_int(name: str, default: int) -> int:
+    """A whole number torchrun sets in the environment; another value is one error naming it."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        from .errors import OptionError
+
+        raise OptionError(f"the environment variable {name}={value!r} is not a whole number",
+                          hint=f"torchrun sets it; unset {name} to run one process") from None
+
+
 def launched() -> bool:
     """Whether this process is one of several started by torchrun."""
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+    return _env_int("WORLD_SIZE", 1) > 1
+
+
+def _check_launcher() -> None:
+    """WORLD_SIZE above 1 without the rest of what torchrun sets: one error naming the variables."""
+    missing = [v for v in ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT") if v not in os.environ]
+    if missing:
+        from .errors import OptionError
+
+        raise OptionError(f"WORLD_SIZE={os.environ['WORLD_SIZE']} asks for several processes, but "
+                          f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set",
+                          hint="start the command with torchrun --nproc-per-node N, or unset WORLD_SIZE")
+    for v in ("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        _env_int(v, 0)
 
 
 def init(gpu: bool = False):
@@ -31,6 +58,7 @@ def init(gpu: bool = False):
     import torch.distributed as dist
 
     if not dist.is_initialized():
+        _check_launcher()
         backend = "nccl" if gpu and torch.cuda.is_available() else "gloo"
         if backend == "nccl":
             torch.cuda.set_device(process_gpu())
@@ -38,7 +66,7 @@ def init(gpu: bool = False):
         _state["cpu"] = dist.new_group(backend="gloo") if backend == "nccl" else None
         # a process that exits with gloo's threads still running aborts ("terminate called ...")
         atexit.register(lambda: dist.is_initialized() and dist.destroy_process_group())
-        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        local = local_processes()
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         torch.set_num_threads(max(1, cores // local))
     return dist
@@ -52,7 +80,7 @@ def process_gpu(visible: int | None = None) -> str:
         import torch
 
         visible = torch.cuda.device_count()
-    local = max(int(os.environ.get("LOCAL_WORLD_SIZE", "1")), local_rank() + 1)
+    local = max(local_processes(), local_rank() + 1)
     if local > visible:
         from .errors import OptionError
 
@@ -78,12 +106,17 @@ def world() -> tuple[int, int]:
 
 def own_rank() -> int:
     """This process's rank as torchrun set it (0 outside torchrun), without setting up the group."""
-    return int(os.environ.get("RANK", "0"))
+    return _env_int("RANK", 0)
+
+
+def local_processes() -> int:
+    """The processes torchrun started on this machine (1 outside torchrun)."""
+    return _env_int("LOCAL_WORLD_SIZE", 1)
 
 
 def local_rank() -> int:
     """This process's index on its machine (its GPU under torchrun)."""
-    return int(os.environ.get("LOCAL_RANK", "0"))
+    return _env_int("LOCAL_RANK", 0)
 
 
 def broadcast(obj, src: int = 0):

@@ -76,7 +76,9 @@ def require(flag: str, value, *, low=None, high=None, low_open: bool = False, hi
         if value not in choices:
             raise OptionError(f"{flag} must be one of {', '.join(map(str, choices))}, not {value!r}")
         return
-    bad = value is None or value != value or value in (float("inf"), float("-inf"))  # None, NaN, inf
+    if not isinstance(value, int | float) or isinstance(value, bool):  # a hand-edited file's "16", true
+        raise OptionError(f"{flag} must be a number, not {value!r}")
+    bad = value != value or value in (float("inf"), float("-inf"))  # NaN, inf
     bad = bad or (low is not None and (value <= low if low_open else value < low))
     bad = bad or (high is not None and (value >= high if high_open else value > high))
     if bad:

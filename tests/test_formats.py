@@ -45,8 +45,13 @@ def test_naacl_padding_null_labels_confidence(tmp_path):
 
 def test_naacl_sentence_count_from_text_and_missing_sentences(tmp_path):
     f = write(tmp_path / "g.naacl", "2 1 1 S\n")
-    al, info = read_alignments(f, src_lengths=[1, 1, 1], tgt_lengths=[1, 1, 1])
+    # a prediction lists only sentences with links: the text says how many there are
+    al, info = read_alignments(f, src_lengths=[1, 1, 1], tgt_lengths=[1, 1, 1], role="pred")
     assert info.sentences == 3 and [len(a) for a in al] == [0, 1, 0]
+    # a gold's sentences are its own, up to its largest id, whatever the text's length
+    with pytest.warns(UserWarning, match="the gold has links for 2 sentences"):
+        al, info = read_alignments(f, src_lengths=[1, 1, 1], tgt_lengths=[1, 1, 1])
+    assert info.sentences == 2 and [len(a) for a in al] == [0, 1]
 
 
 def test_sure_wins_over_possible_for_the_same_link(tmp_path):

@@ -636,3 +636,136 @@ def _npy(a: np.ndarray) -> bytes:
     f = io.BytesIO()
     np.save(f, a)
     return f.getvalue()
+
+
+# --- round 4: names, hints, and every exit path one line --------------------------------------------
+
+NAACL_TEXT = ["--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr"]
+
+
+def test_report_rows_have_names_of_their_own(tmp_path):
+    r = invoke("report", "--pred", SAMPLE / "test.diagonal.align", "--pred-name",
+               "align corpus default output: student + teacher", "--gold", SAMPLE / "test.gold.naacl",
+               *NAACL_TEXT, "-o", tmp_path / "R")
+    one_error(r, 2, "is the name of one of the model's rows")
+    r = invoke("report", "--pred", "-", "--pred", "-", "--gold", SAMPLE / "test.gold.naacl", *NAACL_TEXT,
+               "-o", tmp_path / "R", input="0-0\n" * 200)
+    one_error(r, 2, "only one --pred can be read from stdin")
+
+
+@pytest.mark.parametrize("gold", ["blank", "possible only"])
+def test_a_report_of_a_system_without_links_or_a_gold_without_sure_links(tmp_path, gold):
+    pred, gold_file = SAMPLE / "test.diagonal.align", SAMPLE / "test.gold.naacl"
+    if gold == "blank":
+        pred = write(tmp_path / "blank.align", "\n" * 200)
+    else:
+        possible = (SAMPLE / "test.gold.naacl").read_text().replace(" S\n", " P\n")
+        gold_file = write(tmp_path / "p.naacl", possible)
+    r = invoke("report", "--pred", pred, "--gold", gold_file, *NAACL_TEXT, "-o", tmp_path / "R")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "R" / "index.html").is_file()
+
+
+def test_the_captions_a_report_writes_for_a_naacl_pred_run(tmp_path):
+    import html
+    import re
+    import shlex
+
+    r = invoke("report", "--pred", SAMPLE / "test.gold.naacl", "--pred", SAMPLE / "test.diagonal.align",
+               "--gold", SAMPLE / "test.gold.pharaoh", *NAACL_TEXT, "-o", tmp_path / "R", "--gallery", "1")
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "R" / "index.html").read_text()
+    cmd = html.unescape(re.search(r"<code>(attnalign plot sentence [^<]*)</code>", page).group(1))
+    words = shlex.split(cmd)[1:]
+    words[words.index("-o") + 1] = str(tmp_path / "again.png")
+    again = invoke(*words)
+    assert again.exit_code == 0, again.output
+    # hints name options the command has: report and plot read --pred-format, --pred-one-based, --reverse-pred
+    r = invoke("plot", "sentence", "--pred", SAMPLE / "test.diagonal.align", "--pred-format", "naacl",
+               *NAACL_TEXT, "--index", "0", "-o", tmp_path / "x.png")
+    one_error(r, 1, "--pred-format pharaoh")
+    # a text shorter than a NAACL gold: said as it is
+    short = {s: write(tmp_path / f"s.{s}", "".join((SAMPLE / f"test.{s}").read_text().splitlines(True)[:150]))
+             for s in ("en", "fr")}
+    r = invoke("score", SAMPLE / "test.gold.naacl", SAMPLE / "test.diagonal.align", "--src", short["en"],
+               "--tgt", short["fr"])
+    one_error(r, 1, "sentence 200 has links, but the text has only 150 sentences")
+
+
+def test_file_names_that_are_not_utf8_are_written_as_escapes(tmp_path):
+    import os
+
+    name = os.fsdecode(b"bad\xffname.align")
+    pred = tmp_path / name
+    shutil.copy(SAMPLE / "test.diagonal.align", pred)
+    per = tmp_path / os.fsdecode(b"per\xff.csv")
+    r = invoke("score", SAMPLE / "test.gold.naacl", pred, "--per-sentence", per)
+    assert r.exit_code == 0, r.output
+    assert "bad\\xffname.align" in per.read_text()
+    out = tmp_path / os.fsdecode(b"rep\xff")
+    r = invoke("report", "--pred", pred, "--gold", SAMPLE / "test.gold.naacl", *NAACL_TEXT, "-o", out)
+    assert r.exit_code == 0, r.output
+    assert "bad\\xffname.align" in (out / "index.html").read_text()
+    r = invoke("plot", "sentence", "--pred", pred, "--gold", SAMPLE / "test.gold.naacl", *NAACL_TEXT,
+               "--index", "3", "-o", tmp_path / "p.png")
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("args", [[], ["--json"]])
+def test_a_closed_stdout_is_one_error_line(args):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "attnalign", "score", str(SAMPLE / "test.gold.naacl"),
+                        str(SAMPLE / "test.diagonal.align"), *args], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, timeout=120,
+                       preexec_fn=lambda: __import__("os").close(1))
+    assert r.returncode == 1 and "error: stdout is closed" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("damage", [b"garbage", b""])
+def test_a_damaged_sentencepiece_model_in_a_checkpoint_is_one_error(model_copy, damage):
+    from attnalign.nmt.checkpoint import load_checkpoint, save_checkpoint
+
+    ck = load_checkpoint(model_copy / "forward.pt")
+    ck["src_spm"] = torch.frombuffer(bytearray(damage or b"\0"), dtype=torch.uint8)[:len(damage)].clone()
+    save_checkpoint(model_copy / "forward.pt", ck)
+    one_error(invoke("align", "corpus", "--model", model_copy, *TEST), 1, "sentencepiece model inside")
+
+
+@pytest.mark.parametrize("edit, command, code", [
+    ({"hidden": "16"}, "resume", 2), ({"lr": "nan"}, "resume", 2),
+    ({"model_type": "pretrained"}, "align", 1)])
+def test_hand_edited_config_values_are_one_error(small_texts, tmp_path, edit, command, code):
+    src, tgt = small_texts
+    m = _interrupted(tmp_path / "m", src, tgt)
+    cfg = json.loads((m / "config.json").read_text())
+    if "model_type" in edit:
+        cfg.update(edit)
+    elif "hidden" in edit:
+        cfg["train_options"]["model_config"].update(edit)
+    else:
+        cfg["train_options"].update(edit)
+    (m / "config.json").write_text(json.dumps(cfg))
+    args = (["train", "--model", m, "--resume"] if command == "resume" else
+            ["align", "corpus", "--model", m, "--src", src, "--tgt", tgt, "-o", tmp_path / "o.align"])
+    one_error(invoke(*args), code)
+
+
+@pytest.mark.parametrize("env, needle", [({"WORLD_SIZE": "2"}, "WORLD_SIZE=2 asks for several processes"),
+                                         ({"LOCAL_WORLD_SIZE": "abc"}, "LOCAL_WORLD_SIZE='abc'")])
+def test_a_broken_launcher_environment_is_one_error_naming_the_variable(monkeypatch, tmp_path, env, needle):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    one_error(invoke("align", "statistical", *TEST, "-o", tmp_path / "x.align"), 2, needle)
+
+
+def test_minor_values_are_refused_or_written(tmp_path):
+    r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+               "--batch-tokens", "99999999999999999999")
+    one_error(r, 2, "--batch-tokens")
+    long = tmp_path / ("a" * 240 + ".align")
+    r = invoke("align", "statistical", *TEST, "-o", long)
+    assert r.exit_code == 0 and long.is_file()
+    one_error(invoke("score", write(tmp_path / "g", "\u0663-\u0664\n"), write(tmp_path / "p", "0-0\n")), 1,
+              "cannot read")

@@ -15,10 +15,11 @@ from test_train import Kill, tiny_options
 
 from attnalign.data.alignments import read_alignments
 from attnalign.data.corpus import read_corpus
+from attnalign.data.fileio import SELF_GUIDE as GUIDE
 from attnalign.errors import OptionError
 from attnalign.nmt.checkpoint import load_checkpoint
 from attnalign.training import TrainOptions, train
-from attnalign.training.self_train import GUIDE, _model_links
+from attnalign.training.self_train import _model_links
 
 
 @pytest.fixture(scope="module")

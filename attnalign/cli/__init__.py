@@ -8,13 +8,16 @@ per command group: :mod:`.train`, :mod:`.align` (corpus, sentence, statistical),
 
 from __future__ import annotations
 
+import io
 import signal
+import sys
 from typing import Annotated
 
 import typer
 
 from .. import dist
 from .._version import __version__
+from ..errors import AttnAlignError
 from . import align, plot
 from .common import EXIT_INTERRUPTED
 from .report import report
@@ -75,11 +78,28 @@ def _stop_cleanly(signum, frame) -> None:
     raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}: no output was written")
 
 
+class _ClosedStdout(io.TextIOBase):
+    """stdout for a process started with it closed (``>&-``): the first write is one error line."""
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        raise AttnAlignError("stdout is closed: the output has nowhere to go",
+                             hint="redirect stdout to a file (> out.txt), or give -o FILE where the command "
+                                  "has it")
+
+
 def main() -> None:
     """Entry point of the ``attnalign`` console script."""
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is not None:
             signal.signal(sig, _stop_cleanly)
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
     try:
         app()
     except SystemExit as e:

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from ..data.fileio import path_text
 from ..decoding import (
     TEACHER_CHOICES,
     TEACHER_CORPUS_CHOICES,
@@ -165,7 +166,7 @@ def _written(output: Path | None, report) -> None:
 
     to_file = output is not None and str(output) != "-"
     if to_file:
-        err().print(Text(f"alignment written to {output}"))
+        err().print(Text(f"alignment written to {path_text(output)}"))
     if report is not None:
         (out() if to_file else err()).print(score_table(report))
 

@@ -167,6 +167,12 @@ ThreadsOpt = option(int | None, "--threads", panel=RUNTIME, help="CPU threads fo
 QuietOpt = option(bool, "--quiet", panel=RUNTIME, help="No progress display.")
 
 
+PredFormatOpt = option(GoldFormat, "--pred-format", panel=INPUT, help="Format of the predictions.")
+PredBaseOpt = option(bool | None, "--pred-one-based/--pred-zero-based", panel=INPUT,
+                     help="Index base of the predictions.", show_default="as for the gold formats")
+ReversePredOpt = option(bool, "--reverse-pred", panel=INPUT, help="Predictions list target-source pairs.")
+
+
 def gold_options(gold_format: GoldFormat, gold_one_based: bool | None, reverse_gold: bool, encoding: str):
     from ..eval.scoring import GoldOptions
 

@@ -22,8 +22,11 @@ from .common import (
     GoldFormatOpt,
     ModelLowercaseOpt,
     OptionalModelOpt,
+    PredBaseOpt,
+    PredFormatOpt,
     ReverseGoldOpt,
     ReverseModelOpt,
+    ReversePredOpt,
     ShiftOpt,
     SrcLangOpt,
     Sym,
@@ -52,7 +55,7 @@ AttentionFileOpt = option(Path | None, "--attention", panel=INPUT,
                           help="Saved attention file (align corpus --save-attention).")
 PlotGoldOpt = option(Path | None, "--gold", panel=INPUT, help="Gold alignment (with --index).")
 PlotPredOpt = option(list[Path] | None, "--pred", panel=INPUT, help=(
-    "An alignment file (Pharaoh, 0-based, one line per pair of the corpus; any aligner's): its links of pair "
+    "An alignment file (Pharaoh or NAACL, as --pred-format says; any aligner's): its links of pair "
     "--index, titled with the file, beside the model's panel over its attention or, with no model, on the "
     "pair's grid. Repeat for several files, side by side."))
 GridLayerOpt = option(str | None, "--layer", panel=DECODING,
@@ -79,6 +82,8 @@ def plot_sentence(
     attention: AttentionFileOpt = None, pred: PlotPredOpt = None, lowercase: ModelLowercaseOpt = None,
     encoding: EncodingOpt = "utf-8", gold: PlotGoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False,
+    pred_format: PredFormatOpt = GoldFormat.auto, pred_one_based: PredBaseOpt = None,
+    reverse_pred: ReversePredOpt = False,
     decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto, threshold: ThresholdOpt = ALIGN.threshold,
     layer: GridLayerOpt = ALIGN.layer, head: GridHeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
     compare: CompareOpt = False, eos: EosOpt = False, title: TitleOpt = None, width: WidthOpt = None,
@@ -95,7 +100,7 @@ def plot_sentence(
     Other aligners' output: attnalign plot sentence --pred eflomal.align --pred ours.align --src test.en
     --tgt test.fr --index 3 --gold test.gold -o pair3.png
     """
-    from ..data.fileio import check_distinct, check_writable
+    from ..data.fileio import check_distinct, check_writable, path_text
     from ..eval.plot import FigureStyle, save_figure, terminal_view
     from ..workflows.views import sentence_figure, sentence_panels
 
@@ -128,7 +133,7 @@ def plot_sentence(
         gold=gold, gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
         compare=compare,
         all_layers=grid_layers, all_heads=grid_heads, show_eos=eos, lowercase=lowercase, encoding=encoding,
-        preds=pred or ())
+        preds=pred or (), pred_options=gold_options(pred_format, pred_one_based, reverse_pred, encoding))
     if terminal:
         console = out()
         for p in panels:  # colours are lost in a file or a pipe: print the weights as digits there
@@ -136,4 +141,4 @@ def plot_sentence(
     if output is not None:
         figure = sentence_figure(panels, grid_layers or grid_heads, style)
         save_figure(figure, output, exact=style.width is not None)
-        err().print(f"figure written to {output}")
+        err().print(f"figure written to {path_text(output)}")

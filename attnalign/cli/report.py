@@ -6,6 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..data.fileio import path_text
 from ..nmt.options import DEVICE
 from .common import (
     INPUT,
@@ -18,8 +19,11 @@ from .common import (
     GoldFormatOpt,
     ModelLowercaseOpt,
     OptionalModelOpt,
+    PredBaseOpt,
+    PredFormatOpt,
     ReverseGoldOpt,
     ReverseModelOpt,
+    ReversePredOpt,
     SrcLangOpt,
     SrcOpt,
     TgtLangOpt,
@@ -48,7 +52,7 @@ def report(
     attention: option(Path | None, "--attention", panel=INPUT,
                       help="A saved attention file instead of a model.") = None,
     pred: option(list[Path] | None, "--pred", panel=INPUT, help=(
-        "An alignment file of any aligner (Pharaoh, 0-based, one line per pair of the corpus) to compare: a "
+        "An alignment file of any aligner (Pharaoh or NAACL, as --pred-format says) to compare: a "
         "row of the score table with its interval, its paired test against the first system, its breakdown "
         "and error tables, and the gallery of disagreements. Repeat for several; without --model the report "
         "compares the files alone (and needs no torch).")) = None,
@@ -58,6 +62,9 @@ def report(
     gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False,
+    pred_format: PredFormatOpt = GoldFormat.auto,
+    pred_one_based: PredBaseOpt = None,
+    reverse_pred: ReversePredOpt = False,
     gallery: option(int, "--gallery", panel=OUTPUT, help="Worst and best sentences to draw.") = 4,
     device: DeviceOpt = DEVICE,
 ) -> None:
@@ -87,7 +94,8 @@ def report(
                            model=model, src=src, tgt=tgt, corpus=corpus, attention=attention,
                            lowercase=lowercase, options=reading, gallery=gallery,
                            command=shlex.join(["attnalign", *sys.argv[1:]]), preds=pred or (),
-                           pred_names=pred_name or ())
+                           pred_names=pred_name or (),
+                           pred_options=gold_options(pred_format, pred_one_based, reverse_pred, encoding))
     out().print(
         f"best: {summary['best']}: AER {100 * summary['aer']:.2f}, P {100 * summary['precision']:.2f}, "
         f"R {100 * summary['recall']:.2f} ({summary['configurations']} "
@@ -95,4 +103,4 @@ def report(
         f"{summary['signature']}",
         highlight=False,
     )
-    err().print(f"report written to {summary['index']}", highlight=False)
+    err().print(f"report written to {path_text(summary['index'])}", highlight=False)

@@ -11,14 +11,16 @@ import typer
 
 from ..eval.significance import LEVEL, SAMPLES, SEED
 from .common import (
-    INPUT,
     OUTPUT,
     CorpusOpt,
     EncodingOpt,
     GoldBaseOpt,
     GoldFormat,
     GoldFormatOpt,
+    PredBaseOpt,
+    PredFormatOpt,
     ReverseGoldOpt,
+    ReversePredOpt,
     SrcOpt,
     TgtOpt,
     err,
@@ -28,10 +30,6 @@ from .common import (
     out,
 )
 
-PredFormatOpt = option(GoldFormat, "--pred-format", panel=INPUT, help="Format of the predictions.")
-PredBaseOpt = option(bool | None, "--pred-one-based/--pred-zero-based", panel=INPUT,
-                     help="Index base of the predictions.", show_default="as for the gold formats")
-ReversePredOpt = option(bool, "--reverse-pred", panel=INPUT, help="Predictions list target-source pairs.")
 JsonOpt = option(bool, "--json", panel=OUTPUT, help="Print one JSON object per prediction file.")
 PerSentenceOpt = option(Path | None, "--per-sentence", panel=OUTPUT,
                         help="Write per-sentence scores to this CSV.")
@@ -85,7 +83,7 @@ def score(
 
     Compare two systems: attnalign score GOLD baseline.align new.align --paired --confidence
     """
-    from ..data.fileio import atomic_open, check_distinct, check_writable
+    from ..data.fileio import atomic_open, check_distinct, check_writable, path_text
     from ..eval.scoring import score_files
     from ..eval.significance import Bootstrap
     from .render import breakdown_table, score_table
@@ -113,4 +111,4 @@ def score(
         with atomic_open(per_sentence) as f:
             report.per_sentence_frame().to_csv(f, index=False)
         if str(per_sentence) != "-":
-            err().print(f"per-sentence scores written to {per_sentence}")
+            err().print(f"per-sentence scores written to {path_text(per_sentence)}")

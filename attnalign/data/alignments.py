@@ -34,8 +34,9 @@ from .corpus import check_readable, read_lines
 Link = tuple[int, int]
 FORMATS = ("auto", "pharaoh", "naacl")
 
-_PHARAOH_LINK = re.compile(r"^(\d+)([-p?])(\d+)(?:-([SPsp]))?(?::([-+0-9.eE]+))?$")
-_NAACL_LINE = re.compile(r"^\d+\s+\d+\s+\d+(\s+[SPsp])?(\s+[-+0-9.eE]+)?\s*$")
+# ASCII digits only: \d would read other scripts' digits (Arabic-Indic "٣-٤") as numbers
+_PHARAOH_LINK = re.compile(r"^([0-9]+)([-p?])([0-9]+)(?:-([SPsp]))?(?::([-+0-9.eE]+))?$")
+_NAACL_LINE = re.compile(r"^[0-9]+\s+[0-9]+\s+[0-9]+(\s+[SPsp])?(\s+[-+0-9.eE]+)?\s*$")
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,9 @@ class ReadInfo:
     lines_ignored: int = 0
 
 
+GUIDE_ROLE = "guide"  # read_alignments' role of a guide file (train --guide FILE): Pharaoh, 0-based
+
+
 def detect_format(path: str | os.PathLike, encoding: str = "utf-8") -> str:
     """Guess ``"pharaoh"`` or ``"naacl"`` from the first non-empty line of a file (a Pharaoh line never
     reads as ``sentid i j``; a bad line further down is then reported by the parser, with its line)."""
@@ -128,8 +132,9 @@ def _parse_pharaoh(
                     f"cannot read {tok!r} as a Pharaoh link",
                     path=p,
                     line=lineno,
-                    hint="links look like 3-4 (sure), 3p4 or 3?4 (possible), 3-4-S, 3-4-P or "
-                    f"3-4:0.8; for 'sentid i j [S|P]' lines use --{role}-format naacl",
+                    hint="links look like 3-4 (sure), 3p4 or 3?4 (possible), 3-4-S, 3-4-P or 3-4:0.8; "
+                    + (f"for 'sentid i j [S|P]' lines use --{role}-format naacl" if role != GUIDE_ROLE
+                       else "a guide has one such line per training pair"),
                 )
             a, kind, b, label, score = m.groups()
             sure = kind == "-" and (label is None or label.upper() == "S")
@@ -147,7 +152,7 @@ def _parse_naacl(p: Path, encoding: str, role: str = "gold") -> list[_RawLink]:
         fields = line.split()
         if not fields:
             continue
-        ok = 3 <= len(fields) <= 5 and all(f.isdecimal() for f in fields[:3])
+        ok = 3 <= len(fields) <= 5 and all(f.isascii() and f.isdecimal() for f in fields[:3])
         label, score = "S", None
         if ok and len(fields) >= 4:
             rest = fields[3:]
@@ -186,10 +191,10 @@ def _check_base(raw: list[_RawLink], p: Path, fmt: str, one_based: bool, role: s
             hint=f"the file looks 0-based: pass --{role}-zero-based",
         )
     if not one_based and not uses_zero and len(raw) >= 10:
-        opt = f"--{role}-one-based"
+        fix = f"use --{role}-one-based" if role != GUIDE_ROLE else "write it 0-based"
         warn(
             f"{p}: no link uses index 0 on either side, but the file is read as 0-based; it "
-            f"looks 1-based (use {opt}); read the wrong way, every link is off by one"
+            f"looks 1-based ({fix}); read the wrong way, every link is off by one"
         )
 
 
@@ -251,16 +256,22 @@ def _range_check(raw: list[_RawLink], p: Path, src_lengths: Sequence[int], tgt_l
         if _first_out_of_range(raw, src_lengths, tgt_lengths, ob, rev, dn) is None:
             opts = []
             if ob != one_based:
-                opts.append(f"--{role}-one-based" if ob else f"--{role}-zero-based")
+                opts.append(("1-based" if ob else "0-based") if role == GUIDE_ROLE
+                            else f"--{role}-one-based" if ob else f"--{role}-zero-based")
             if rev != reverse:
-                opts.append(f"--reverse-{role}" if rev else f"no --reverse-{role}")
+                opts.append("target first" if role == GUIDE_ROLE
+                            else f"--reverse-{role}" if rev else f"no --reverse-{role}")
             fixes.append(" and ".join(opts))
-    hint = (
-        f"the whole file fits the text with {fixes[0]}"
-        if fixes
-        else f"check the index base (--{role}-one-based/--{role}-zero-based), the side order "
-        f"(--reverse-{role}) and that the text files belong to this alignment file"
-    )
+    if role == GUIDE_ROLE:
+        hint = ((f"the whole file fits read {fixes[0]}: " if fixes else "") +
+                "a guide is 0-based, source first, one line per training pair")
+    else:
+        hint = (
+            f"the whole file fits the text with {fixes[0]}"
+            if fixes
+            else f"check the index base (--{role}-one-based/--{role}-zero-based), the side order "
+            f"(--reverse-{role}) and that the text files belong to this alignment file"
+        )
     base = "1-based" if one_based else "0-based"
     order = "target-source" if reverse else "source-target"
     raise FormatError(
@@ -275,9 +286,13 @@ def _range_check(raw: list[_RawLink], p: Path, src_lengths: Sequence[int], tgt_l
 def _check_sentence_ids(raw: list[_RawLink], top: int, n_sentences: int | None, p: Path) -> None:
     """A NAACL file lists only sentences with links, so its highest id sets the number of sentences: an
     id far beyond the sentences it names (a typo, a byte offset) would make millions of empty ones."""
-    limit = n_sentences if n_sentences is not None else 10 * len({r.sent for r in raw}) + 100_000
-    if top > limit:
-        bad = max(raw, key=lambda r: r.sent)
+    bad = max(raw, key=lambda r: r.sent, default=None)
+    if n_sentences is not None and top > n_sentences:
+        raise FormatError(f"sentence {bad.sent + 1} has links, but the text has only {n_sentences} sentences",
+                          path=p, line=bad.line,
+                          hint="give the text of every sentence the file has links for (the same --src/--tgt "
+                               "lines, in order)")
+    if top > 10 * len({r.sent for r in raw}) + 100_000:
         raise FormatError(f"sentence {bad.sent + 1} is far beyond the {len({r.sent for r in raw})} "
                           "sentences the file has links for", path=p, line=bad.line,
                           hint="NAACL lines are 'sentid i j [S|P]' with sentences numbered from 1")
@@ -309,7 +324,8 @@ def read_alignments(
         max_sentences: read only the first N sentences (Pharaoh: lines); ``ReadInfo.lines_ignored``
             counts the rest.
         src_lengths, tgt_lengths: sentence lengths in words; every link is range-checked against them.
-        role: ``"gold"`` or ``"pred"``: names the CLI options (``--gold-one-based``...) in hints.
+        role: ``"gold"`` or ``"pred"``: names the CLI options (``--gold-one-based``...) in hints;
+            :data:`GUIDE_ROLE`: a guide file, whose format no option changes.
     """
     p = check_readable(path, "alignment file")
     if fmt not in FORMATS:
@@ -318,7 +334,8 @@ def read_alignments(
         fmt = detect_format(p, encoding)
     if one_based is None:
         one_based = fmt == "naacl"
-    if src_lengths is not None and n_sentences is None:
+    from_text = src_lengths is not None and n_sentences is None  # not the caller's own count
+    if from_text:
         n_sentences = len(src_lengths)
     ignored = 0
     if fmt == "pharaoh":
@@ -346,7 +363,7 @@ def read_alignments(
             raw = [r for r in raw if r.sent < max_sentences]
             top = max_sentences
         n = top if n_sentences is None else n_sentences
-        if role == "gold" and top < n:  # a gold's sentences are its own: up to its largest sentence id
+        if role == "gold" and from_text and top < n:  # a gold's sentences are its own: up to its largest id
             warn(f"{p}: the gold has links for {top} sentences (its largest sentence id) for a text of {n} "
                  f"sentences; scoring the first {top}")
             n = top

@@ -15,6 +15,8 @@ cannot be written, or that names one of the run's inputs (or another of its outp
 from __future__ import annotations
 
 import contextlib
+import glob
+import hashlib
 import json
 import os
 import shutil
@@ -32,6 +34,12 @@ STDIO = "-"
 TEACHER_FILE, SELF_GUIDE = "teacher.npz", "self_guide.align"
 MODEL_DIR_FILES = frozenset({"config.json", "log.csv", TEACHER_FILE, SELF_GUIDE} | {
     f"{d}{ext}" for d in ("forward", "reverse") for ext in (".pt", ".last.pt", ".start.pt")})
+
+
+def path_text(path: str | os.PathLike) -> str:
+    """A path as text that can be written anywhere (a CSV, a page, a plot, a terminal): the bytes of a
+    name that are not UTF-8 (which Python keeps as surrogate escapes) shown as ``\\xNN``."""
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def is_stdio(path: str | os.PathLike | None) -> bool:
@@ -131,12 +139,23 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _stem(target: Path) -> str:
+    """The part of ``target``'s name its temporary files carry: the name, or for a name so long that
+    ``.NAME.PID.XXXXXXXX.tmp`` would pass the file system's 255 bytes, its start and a hash of it."""
+    name = target.name
+    if len(name.encode("utf-8", "surrogateescape")) <= 120:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return name.encode("utf-8", "surrogateescape")[:80].decode("utf-8", "ignore") + "~" + digest
+
+
 def _left_by_killed_writers(target: Path, suffix: str) -> list[Path]:
-    """The ``.NAME.PID.*SUFFIX`` files or folders beside ``target`` whose writer's process is gone."""
+    """The ``.STEM.PID.*SUFFIX`` files or folders beside ``target`` whose writer's process is gone."""
     left = []
+    stem = _stem(target)
     with contextlib.suppress(OSError):
-        for tmp in target.parent.glob(f".{target.name}.*{suffix}"):
-            pid = tmp.name[len(target.name) + 2:].split(".", 1)[0]
+        for tmp in target.parent.glob(f".{glob.escape(stem)}.*{suffix}"):
+            pid = tmp.name[len(stem) + 2:].split(".", 1)[0]
             if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
                 left.append(tmp)
     return left
@@ -168,7 +187,8 @@ def atomic_open(
     target = Path(os.path.realpath(p))  # a symlink stays a symlink; its target gets the new content
     clean_stale_temps(target)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{_stem(target)}.{os.getpid()}.", suffix=".tmp",
+                                   dir=target.parent)
     except OSError as e:
         raise AttnAlignError(f"cannot write here ({e.strerror})", path=p,
                              hint="choose an output in a folder you can write to") from None
@@ -239,7 +259,7 @@ def atomic_dir(path: str | os.PathLike, what: str = "output folder", marker: tup
     for old in _left_by_killed_writers(target, ".new"):
         shutil.rmtree(old, ignore_errors=True)
     try:
-        stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".new", dir=parent))
+        stage = Path(tempfile.mkdtemp(prefix=f".{_stem(target)}.{os.getpid()}.", suffix=".new", dir=parent))
     except OSError as e:
         raise AttnAlignError(f"cannot write here ({e.strerror})", path=p,
                              hint="choose an output in a folder you can write to") from None

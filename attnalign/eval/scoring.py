@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from .._version import __version__
 from ..data.alignments import Alignment, ReadInfo, detect_format, read_alignments
 from ..data.corpus import Pairs, check_readable, count_lines, open_corpus
-from ..data.fileio import check_one_stdin
+from ..data.fileio import check_one_stdin, path_text
 from ..errors import FormatError, OptionError, warn
 from .breakdown import Band, breakdown
 from .metrics import Counts, corpus_counts
@@ -265,12 +265,14 @@ def read_prediction(
     return hyp, info.lines_ignored
 
 
-def read_prediction_line(path: str | os.PathLike, index: int, src_len: int, tgt_len: int, *,
-                         encoding: str = "utf-8") -> Alignment:
-    """Line ``index`` (0-based) of a prediction file (Pharaoh, 0-based, source first) as the alignment
-    of a pair of ``src_len`` x ``tgt_len`` words: a link outside the pair is an error naming the line."""
+def read_prediction_line(path: str | os.PathLike, index: int, src_len: int, tgt_len: int,
+                         options: GoldOptions = GoldOptions()) -> Alignment:
+    """Sentence ``index`` (0-based) of a prediction file, read as ``options`` say (by default Pharaoh
+    0-based or NAACL 1-based, source first), as the alignment of a pair of ``src_len`` x ``tgt_len``
+    words: a link outside the pair is an error naming the line."""
     p = check_readable(path, "prediction file")
-    hyp, _ = read_alignments(p, fmt="pharaoh", max_sentences=index + 1, encoding=encoding, role="pred")
+    hyp, _ = read_alignments(p, fmt=options.fmt, one_based=options.one_based, reverse=options.reverse,
+                             max_sentences=index + 1, encoding=options.encoding, role="pred")
     if index >= len(hyp):
         lines = f"{len(hyp)} line{'' if len(hyp) == 1 else 's'}"
         raise FormatError(f"the prediction has {lines}; --index {index} is past its end", path=p,
@@ -323,7 +325,7 @@ def score_files(
             lengths=lengths,
             encoding=options.encoding,
         )
-        s = score_alignments(gold, hyp, str(p))
+        s = score_alignments(gold, hyp, path_text(p))
         s.lines_ignored = ignored
         if bands:
             s.bands = breakdown(hyp, gold, text.pairs, text.frequency)

@@ -124,7 +124,12 @@ def load_directions(model: str | os.PathLike, options: AlignOptions, both: bool)
         s, t = options.src_lang or cfg.get("src_lang"), options.tgt_lang or cfg.get("tgt_lang")
 
         def tuned(d: str, langs) -> HFModel:
-            h = cfg["heads"][d]
+            h = (cfg.get("heads") or {}).get(d) if isinstance(cfg.get("heads"), dict) else None
+            if not isinstance(h, dict) or not all(isinstance(h.get(k), int) for k in ("layer", "head")):
+                raise AttnAlignError(f"config.json names a fine-tuned pretrained model but holds no "
+                                     f"layer and head of its {d} direction", path=Path(model) / "config.json",
+                                     hint="a model directory's config.json is written by attnalign train; "
+                                          "restore it, or train the model again")
             return HFModel(str(Path(model) / d), *langs, options.device, d, (h["layer"], h["head"]))
 
         return tuned("forward", (s, t)), tuned("reverse", (t, s)) if both else None

@@ -165,9 +165,9 @@ def load_model(model_dir: str | os.PathLike, direction: str = "forward",
              f"checkpoint so far (step {ck.get('step')}); finish it with: attnalign train --model "
              f"{model_dir} --resume")
     model.to(device).eval()
+    segmenters = [Segmenter.from_tensor(ck.get(f"{side}_spm"), path) for side in ("src", "tgt")]
     return LoadedModel(model, ck["model_type"], ck["config"], src_vocab, tgt_vocab, direction,
-                       bool(meta.get("lowercase", False)), meta,
-                       Segmenter.from_tensor(ck.get("src_spm")), Segmenter.from_tensor(ck.get("tgt_spm")))
+                       bool(meta.get("lowercase", False)), meta, *segmenters)
 
 
 def _check_belongs(ck: dict, meta: dict, direction: str, path: Path) -> None:

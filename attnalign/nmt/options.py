@@ -10,6 +10,8 @@ from ..decoding import DECODERS, SYMMETRIZATIONS, TEACHER_CHOICES, TEACHER_CORPU
 from ..errors import require
 
 BATCH_TOKENS = 4000  # padded tokens per batch when attention is extracted (align, plot, report)
+# padded tokens a batch may hold: far beyond any device's memory; a larger number is a typo
+MAX_BATCH_TOKENS = 10**7
 MAX_LENGTH = 250  # model tokens per side (EOS included): longer pairs are skipped in align, left out in train
 AUTO = "auto"  # --decoder / --sym / --teacher: chosen per model by resolve_decoding and Aligner.wants_teacher
 DEVICE = "auto"  # --device: cuda where torch sees a GPU, else cpu (nmt.device.resolve_device)
@@ -47,7 +49,7 @@ class AlignOptions:
         require("--teacher", self.teacher, choices=TEACHER_CHOICES)
         require("--teacher-weight", self.teacher_weight, low=0, high=1, optional=True)
         require("--teacher-corpus", self.teacher_corpus, choices=TEACHER_CORPUS_CHOICES)
-        for flag, value in (("--batch-tokens", self.batch_tokens), ("--max-length", self.max_length),
-                            ("chunk_size", self.chunk_size)):
+        require("--batch-tokens", self.batch_tokens, low=1, high=MAX_BATCH_TOKENS)
+        for flag, value in (("--max-length", self.max_length), ("chunk_size", self.chunk_size)):
             require(flag, value, low=1)
         return self

@@ -20,14 +20,20 @@ from ..errors import AttnAlignError
 class Segmenter:
     """Identity (``proto=None``) or sentencepiece segmentation of whitespace-tokenized words."""
 
-    def __init__(self, proto: bytes | None = None):
+    def __init__(self, proto: bytes | None = None, path=None):
         self.proto = proto
         self._sp = None
         self._cache: dict[str, list[str]] = {}
         if proto is not None:
             import sentencepiece as spm
 
-            self._sp = spm.SentencePieceProcessor(model_proto=proto)
+            try:
+                if not proto:
+                    raise ValueError("it is empty")
+                self._sp = spm.SentencePieceProcessor(model_proto=proto)
+            except (RuntimeError, OSError, ValueError, TypeError) as e:
+                raise AttnAlignError(f"the sentencepiece model inside is damaged ({str(e)[:120]})", path=path,
+                                     hint="train the model again") from None
 
     @property
     def is_subword(self) -> bool:
@@ -59,8 +65,12 @@ class Segmenter:
         return torch.frombuffer(bytearray(self.proto), dtype=torch.uint8).clone()
 
     @classmethod
-    def from_tensor(cls, t: torch.Tensor | None) -> Segmenter:
-        return cls(None if t is None else bytes(t.detach().cpu().numpy().tobytes()))
+    def from_tensor(cls, t: torch.Tensor | None, path=None) -> Segmenter:
+        """The segmenter a checkpoint (``path``, named in an error) holds."""
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise AttnAlignError("the sentencepiece model inside is not a tensor", path=path,
+                                 hint="train the model again")
+        return cls(None if t is None else bytes(t.detach().cpu().numpy().tobytes()), path)
 
 
 def train_segmenter(sentences: Iterable[Sequence[str]], vocab_size: int, model_type: str = "unigram"

@@ -7,11 +7,12 @@ sampler's loops in :mod:`.gibbs`). Torch-free.
 from __future__ import annotations
 
 import functools
-import os
 
 import numba
 import numpy as np
 from numba import njit, prange
+
+from ..dist import local_processes
 
 
 def set_threads(threads: int | None = None) -> None:
@@ -19,7 +20,7 @@ def set_threads(threads: int | None = None) -> None:
     divided among the machine's processes, as torch's threads are)."""
     most = numba.config.NUMBA_NUM_THREADS
     if threads is None:
-        threads = most // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+        threads = most // max(1, local_processes())
     numba.set_num_threads(max(1, min(threads, most)))
 
 

@@ -15,7 +15,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from ..errors import OptionError, require
-from ..nmt.options import MAX_LENGTH
+from ..nmt.options import MAX_BATCH_TOKENS, MAX_LENGTH
 from ..statistical.options import BEFORE_PREFIX, TeacherOptions
 from ..statistical.options import DEFAULT as TEACHER
 
@@ -182,7 +182,7 @@ class TrainOptions:
             require("--epochs", parse_epochs(self.epochs), low=0, low_open=True, high=10**6)
         require("auto_epochs", self.auto_epochs, low=1, high=10**6)
         if self.batch_tokens != "auto":
-            require("--batch-tokens", self.batch_tokens, low=1)
+            require("--batch-tokens", self.batch_tokens, low=1, high=MAX_BATCH_TOKENS)
         require("--precision", self.precision, choices=PRECISIONS)
         require("auto_full_pairs", self.auto_full_pairs, low=1)
         for flag, value in (("--min-freq", self.min_freq), ("--max-length", self.max_length)):

@@ -4,7 +4,7 @@ again, guided by the links ``align corpus`` writes with the last round's model a
 on the symmetrized alignments of the model itself. A round trains a new student from scratch for
 ``--epochs``, or with ``--self-train-epochs`` goes on from the last round's weights for that many passes.
 
-Each round's guide is written to the model directory (:data:`GUIDE`, Pharaoh, one line per training
+Each round's guide is written to the model directory (``self_guide.align``, Pharaoh, one line per training
 pair) before the round begins and read back from there, so that ``--resume`` continues a round with
 exactly the links it started with.
 """
@@ -15,10 +15,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..data.alignments import Alignment, Link, format_pharaoh_line, read_alignments
+from ..data.alignments import GUIDE_ROLE, Alignment, Link, format_pharaoh_line, read_alignments
 from ..data.corpus import Pairs
-from ..data.fileio import SELF_GUIDE as GUIDE
-from ..data.fileio import atomic_open
+from ..data.fileio import SELF_GUIDE, atomic_open
 from ..errors import AttnAlignError
 from .model_dir import start_round
 
@@ -27,10 +26,10 @@ def self_guide(work_dir: Path, pairs: Pairs, keep: list[int], device, self_round
                note: Callable[[str], None] | None = None, going_on: bool = False) -> list[list[Link]]:
     """The guide of self-training round ``self_round`` for the training pairs ``keep`` of ``pairs``:
     the model in ``work_dir`` with its kept teacher aligns ``pairs`` (unless ``resumed``: the round
-    began already and its guide is on disk), the links are written to :data:`GUIDE`, the round is
+    began already and its guide is on disk), the links are written to ``self_guide.align``, the round is
     recorded as begun (:func:`.model_dir.start_round`; ``going_on``: the round goes on from the last
     round's weights), and the guide is read back."""
-    path = work_dir / GUIDE
+    path = work_dir / SELF_GUIDE
     if not resumed:
         t0 = time.perf_counter()
         links = _model_links(work_dir, pairs, device)
@@ -40,7 +39,8 @@ def self_guide(work_dir: Path, pairs: Pairs, keep: list[int], device, self_round
         if note:
             note(f"self-training round {self_round}: {sum(map(len, links))} links from the model and its "
                  f"teacher in {time.perf_counter() - t0:.0f} s")
-    alignments = read_alignments(path, fmt="pharaoh", src_lengths=[len(s) for s, _ in pairs],
+    alignments = read_alignments(path, fmt="pharaoh", role=GUIDE_ROLE,
+                                 src_lengths=[len(s) for s, _ in pairs],
                                  tgt_lengths=[len(t) for _, t in pairs])[0]
     return [sorted(alignments[k].links) for k in keep]
 

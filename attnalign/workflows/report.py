@@ -36,8 +36,8 @@ from ..eval.plot import settings_text
 from .report_page import REPORT_TITLE, html_table, readable, write_page, write_systems_page
 from .report_plots import write_plots
 from .report_sweep import Config, Result, attention_stats, default_output, model_results, saved_results
+from .report_systems import check_unique_names, pred_results, systems_html, write_systems
 from .report_systems import plot_args as systems_plot_args
-from .report_systems import pred_results, systems_html, write_systems
 from .report_tables import eos_losses, write_tables
 
 if TYPE_CHECKING:
@@ -109,6 +109,7 @@ def _build(out: Path, gold, model, pairs, attention, options, gallery, top, comm
         default = default_output(model, pairs, gold, options)
         title = f"model {model}"
         model_info = _model_info(model, options)
+    check_unique_names([r.config.name for r in results], [r.config.name for r in systems])
     best = min(results, key=lambda r: r.total.aer)  # the best reading of the attention: what the page studies
     fwd, _ = mats[(best.config.layer, best.config.shift)]
     tables = write_tables(out, [*results, *([default] if default else []), *systems], best, pairs, gold, top)
@@ -182,12 +183,14 @@ def report_files(
     command: str | None = None,
     preds: Sequence[str | os.PathLike] = (),
     pred_names: Sequence[str] = (),
+    pred_options=None,
 ) -> dict:
     """The library behind ``attnalign report``: read the gold and the corpus's first sentences (or a
     saved attention file), then :func:`build_report` (``options``: how the model is read, its device
     ``auto`` resolved here). ``command``: the command line shown on the page; ``preds``: other aligners'
-    alignment files (one Pharaoh line per pair of the corpus), named ``pred_names`` (default: their
-    paths), compared with the model's default output, or alone without a model."""
+    alignment files (read as ``pred_options`` say: a :class:`~attnalign.eval.scoring.GoldOptions`),
+    named ``pred_names`` (default: their paths), compared with the model's default output, or alone
+    without a model."""
     from ..eval.scoring import GoldOptions, gold_signature, read_gold
 
     out = Path(out_dir)
@@ -205,6 +208,7 @@ def report_files(
             raise OptionError(f"{flag} lies inside the report folder, which the report replaces whole",
                               path=path, hint="write the report to another folder (-o), or move the input")
     gold_options = gold_options or GoldOptions()
+    pred_options = pred_options or GoldOptions(encoding=gold_options.encoding)
     golds, info = read_gold(gold, gold_options)
     pairs, frequency = None, None
     if attention is not None and set(range(len(golds))) <= set(saved_indices(attention)):
@@ -233,7 +237,7 @@ def report_files(
         frequency = Counter(w for s, _ in pairs for w in s)
         for s, _ in it:  # the breakdown's frequency bands count the whole text
             frequency.update(s)
-    systems = pred_results(preds, pred_names, golds, pairs, gold_options.encoding) if preds and pairs else []
+    systems = pred_results(preds, pred_names, golds, pairs, pred_options) if preds and pairs else []
     if attention is None and model is not None and options is not None:
         from dataclasses import replace
 
@@ -241,14 +245,14 @@ def report_files(
 
         options = replace(options, device=str(resolve_device(options.device)))
     plot_args, compare_args = _plot_args(model, attention, src, tgt, corpus, gold, gold_options, lowercase,
-                                         options, preds)
+                                         options, preds, pred_options)
     return build_report(out, golds, model=model, pairs=pairs, attention=attention, options=options,
                         gallery=gallery, command=command, plot_args=plot_args, signature=gold_signature(info),
                         systems=systems, frequency=frequency, systems_plot_args=compare_args, info=info)
 
 
-def _plot_args(model, attention, src, tgt, corpus, gold, gold_options, lowercase, options, preds
-               ) -> tuple[str, str]:
+def _plot_args(model, attention, src, tgt, corpus, gold, gold_options, lowercase, options, preds,
+               pred_options) -> tuple[str, str]:
     """The ``plot sentence`` options (less ``--index``) that draw a sentence of the report: as the
     gallery draws it (the model's or the attention file's matrix), and as the systems' gallery does
     (the --pred files' links)."""
@@ -260,20 +264,21 @@ def _plot_args(model, attention, src, tgt, corpus, gold, gold_options, lowercase
     hf = [f for flag, v in given if v is not None and attention is None for f in (flag, v)]
     gold_args = ["--gold", str(gold), *_gold_args(gold_options), *case]
     drawn = source if attention is not None or model is not None else text
-    return shlex.join([*map(str, source), *map(str, hf), *gold_args]), systems_plot_args(preds, [*drawn, *hf],
-                                                                                       gold_args)
+    return (shlex.join([*map(str, source), *map(str, hf), *gold_args]),
+            systems_plot_args(preds, [*drawn, *hf, *_gold_args(pred_options, "pred")], gold_args))
 
 
-def _gold_args(options) -> list[str]:
-    """The gold options that differ from their defaults, as command-line words."""
+def _gold_args(options, role: str = "gold") -> list[str]:
+    """The options of a gold (or of the predictions: ``role`` "pred") that differ from their defaults,
+    as command-line words (the encoding once, with the gold's)."""
     args = []
     if options.fmt != "auto":
-        args += ["--gold-format", options.fmt]
+        args += [f"--{role}-format", options.fmt]
     if options.one_based is not None:
-        args.append("--gold-one-based" if options.one_based else "--gold-zero-based")
+        args.append(f"--{role}-one-based" if options.one_based else f"--{role}-zero-based")
     if options.reverse:
-        args.append("--reverse-gold")
-    if options.encoding != "utf-8":
+        args.append(f"--reverse-{role}")
+    if options.encoding != "utf-8" and role == "gold":
         args += ["--encoding", options.encoding]
     return args
 

@@ -197,10 +197,10 @@ sure gold link):</p>
 
 
 def _write(out: Path, body: str) -> None:
-    from ..data.fileio import atomic_open
+    from ..data.fileio import atomic_open, path_text
 
     with atomic_open(out / "index.html") as f:
-        f.write(body)
+        f.write(path_text(body))  # a file name's bytes that are not UTF-8, as \xNN
 
 
 def write_systems_page(out: Path, n_gold: int, frames: dict, command: str | None,

@@ -23,34 +23,50 @@ import numpy as np
 
 from ..data.alignments import Alignment
 from ..data.corpus import Pairs
+from ..data.fileio import path_text
 from ..errors import OptionError
 from ..eval.breakdown import FREQUENT_MIN, RARE_MAX, breakdown
 from ..eval.metrics import alignment_counts
 from ..eval.plot import Panel, html_heatmap, save_figure
-from ..eval.scoring import ScoreReport, SystemScore, read_prediction
+from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_prediction
 from ..eval.significance import LEVEL, SAMPLES, Bootstrap
 from .report_sweep import Config, Result
 from .report_tables import word_pairs
 
 
 def pred_results(preds: Sequence[str | os.PathLike], names: Sequence[str], gold: Sequence[Alignment],
-                 pairs: Pairs, encoding: str = "utf-8") -> list[Result]:
-    """Each alignment file read for the gold's sentences (range-checked against ``pairs``) and scored,
-    named by ``names`` (default: the path as given)."""
+                 pairs: Pairs, options: GoldOptions = GoldOptions()) -> list[Result]:
+    """Each alignment file read as ``options`` say for the gold's sentences (range-checked against
+    ``pairs``) and scored, named by ``names`` (default: the path as given)."""
     if names and len(names) != len(preds):
         raise OptionError(f"{len(names)} --pred-name for {len(preds)} --pred files",
                           hint="give one --pred-name per --pred, in the same order, or none")
-    names = list(names) or [str(p) for p in preds]
+    if sum(str(p) == "-" for p in preds) > 1:
+        raise OptionError("only one --pred can be read from stdin (-)", hint="give the others as files")
+    names = list(names) or [path_text(p) for p in preds]
     if len(set(names)) != len(names):
         raise OptionError("two --pred files have the same name", hint="name them apart with --pred-name")
+    check_unique_names([], names)
     lengths = [len(s) for s, _ in pairs], [len(t) for _, t in pairs]
     results = []
     for path, name in zip(preds, names, strict=True):
-        hyp, _ = read_prediction(path, len(gold), lengths=lengths, encoding=encoding)
+        hyp, _ = read_prediction(path, len(gold), fmt=options.fmt, reverse=options.reverse,
+                                 one_based=options.one_based, lengths=lengths, encoding=options.encoding)
         links = [sorted(h.links) for h in hyp]
         per = [alignment_counts(h, g) for h, g in zip(hyp, gold, strict=True)]
         results.append(Result(Config(None, 0, "", "none", label=name), per, links))
     return results
+
+
+def check_unique_names(rows: Sequence[str], preds: Sequence[str]) -> None:
+    """Every row of the page has a name of its own: a ``--pred`` named like one of the model's ``rows``
+    (or like the default output, which every model's page has) would merge with it in the tables."""
+    from .report_sweep import DEFAULT_OUTPUT
+
+    for name in preds:
+        if name in rows or name.startswith(DEFAULT_OUTPUT):
+            raise OptionError(f"--pred name {name!r} is the name of one of the model's rows",
+                              hint="give the --pred another name with --pred-name")
 
 
 def disagreement_order(systems: Sequence[Result], pairs: Pairs, n: int) -> list[int]:
@@ -136,7 +152,9 @@ def systems_html(frames: dict, html_table, readable) -> str:
         table["p"] = ["" if t is None else f"{t.p_value:.4f}" for t in tests]
     bd = frames["breakdown"]
     metrics = {"precision": "P", "recall": "R", "aer": "AER"}
-    wide = bd.pivot_table(index=["dimension", "band"], columns="system", values=list(metrics), sort=False)
+    # dropna=False: a metric blank in every band (a system with no links) keeps its column
+    wide = bd.pivot_table(index=["dimension", "band"], columns="system", values=list(metrics), sort=False,
+                          dropna=False)
     order = [(m, s) for s in dict.fromkeys(bd.system) for m in metrics]
     wide = (100 * wide[order]).reset_index()
     wide.columns = ["by", "band", *(f"{s}: {metrics[m]}" for m, s in order)]

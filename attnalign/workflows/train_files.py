@@ -11,7 +11,7 @@ from collections.abc import Collection
 from dataclasses import asdict
 from pathlib import Path
 
-from ..data.alignments import read_alignments
+from ..data.alignments import GUIDE_ROLE, read_alignments
 from ..data.corpus import read_corpus
 from ..errors import OptionError
 from ..eval.scoring import GoldOptions, read_gold
@@ -83,7 +83,7 @@ def train_files(
     guide_links = None
     if options.guide not in (None, "auto"):
         lengths = [len(s) for s, _ in pairs], [len(t) for _, t in pairs]
-        alignments = read_alignments(options.guide, fmt="pharaoh", src_lengths=lengths[0],
+        alignments = read_alignments(options.guide, fmt="pharaoh", role=GUIDE_ROLE, src_lengths=lengths[0],
                                      tgt_lengths=lengths[1], encoding=encoding)[0]
         guide_links = [sorted(a.links) for a in alignments]
     record = {k: None if v is None else str(Path(v).resolve()) if str(v) != "-" else None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..data.alignments import Alignment
 from ..data.attnfile import read_attention
+from ..data.fileio import path_text
 from ..decoding import DECODERS, SYMMETRIZATIONS, argmax_src_links, decode_matrix, decode_pair
 from ..errors import AttnAlignError, OptionError
 from ..eval.plot import Panel
@@ -153,19 +154,20 @@ def settings_line(settings: dict) -> str:
 
 
 def pred_panels(preds, index: int, src: list[str], tgt: list[str], gold: Alignment | None,
-                under: Panel | None = None, encoding: str = "utf-8") -> list[Panel]:
+                under: Panel | None = None, options=None) -> list[Panel]:
     """One panel per prediction file: its links for pair ``index`` over ``under``'s matrix (a model's
-    attention), or on a blank grid; each titled with its file."""
+    attention), or on a blank grid; each titled with its file; ``options``: how to read the files (a
+    :class:`~attnalign.eval.scoring.GoldOptions`)."""
     import numpy as np
 
-    from ..eval.scoring import read_prediction_line
+    from ..eval.scoring import GoldOptions, read_prediction_line
 
     panels = []
     for path in preds:
-        links = sorted(read_prediction_line(path, index, len(src), len(tgt), encoding=encoding).links)
+        links = sorted(read_prediction_line(path, index, len(src), len(tgt), options or GoldOptions()).links)
         matrix = under.matrix if under is not None else np.zeros((len(tgt), len(src)))
         panels.append(Panel(matrix, src, tgt, links, gold, under.eos if under is not None else None,
-                            str(path), {}, shaded=under is not None))
+                            path_text(path), {}, shaded=under is not None))
     return panels
 
 
@@ -187,6 +189,7 @@ def sentence_panels(
     lowercase: bool | None = None,
     encoding: str = "utf-8",
     preds=(),
+    pred_options=None,
 ) -> list[Panel]:
     """What ``plot sentence`` draws: the pair typed as ``src``/``tgt`` strings, pair ``index``
     (0-based) of a corpus (``src``/``tgt`` files or ``corpus``), or pair ``index`` of a saved
@@ -216,7 +219,7 @@ def sentence_panels(
         panels = saved_panels(attention, index, options, gold=gold_pair, compare=compare and not preds,
                               show_eos=show_eos)
         p = panels[0]
-        return panels + pred_panels(preds, index, p.src, p.tgt, gold_pair, p, encoding)
+        return panels + pred_panels(preds, index, p.src, p.tgt, gold_pair, p, pred_options)
     if model is None and not preds:
         raise OptionError("give --model DIR (or --attention FILE, or --pred FILE with --index)")
     if model is not None:
@@ -238,10 +241,10 @@ def sentence_panels(
         raise OptionError(f"the pair has {len(s):,} source and {len(t):,} target words; plot sentence draws "
                           f"pairs of up to {MAX_LENGTH} words a side", hint="choose another --index")
     if model is None:
-        return pred_panels(preds, index, s, t, gold_pair, encoding=encoding)
+        return pred_panels(preds, index, s, t, gold_pair, options=pred_options)
     panels = model_panels(model, s, t, options, gold=gold_pair, compare=compare and not preds,
                           all_layers=all_layers, all_heads=all_heads, show_eos=show_eos)
-    return panels + pred_panels(preds, index, s, t, gold_pair, panels[0], encoding)
+    return panels + pred_panels(preds, index, s, t, gold_pair, panels[0], pred_options)
 
 
 def sentence_figure(panels: list[Panel], grid: bool, style=None):
