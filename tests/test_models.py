@@ -109,7 +109,7 @@ def test_transformer_is_causal():
 
 def test_bad_configs():
     with pytest.raises(OptionError, match="--attention"):
-        build_model("rnn", {"attention": "cosine"}, 10, 10)
+        build_model("rnn", {"attention": "sine"}, 10, 10)
     with pytest.raises(OptionError, match="divisible"):
         build_model("transformer", {"d_model": 10, "heads": 3}, 10, 10)
 

@@ -8,7 +8,15 @@ from pathlib import Path
 import typer
 
 from ..errors import OptionError
-from ..nmt.configs import CELLS, RNNConfig, TransformerConfig
+from ..nmt.configs import (
+    ATTENTION_SPANS,
+    ATTENTION_TYPES,
+    CELLS,
+    COSINE_SCALE,
+    DECODER_STYLES,
+    RNNConfig,
+    TransformerConfig,
+)
 from ..nmt.options import MAX_LENGTH
 from ..training.options import (
     CPU_BATCH_TOKENS,
@@ -49,6 +57,7 @@ from .common import (
     TgtLangOpt,
     TgtOpt,
     ThreadsOpt,
+    choices,
     err,
     gold_options,
     handle_errors,
@@ -63,11 +72,9 @@ class ModelType(str, Enum):
     transformer = "transformer"
 
 
-class AttentionType(str, Enum):
-    additive = "additive"
-    dot = "dot"
-    general = "general"
-    scaled_dot = "scaled-dot"
+AttentionType = choices("AttentionType", ATTENTION_TYPES)
+AttentionSpan = choices("AttentionSpan", ATTENTION_SPANS)
+DecoderStyle = choices("DecoderStyle", DECODER_STYLES)
 
 
 class Direction(str, Enum):
@@ -97,8 +104,22 @@ DevTgtOpt = option(Path | None, "--dev-tgt", panel=INPUT, help="Dev target text.
 DevGoldOpt = option(Path | None, "--dev-gold", panel=INPUT, help="Dev gold alignment: select by dev AER.")
 
 ModelTypeOpt = option(ModelType, "--model-type", panel=NETWORK, help="Network.")
-AttentionOpt = option(AttentionType | None, "--attention", panel=NETWORK, help="RNN attention.",
+AttentionOpt = option(AttentionType | None, "--attention", panel=NETWORK, help=(
+    "RNN attention score: additive (Bahdanau), dot and general (Luong), scaled-dot, or cosine (the "
+    f"cosine of query and key times a learned scale that starts at {COSINE_SCALE:g})."),
                       show_default=RNN.attention)
+AttentionSpanOpt = option(AttentionSpan | None, "--attention-span", panel=NETWORK, help=(
+    "RNN attention over every source word (global), or a window of them (Luong's local attention): "
+    "local-m centres it on the target step scaled to the source length, local-p on a position the "
+    "model predicts, with a Gaussian weighting (sigma = window / 2); the alignment read is its weights "
+    "renormalised over the source."), show_default=RNN.attention_span)
+WindowOpt = option(int | None, "--window", panel=NETWORK,
+                   help="A local attention's half-width D: it sees the source words within D of its centre.",
+                   show_default=str(RNN.window))
+DecoderStyleOpt = option(DecoderStyle | None, "--decoder-style", panel=NETWORK, help=(
+    "RNN decoder: luong attends with its new state (after reading the target word before); bahdanau "
+    "with its previous state, and reads the context as its input (no input feeding)."),
+                         show_default=RNN.decoder_style)
 CellOpt = option(str | None, "--cell", panel=NETWORK, help=f"RNN cell: {' or '.join(CELLS)}.",
                  show_default=RNN.cell)
 HiddenOpt = option(int | None, "--hidden", panel=NETWORK,
@@ -168,7 +189,8 @@ ParallelOpt = option(str | None, "--parallel-directions", panel=RUNTIME, help=(
     "torchrun)."), show_default="auto")
 SaveEveryOpt = option(int | None, "--save-every", panel=RUNTIME, help="Resumable checkpoint every N steps.")
 
-RNN_ONLY, TRANSFORMER_ONLY = {"attention", "cell", "hidden", "emb_dim"}, {"d_model", "heads"}
+RNN_ONLY = {"attention", "cell", "hidden", "emb_dim", "attention_span", "window", "decoder_style"}
+TRANSFORMER_ONLY = {"d_model", "heads"}
 
 
 def network_options(model_type: ModelType, layers: int | None, **given) -> dict:
@@ -180,6 +202,9 @@ def network_options(model_type: ModelType, layers: int | None, **given) -> dict:
     if wrong:
         raise OptionError(f"--{', --'.join(sorted(w.replace('_', '-') for w in wrong))} do not apply to "
                              f"--model-type {model_type.value}")
+    if "window" in given and given.get("attention_span", "global") == "global":
+        raise OptionError("--window sets a local attention's window",
+                          hint="give --attention-span local-m or local-p with it")
     return given
 
 
@@ -213,6 +238,7 @@ def train(
     dev_gold: DevGoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False,
     model_type: ModelTypeOpt = ModelType(DEFAULTS.model_type), attention: AttentionOpt = None,
+    attention_span: AttentionSpanOpt = None, window: WindowOpt = None, decoder_style: DecoderStyleOpt = None,
     cell: CellOpt = None, hidden: HiddenOpt = None, emb_dim: EmbDimOpt = None, d_model: DModelOpt = None,
     heads: HeadsOpt = None, layers: LayersOpt = None, dropout: DropoutOpt = None,
     align_head: AlignHeadOpt = None,
@@ -247,7 +273,9 @@ def train(
 
     config = network_options(model_type, layers, attention=attention.value if attention else None, cell=cell,
                              hidden=hidden, emb_dim=emb_dim, d_model=d_model, heads=heads, dropout=dropout,
-                             align_head=align_head)
+                             align_head=align_head,
+                             attention_span=attention_span.value if attention_span else None, window=window,
+                             decoder_style=decoder_style.value if decoder_style else None)
     if direction is None and reverse_init_from is not None:
         direction = Direction.both
     options = preset_options(

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from ..data.npz import machine_memory
 from ..errors import OptionError, require
 
-ATTENTION_TYPES = ("additive", "dot", "general", "scaled-dot")
+ATTENTION_TYPES = ("additive", "dot", "general", "scaled-dot", "cosine")
+ATTENTION_SPANS = ("global", "local-m", "local-p")  # Luong et al. 2015's global and local attention
+DECODER_STYLES = ("luong", "bahdanau")  # when the RNN decoder attends: after its step, or before
+COSINE_SCALE = 10.0  # the cosine score's starting scale: a softmax over [-10, 10] can be peaked
 CELLS = ("gru", "lstm")
 MAX_LAYERS = 64  # encoder or decoder layers: more is a typing error, not a network
 BYTES_PER_PARAM = 16  # float32 weights, their gradients and Adam's two moments
@@ -38,11 +41,14 @@ class RNNConfig:
     enc_layers: int = 1
     dec_layers: int = 1
     cell: str = "gru"  # gru | lstm
-    attention: str = "general"  # additive | dot | general | scaled-dot
+    attention: str = "general"  # additive | dot | general | scaled-dot | cosine
     dropout: float = 0.2
-    input_feeding: bool = True
+    input_feeding: bool = True  # Luong's decoder only: Bahdanau's reads the context as its input
     tie_embeddings: bool = False
     align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
+    attention_span: str = "global"  # global | local-m | local-p (models.attention)
+    window: int = 10  # D: a local attention's window is [p_t - D, p_t + D]
+    decoder_style: str = "luong"  # luong: attend with the new state h_t; bahdanau: with s_{t-1}
 
     def check(self) -> RNNConfig:
         """Raise an OptionError naming the ``train`` option that is out of range."""
@@ -52,6 +58,11 @@ class RNNConfig:
             require("--layers", value, low=1, high=MAX_LAYERS)
         require("--cell", self.cell, choices=CELLS)
         require("--attention", self.attention, choices=ATTENTION_TYPES)
+        require("--attention-span", self.attention_span, choices=ATTENTION_SPANS)
+        require("--window", self.window, low=1, high=10**6)
+        require("--decoder-style", self.decoder_style, choices=DECODER_STYLES)
+        if self.decoder_style == "bahdanau":  # its input holds the context: nothing else is fed back
+            self.input_feeding = False
         require("--dropout", self.dropout, low=0, high=1, high_open=True)
         check_fits(self.min_params())
         return self

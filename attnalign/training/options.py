@@ -292,7 +292,8 @@ RESUME_FREE = frozenset({"model", "resume", "quiet", "threads", "src", "tgt", "c
                          "dev_gold", "encoding", "gold_format", "gold_one_based", "reverse_gold"})
 _NETWORK = {"hidden": ("hidden",), "emb_dim": ("emb_dim",), "d_model": ("d_model",), "heads": ("heads",),
             "dropout": ("dropout",), "align_head": ("align_head",), "attention": ("attention",),
-            "cell": ("cell",), "layers": ("enc_layers", "dec_layers")}
+            "cell": ("cell",), "layers": ("enc_layers", "dec_layers"), "attention_span": ("attention_span",),
+            "window": ("window",), "decoder_style": ("decoder_style",)}
 
 
 def resume_conflicts(given: TrainOptions, run: TrainOptions, network: dict, typed, preset: str | None = None

@@ -1,9 +1,14 @@
-"""RNN encoder-decoder: bidirectional GRU/LSTM encoder, GRU/LSTM decoder with input feeding and one
-attention (Luong et al. 2015 layout; the scorer is configurable, see :mod:`.attention`).
+"""RNN encoder-decoder: bidirectional GRU/LSTM encoder, GRU/LSTM decoder and one attention (its score
+and span are configurable, see :mod:`.attention`), in one of two layouts (``decoder_style``):
 
-Decoder step t (0-based) reads input token ``tgt_in[:, t]`` and the previous attentional vector,
-updates its state h_t, attends with h_t as the query and predicts ``tgt_out[:, t]``; so attention row t
-is computed knowing the target prefix up to the input token t, before seeing the token it predicts.
+* ``luong`` (Luong et al. 2015, the default): decoder step t (0-based) reads input token
+  ``tgt_in[:, t]`` and, with input feeding, the previous attentional vector, updates its state h_t,
+  attends with h_t as the query and predicts ``tgt_out[:, t]``: attention row t is computed knowing the
+  target prefix up to the input token t, before seeing the token it predicts.
+* ``bahdanau`` (Bahdanau et al. 2015): step t attends with the previous state s_{t-1} as the query, then
+  reads ``tgt_in[:, t]`` beside the context c_t (s_t = GRU([y_{t-1}; c_t], s_{t-1})) and predicts
+  ``tgt_out[:, t]`` from [s_t; c_t]: its attention row t is computed one step earlier than Luong's,
+  before the input token t is read.
 """
 
 from __future__ import annotations
@@ -35,9 +40,11 @@ class RNNModel(nn.Module):
                            dropout=cfg.dropout if cfg.enc_layers > 1 else 0.0)
         self.enc_to_mem = nn.Linear(2 * H, H)  # encoder states -> attention keys/values [B, S, H]
         self.bridge = nn.Linear(2 * H, cfg.dec_layers * H)  # final encoder state -> initial decoder state
-        self.decoder = rnn(E + (H if cfg.input_feeding else 0), H, cfg.dec_layers, batch_first=True,
+        self.bahdanau = cfg.decoder_style == "bahdanau"
+        fed = cfg.input_feeding or self.bahdanau  # Bahdanau's input holds the context
+        self.decoder = rnn(E + (H if fed else 0), H, cfg.dec_layers, batch_first=True,
                            dropout=cfg.dropout if cfg.dec_layers > 1 else 0.0)
-        self.attn = Attention(cfg.attention, H)
+        self.attn = Attention(cfg.attention, H, cfg.attention_span, cfg.window)
         self.combine = nn.Linear(2 * H, H)  # [h_t; c_t] -> attentional vector
         self.drop = nn.Dropout(cfg.dropout)
         self.out = nn.Linear(H, tgt_vocab_size)
@@ -64,24 +71,44 @@ class RNNModel(nn.Module):
         emb = self.drop(self.tgt_emb(tgt_in))  # [B, T, E]
         proj = self.attn.precompute(memory)
         state = h0 if self.cfg.cell == "gru" else (h0, torch.zeros_like(h0))
+        local = self.attn.span != "global"
+        tgt_len = (tgt_in != PAD_ID).sum(1) if local else None  # local-m's p_t = t * S / T
+        steps = torch.arange(tgt_in.size(1), device=tgt_in.device) if local else None
+        if self.bahdanau:
+            return self._decode_bahdanau(emb, memory, src_mask, proj, state, steps, tgt_len)
         if not self.cfg.input_feeding:  # the whole target in one RNN call, attention in parallel
             h, _ = self.decoder(emb, state)
-            ctx, weights = self.attn(h, memory, src_mask, proj)
+            ctx, weights = self.attn(h, memory, src_mask, proj, steps, tgt_len)
             return self.drop(torch.tanh(self.combine(torch.cat([h, ctx], -1)))), weights
         if self.cfg.cell == "gru" and self.cfg.dec_layers == 1:
-            return self._decode_gru(emb, memory, src_mask, proj, h0[0])
+            return self._decode_gru(emb, memory, src_mask, proj, h0[0], steps, tgt_len)
         B, T, _ = emb.shape
         feed = emb.new_zeros(B, self.cfg.hidden)
         outs, attns = [], []
         for t in range(T):
             h, state = self.decoder(torch.cat([emb[:, t], feed], -1).unsqueeze(1), state)  # [B, 1, H]
-            ctx, w = self.attn(h, memory, src_mask, proj)  # [B, 1, H], [B, 1, S]
+            ctx, w = self.attn(h, memory, src_mask, proj, _at(steps, t), tgt_len)  # [B, 1, H], [B, 1, S]
             feed = self.drop(torch.tanh(self.combine(torch.cat([h, ctx], -1)))).squeeze(1)
             outs.append(feed)
             attns.append(w)
         return torch.stack(outs, 1), torch.cat(attns, 1)
 
-    def _decode_gru(self, emb, memory, src_mask, proj, h) -> tuple[torch.Tensor, torch.Tensor]:
+    def _decode_bahdanau(self, emb, memory, src_mask, proj, state, steps, tgt_len
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Bahdanau's decoder: each step attends with the state before it (the top layer's s_{t-1}),
+        then reads [y_{t-1}; c_t]; the output reads [s_t; c_t]."""
+        outs, attns = [], []
+        for t in range(emb.size(1)):
+            top = (state[0] if isinstance(state, tuple) else state)[-1].unsqueeze(1)  # s_{t-1} [B, 1, H]
+            used = self.attn.used(top, src_mask, proj, _at(steps, t), tgt_len)  # [B, 1, S]
+            ctx = torch.bmm(used, memory)  # [B, 1, H]
+            h, state = self.decoder(torch.cat([emb[:, t:t + 1], ctx], -1), state)  # s_t [B, 1, H]
+            outs.append(self.drop(torch.tanh(self.combine(torch.cat([h, ctx], -1)))).squeeze(1))
+            attns.append(self.attn.readable(used))
+        return torch.stack(outs, 1), torch.cat(attns, 1)
+
+    def _decode_gru(self, emb, memory, src_mask, proj, h, steps=None, tgt_len=None
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The input-feeding loop of a one-layer GRU: the same function as the generic loop, with the
         products that do not depend on the step taken out of it. The embeddings' share of the input
         gates is one product over all T steps, and the context's share of the attentional vector is
@@ -94,17 +121,17 @@ class RNNModel(nn.Module):
         mem_out = F.linear(memory, w_ctx)  # [B, S, H]
         feed = h.new_zeros(h.shape)  # the attentional vector fed back, [B, H]
         outs, attns = [], []
-        for pre_t in pre.unbind(1):  # one backward node for all steps, not a zero-filled copy per step
+        for t, pre_t in enumerate(pre.unbind(1)):  # one backward node for all steps, not a copy per step
             gi_rz, gi_n = torch.addmm(pre_t, feed, w_feed).split([2 * H, H], 1)  # [B, 2H], [B, H]
             gh_rz, gh_n = F.linear(h, d.weight_hh_l0, d.bias_hh_l0).split([2 * H, H], 1)
             r, z = torch.sigmoid(gi_rz + gh_rz).chunk(2, 1)
             n = torch.tanh(gi_n + r * gh_n)
             h = torch.lerp(n, h, z)  # (1 - z) * n + z * h
-            w = self.attn.weights(h.unsqueeze(1), src_mask, proj)  # [B, 1, S]
+            w = self.attn.used(h.unsqueeze(1), src_mask, proj, _at(steps, t), tgt_len)  # [B, 1, S]
             vec = torch.baddbmm(F.linear(h, w_state, self.combine.bias).unsqueeze(1), w, mem_out)
             feed = self.drop(torch.tanh(vec)).squeeze(1)  # [B, H]
             outs.append(feed)
-            attns.append(w)
+            attns.append(self.attn.readable(w))
         return torch.stack(outs, 1), torch.cat(attns, 1)
 
     def forward(self, src, src_mask, tgt_in) -> ModelOutput:
@@ -130,3 +157,9 @@ class RNNModel(nn.Module):
         """Attention only, [B, T, S]: no output-vocabulary projection."""
         memory, h0 = self.encode(src, src_mask)
         return self._decode(memory, src_mask, h0, tgt_in)[1]
+
+
+def _at(steps: torch.Tensor | None, t: int) -> torch.Tensor | None:
+    """Step t of ``steps`` as a [1] tensor (None for a global attention, which needs no steps)."""
+    return None if steps is None else steps[t:t + 1]
+
