@@ -10,8 +10,8 @@ corpus) and the trial sentences (new to it). Each grid point blends each sentenc
 ``align corpus`` does, ``(1 - w) * student + w * teacher`` with the student the mean of its two
 directions, and keeps the cells above the threshold.
 The trial sentences choose (lowest AER, ties to the smaller ``w``); the test sentences only report.
-This is what ``bench/teacher_weight.py`` measures with one ``align corpus`` run per weight, over the
-threshold too, in minutes instead of hours beyond 40k pairs.
+One ``align corpus`` run per weight would measure the same, without the threshold, in hours instead of
+minutes beyond 40k pairs.
 
     python bench/scale.py --sizes 160000 --systems preset          # the model, first
     python bench/blend_scale.py --model bench/work/scale/preset-corpus160000-eauto --size 160000

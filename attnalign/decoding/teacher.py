@@ -16,7 +16,8 @@ from ..data.corpus import pair_keys
 # What combining with the teacher means (``align corpus --teacher``; see nmt.aligner): each
 # direction's matrix becomes (1 - weight) * student + weight * teacher (the statistical teacher's soft
 # matrix of the pair), the two directions are averaged and every cell above the threshold is a link.
-# Selected on the English-French trial set by bench/combine.py (README, "Alignment quality").
+# Selected on the English-French trial set by bench/combine.py (docs/benchmarks.md, "Combining student
+# and teacher").
 TEACHER_DECODING = {"weight": 0.9, "sym": "soft", "decoder": "threshold", "threshold": 0.45}
 # From this many pairs in the teacher's corpus the student is nearly as good as its teacher and the
 # blend gives it more weight: TEACHER_DECODING with this weight and threshold. Selected on the

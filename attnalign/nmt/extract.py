@@ -57,7 +57,7 @@ def model_attention(model, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: to
 
 def default_layer(n_layers: int) -> int:
     """The decoder layer read when none is named: the penultimate one (the last of a 1-layer model),
-    whose cross-attention aligns best in Transformers (README, "Alignment quality")."""
+    whose cross-attention aligns best in Transformers."""
     return -2 if n_layers > 1 else -1
 
 

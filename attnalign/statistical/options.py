@@ -3,8 +3,8 @@
 :class:`TeacherOptions` is the one statement of the built-in aligner's defaults; ``attnalign align
 statistical`` (``--aligner``, ``--sym``, ``--prefix``, ``--identical``) and ``attnalign train --guide
 auto`` (``--guide-model``, ``--guide-sym``, ``--guide-prefix``, ``--guide-identical``) both read it.
-Torch-free. How each default was chosen (on the English-French trial set only) is in the README,
-"Alignment quality", with the bench command that measures it.
+Torch-free. How each default was chosen (on the English-French trial set only) is in
+docs/benchmarks.md, "Configurations, one change at a time", with the bench command that measures it.
 """
 
 from __future__ import annotations

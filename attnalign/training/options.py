@@ -248,14 +248,14 @@ class TrainOptions:
 
 
 # Named sets of training options (``attnalign train --preset NAME``); options given beside a preset
-# override it. "align": the configuration benchmarked in bench/quality.py (README, "Alignment
-# quality"): both directions reading 4,000 sentencepiece pieces per side, guided by the built-in
-# statistical aligner (its default, on words), with an alignment head; 5 passes under --epochs auto, in
-# batches sized for the device (on a CPU 2,000 tokens, which keep its matrix products busier than the
-# defaults' 1,000) at a 2e-3 learning rate for 2,000 tokens, and without dropout, which slows a student
-# learning its teacher's links in few passes. "align-fast": the same network in 3 passes, for the corpus
-# it aligns with its teacher (``align corpus --teacher``); alone its student is weaker than "align"'s
-# (README).
+# override it. "align": the configuration benchmarked in bench/quality.py (docs/benchmarks.md, "How
+# `--preset align` was chosen"): both directions reading 4,000 sentencepiece pieces per side, guided
+# by the built-in statistical aligner (its default, on words), with an alignment head; 5 passes under
+# --epochs auto, in batches sized for the device (on a CPU 2,000 tokens, which keep its matrix products
+# busier than the defaults' 1,000) at a 2e-3 learning rate for 2,000 tokens, and without dropout, which
+# slows a student learning its teacher's links in few passes. "align-fast": the same network in 3
+# passes, for the corpus it aligns with its teacher (``align corpus --teacher``); alone its student is
+# weaker than "align"'s (the same section).
 _ALIGN = {"direction": "both", "guide": "auto", "subword": 4000, "auto_epochs": 5, "batch_tokens": "auto",
           "lr": 2e-3, "model_config": {"align_head": True, "dropout": 0.0}}
 PRESETS: dict[str, dict] = {
