@@ -103,6 +103,12 @@ CONFIGS = {
     "agree-fert-head-sp-e5-b2k-d0-st1e15": replace(ALIGN, self_train=1, self_train_epochs=1.5),
     # --preset align --guide-samplers 3: a teacher of 3 fertility chains, for the guide and align corpus
     "agree-fert-head-sp-e5-b2k-d0-s3": replace(ALIGN, guide_samplers=3),
+    # --preset align with the attention family's unguided best (bench/attention_family.py): the cosine
+    # score, or Luong's local-m attention of window 5
+    "agree-fert-head-sp-e5-b2k-d0-cosine": replace(ALIGN, model_config={**ALIGN.model_config,
+                                                                        "attention": "cosine"}),
+    "agree-fert-head-sp-e5-b2k-d0-local-m-5": replace(ALIGN, model_config={
+        **ALIGN.model_config, "attention_span": "local-m", "window": 5}),
     "statistical": None,  # the built-in aligners alone (the guide's teachers), no NMT
     "hmm": None,
     "hmm-agree": None,

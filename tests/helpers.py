@@ -11,6 +11,25 @@ SAMPLE = ROOT / "sample_data"
 SHARED = ROOT.parent / "shared" / "data"
 
 
+def invoke(*args, **kw):
+    """Run the attnalign command line in this process with ``args`` (any objects, as strings): Click's
+    result, stdout and stderr apart."""
+    from typer.testing import CliRunner
+
+    from attnalign.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args], **kw)
+
+
+def tiny(**kw):
+    """Training options for a network small enough to train in a second: 2 passes, seed 3 (``kw``
+    overrides)."""
+    from attnalign.training import TrainOptions
+
+    base = dict(model_config={"hidden": 16, "emb_dim": 8}, epochs=2, batch_tokens=300, seed=3)
+    return TrainOptions(**{**base, **kw})
+
+
 def shared_or_skip(*parts: str) -> Path:
     """A path under ../shared/data, or skip the test with a reason when it is absent."""
     p = SHARED.joinpath(*parts)
@@ -79,3 +98,37 @@ class StubRun:
             raise AttnAlignError("this run cannot go on", hint="fix it")
         time.sleep(300)
         return {}
+
+
+def check_report(out):
+    """A report folder's links resolve, its images are drawn and its tables add up; its page and scores."""
+    import re
+
+    import matplotlib.image as mpimg
+    import pandas as pd
+
+    page = (out / "index.html").read_text()
+    refs = set(re.findall(r'(?:href|src)="([^"]+)"', page))
+    assert refs and all((out / r).is_file() for r in refs), [r for r in refs if not (out / r).is_file()]
+    assert not any(r.startswith(("http:", "https:", "/")) for r in refs)  # no network, no absolute paths
+    for r in refs:
+        if r.endswith(".png"):
+            img = mpimg.imread(out / r)
+            assert img.shape[0] > 100 and img[..., :3].std() > 0.02
+    scores = pd.read_csv(out / "scores.csv")
+    assert scores.best.sum() == 1
+    best = scores[scores.best].iloc[0]
+    assert best.aer == scores.aer.min()
+    per = pd.read_csv(out / "per_sentence.csv")
+    by_len = pd.read_csv(out / "by_length.csv")
+    for col in ("links", "sure", "possible", "hits_sure", "hits_possible"):
+        assert per[col].sum() == best[col] == by_len[col].sum(), col
+    assert by_len.sentences.sum() == len(per) == best.sentences
+    wrong = pd.read_csv(out / "wrong_pairs.csv")
+    assert wrong["count"].is_monotonic_decreasing
+    assert wrong["count"].sum() <= best.links - best.hits_possible  # wrong links, the top ones
+    return page, scores
+
+
+class Kill(Exception):
+    """Raised by a test's reporter to stop a training run at a chosen step."""

@@ -6,20 +6,12 @@ import json
 
 import numpy as np
 import pytest
-from helpers import SAMPLE, write
-from typer.testing import CliRunner
+from helpers import SAMPLE, invoke, write
 
-from attnalign.cli import app
 from attnalign.data.attnfile import read_attention, saved_indices
 from attnalign.data.corpus import read_corpus
 from attnalign.errors import AttnAlignError, AttnAlignWarning
 from attnalign.nmt.aligner import Aligner, AlignOptions, decode_pair
-
-runner = CliRunner()
-
-
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 @pytest.fixture

@@ -7,8 +7,7 @@ import math
 
 import pytest
 import torch
-from helpers import SAMPLE, sample_texts
-from test_reliability import invoke
+from helpers import SAMPLE, invoke, sample_texts
 
 from attnalign.nmt.configs import RNNConfig
 from attnalign.nmt.models.attention import Attention
@@ -134,3 +133,24 @@ def test_bad_windows_and_options_are_usage_errors(tmp_path, args, needle):
                *args)
     assert r.exit_code == 2 and needle in r.stderr, r.output
     assert not (tmp_path / "m").exists()
+
+
+def test_plot_draws_local_p_predicted_position(tmp_path):
+    from attnalign.nmt.aligner import AlignOptions
+    from attnalign.training import TrainOptions, train
+    from attnalign.workflows.views import model_panels
+
+    texts = [("the red car", "la voiture rouge"), ("a car", "une voiture"),
+             ("the car is red", "la voiture est rouge")] * 10
+    pairs = [(s.split(), t.split()) for s, t in texts]
+    m = tmp_path / "m"
+    train(pairs, m, TrainOptions(epochs=1, batch_tokens=200, model_config={
+        "hidden": 8, "emb_dim": 8, "attention_span": "local-p", "window": 2}))
+    src, tgt = ["the", "red", "car"], ["la", "voiture", "rouge"]
+    (panel,) = model_panels(m, src, tgt, AlignOptions())
+    assert panel.positions is not None and panel.positions.shape == (3,)
+    assert ((panel.positions >= 0) & (panel.positions <= len(src))).all()
+    assert "predicted position" in panel.title
+    r = invoke("plot", "sentence", "--model", m, "--src", "the red car", "--tgt", "la voiture rouge", "-o",
+               tmp_path / "p.png")
+    assert r.exit_code == 0 and (tmp_path / "p.png").stat().st_size > 1000

@@ -7,18 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT, SAMPLE, write
-from typer.testing import CliRunner
+from helpers import ROOT, SAMPLE, invoke, write
 
-from attnalign.cli import app
 from attnalign.errors import OptionError
 from attnalign.nmt.configs import BYTES_PER_PARAM, RNNConfig, TransformerConfig, check_fits
-
-runner = CliRunner()
-
-
-def invoke(*args, **kw):
-    return runner.invoke(app, [str(a) for a in args], **kw)
 
 
 def test_the_memory_estimate_by_hand():

@@ -6,16 +6,7 @@ import json
 
 import pandas as pd
 import pytest
-from helpers import SAMPLE, write
-from typer.testing import CliRunner
-
-from attnalign.cli import app
-
-runner = CliRunner()
-
-
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args])
+from helpers import SAMPLE, invoke, write
 
 
 def test_table_on_stdout_signature_and_counts():

@@ -9,10 +9,9 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers import SAMPLE
+from helpers import SAMPLE, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_align import invoke
 
 from attnalign.errors import OptionError
 from attnalign.nmt.batching import make_batch

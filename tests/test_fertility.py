@@ -215,4 +215,5 @@ except KeyboardInterrupt:
 ''')
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     word, seconds = p.stdout.split()
-    assert word == "stopped" and float(seconds) < 3, (p.stdout, p.stderr[-2000:])
+    # stopped between sweeps, long before the 2,000 sweeps end (a loaded machine may take seconds)
+    assert word == "stopped" and float(seconds) < 30, (p.stdout, p.stderr[-2000:])

@@ -9,8 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import SAMPLE
-from test_align import invoke
+from helpers import SAMPLE, invoke
 
 from attnalign import dist
 from attnalign.errors import OptionError

@@ -11,8 +11,7 @@ import zipfile
 import numpy as np
 import pytest
 import torch
-from helpers import SAMPLE, write
-from test_reliability import invoke, tiny
+from helpers import SAMPLE, invoke, tiny, write
 
 from attnalign.data.corpus import read_corpus
 from attnalign.training import train
@@ -338,18 +337,27 @@ def test_a_terminated_run_cleans_up_and_keeps_the_old_output(tmp_path, sig):
     import signal
     import subprocess
     import sys
+    import threading
     import time
 
-    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr") * 20  # 5,000 would end before the sleep
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr") * 20  # time to be interrupted
     src = write(tmp_path / "t.en", "".join(" ".join(s) + "\n" for s, _ in pairs))
     tgt = write(tmp_path / "t.fr", "".join(" ".join(t) + "\n" for _, t in pairs))
     out = write(tmp_path / "old.align", "0-0\n")
+    # FORCE_COLOR: the progress display draws on the pipe too, so its first line says the passes began
     p = subprocess.Popen([sys.executable, "-m", "attnalign", "align", "statistical", "--src", str(src),
                           "--tgt", str(tgt), "-o", str(out)], stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    time.sleep(3)  # inside the teacher's passes
+                         env={**os.environ, "PYTHONUNBUFFERED": "1", "FORCE_COLOR": "1"})
+    seen: list[str] = []
+    reader = threading.Thread(target=lambda: seen.extend(iter(lambda: p.stderr.read(1), "")), daemon=True)
+    reader.start()
+    deadline = time.time() + 120
+    while "pairs/s" not in "".join(seen) and p.poll() is None and time.time() < deadline:
+        time.sleep(0.05)  # waiting for the readiness line: the aligner's passes have begun
     p.send_signal(getattr(signal, sig))
-    _, err = p.communicate(timeout=60)
+    p.wait(timeout=60)
+    reader.join(timeout=10)
+    err = "".join(seen)
     assert p.returncode == 130, err[-2000:]
     assert f"stopped by {sig}" in err and "Traceback" not in err
     assert out.read_text() == "0-0\n" and not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*"))

@@ -8,9 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from helpers import SAMPLE
-from test_align import invoke
-from test_report import check_report
+from helpers import SAMPLE, check_report, invoke
 
 pytest.importorskip("transformers", reason='the Hugging Face extra is not installed: pip install ".[hf]"')
 

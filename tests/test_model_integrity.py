@@ -8,16 +8,7 @@ import json
 import shutil
 
 import pytest
-from helpers import SAMPLE, sample_texts, write
-from typer.testing import CliRunner
-
-from attnalign.cli import app
-
-runner = CliRunner()
-
-
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args])
+from helpers import SAMPLE, invoke, sample_texts, write
 
 
 @pytest.fixture(scope="module")

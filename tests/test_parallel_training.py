@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import SAMPLE, StubRun, children, running
-from test_align import invoke
+from helpers import SAMPLE, StubRun, children, invoke, running, tiny
 
 from attnalign.data.corpus import read_corpus
 from attnalign.errors import AttnAlignError, OptionError
@@ -27,11 +26,6 @@ from attnalign.training.parallel import wanted
 def pairs():
     return read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:200]
 
-
-def tiny(**kw) -> TrainOptions:
-    base = dict(model_config={"hidden": 16, "emb_dim": 8}, epochs=2, batch_tokens=300, seed=3,
-                direction="both")
-    return TrainOptions(**{**base, **kw})
 
 
 class Recorder:
@@ -53,8 +47,9 @@ class Recorder:
 
 def test_parallel_training_is_the_sequential_training_with_one_thread_each(tmp_path, pairs):
     rec = Recorder()
-    both = train(pairs, tmp_path / "par", tiny(parallel_directions="on", threads=2), reporter=rec)
-    one = train(pairs, tmp_path / "seq", tiny(parallel_directions="off", threads=1))
+    both = train(pairs, tmp_path / "par", tiny(direction="both", parallel_directions="on", threads=2),
+                 reporter=rec)
+    one = train(pairs, tmp_path / "seq", tiny(direction="both", parallel_directions="off", threads=1))
     for d in ("forward", "reverse"):
         a = load_checkpoint(tmp_path / "par" / f"{d}.pt")
         b = load_checkpoint(tmp_path / "seq" / f"{d}.pt")
@@ -78,13 +73,12 @@ def test_a_failing_direction_stops_the_run_with_its_error(tmp_path, pairs, monke
     # the options' check refuses so large a rate; let through here, it makes a direction fail in its process
     from dataclasses import replace
 
-    from attnalign.training import TrainOptions
 
     check = TrainOptions.check
     monkeypatch.setattr(TrainOptions, "check", lambda self, *a, **k: check(replace(self, lr=None), *a, **k))
     with pytest.raises(AttnAlignError, match="training loss became") as e:
-        train(pairs, tmp_path / "m", tiny(parallel_directions="on", threads=2, lr=1e30, epochs=1,
-                                          label_smoothing=0.0))
+        train(pairs, tmp_path / "m", tiny(direction="both", parallel_directions="on", threads=2, lr=1e30,
+                                          epochs=1, label_smoothing=0.0))
     assert "--lr" in e.value.hint
     assert workers() == []  # the other direction's process was stopped
 
@@ -137,7 +131,8 @@ def test_a_worker_that_dies_or_fails_stops_the_run_within_seconds(stubs_importab
 def test_warnings_from_the_processes_reach_the_caller(tmp_path, pairs):
     long_pairs = [*pairs, (["w"] * 400, ["v"] * 3)]
     with pytest.warns(UserWarning, match=r"1 of 201 training pairs are longer than --max-length 250"):
-        train(long_pairs, tmp_path / "m", tiny(parallel_directions="on", threads=2, epochs=1))
+        train(long_pairs, tmp_path / "m",
+              tiny(direction="both", parallel_directions="on", threads=2, epochs=1))
 
 
 def test_when_auto_starts_processes(monkeypatch):

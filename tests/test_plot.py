@@ -5,8 +5,7 @@ from __future__ import annotations
 import matplotlib.image as mpimg
 import numpy as np
 import pytest
-from helpers import SAMPLE
-from test_align import invoke
+from helpers import SAMPLE, invoke
 
 from attnalign.data.alignments import Alignment
 from attnalign.eval.plot import Panel, figure_for, terminal_view

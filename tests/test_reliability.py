@@ -11,26 +11,14 @@ import threading
 import numpy as np
 import pytest
 import torch
-from helpers import SAMPLE, write
-from typer.testing import CliRunner
+from helpers import SAMPLE, invoke, tiny, write
 
-from attnalign.cli import app
 from attnalign.data.corpus import read_corpus
 from attnalign.data.fileio import atomic_open
 from attnalign.errors import AttnAlignError, OptionError
 from attnalign.nmt.checkpoint import load_checkpoint, load_model
 from attnalign.training import DevSet, TrainOptions, train
 from attnalign.training import run as run_mod
-
-runner = CliRunner()
-
-
-def invoke(*args, **kw):
-    return runner.invoke(app, [str(a) for a in args], **kw)
-
-
-def tiny(**kw) -> TrainOptions:
-    return TrainOptions(model_config={"hidden": 16, "emb_dim": 8}, batch_tokens=300, **kw)
 
 
 @pytest.fixture(scope="module")

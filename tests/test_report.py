@@ -6,35 +6,9 @@ import html
 import re
 import shlex
 
-import matplotlib.image as mpimg
 import pandas as pd
 import pytest
-from helpers import SAMPLE
-from test_align import invoke
-
-
-def check_report(out):
-    page = (out / "index.html").read_text()
-    refs = set(re.findall(r'(?:href|src)="([^"]+)"', page))
-    assert refs and all((out / r).is_file() for r in refs), [r for r in refs if not (out / r).is_file()]
-    assert not any(r.startswith(("http:", "https:", "/")) for r in refs)  # no network, no absolute paths
-    for r in refs:
-        if r.endswith(".png"):
-            img = mpimg.imread(out / r)
-            assert img.shape[0] > 100 and img[..., :3].std() > 0.02
-    scores = pd.read_csv(out / "scores.csv")
-    assert scores.best.sum() == 1
-    best = scores[scores.best].iloc[0]
-    assert best.aer == scores.aer.min()
-    per = pd.read_csv(out / "per_sentence.csv")
-    by_len = pd.read_csv(out / "by_length.csv")
-    for col in ("links", "sure", "possible", "hits_sure", "hits_possible"):
-        assert per[col].sum() == best[col] == by_len[col].sum(), col
-    assert by_len.sentences.sum() == len(per) == best.sentences
-    wrong = pd.read_csv(out / "wrong_pairs.csv")
-    assert wrong["count"].is_monotonic_decreasing
-    assert wrong["count"].sum() <= best.links - best.hits_possible  # wrong links, the top ones
-    return page, scores
+from helpers import SAMPLE, check_report, invoke
 
 
 def test_report_from_a_bidirectional_rnn(models, tmp_path):

@@ -11,8 +11,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import SAMPLE
-from test_align import invoke
+from helpers import SAMPLE, invoke
 
 BROWSER = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
 

@@ -10,8 +10,7 @@ import sys
 
 import pandas as pd
 import pytest
-from helpers import ROOT, SAMPLE, write
-from test_align import invoke
+from helpers import ROOT, SAMPLE, invoke, write
 
 from attnalign.eval.metrics import Counts
 from attnalign.workflows.report_sweep import Config, Result

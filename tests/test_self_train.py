@@ -9,9 +9,7 @@ import csv
 
 import pytest
 import torch
-from helpers import SAMPLE
-from test_align import invoke
-from test_train import Kill, tiny_options
+from helpers import SAMPLE, Kill, invoke, tiny
 
 from attnalign.data.alignments import read_alignments
 from attnalign.data.corpus import read_corpus
@@ -28,7 +26,7 @@ def pairs():
 
 
 def options(**kw) -> TrainOptions:
-    return tiny_options(direction="both", guide="auto", model_config={"hidden": 16, "emb_dim": 8,
+    return tiny(direction="both", guide="auto", model_config={"hidden": 16, "emb_dim": 8,
                         "align_head": True}, parallel_directions="off", threads=1, epochs=2, **kw)
 
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 
 import numpy as np
 import pytest
-from helpers import SAMPLE, write
+from helpers import SAMPLE, invoke, write
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from attnalign.cli import app
 from attnalign.eval.metrics import Counts
 from attnalign.eval.significance import (
     Bootstrap,
@@ -23,8 +20,6 @@ from attnalign.eval.significance import (
     paired_test,
     scores,
 )
-
-runner = CliRunner()
 
 # three sentences: (hyp, sure, possible, hyp_sure, hyp_possible, sentences)
 PERFECT = Counts(2, 2, 2, 2, 2, 1)  # both links right
@@ -106,19 +101,16 @@ def test_weights_are_seeded_resamples_of_n_draws():
     assert (a == b).all() and not (a == bootstrap_weights(50, 20, 4)).all()
 
 
-def test_a_thousand_resamples_of_500_sentences_well_under_a_second():
+def test_a_thousand_resamples_of_500_sentences():
+    # how long it takes is a benchmark's question (README, "attnalign score"): here, that it runs
     rng = np.random.default_rng(1)
     per = [Counts(int(h), int(s), int(s) + 2, int(min(h, s)), int(min(h, s)), 1)
            for h, s in rng.integers(0, 30, size=(500, 2))]
-    t = time.perf_counter()
     w = Bootstrap().weights(500)
-    intervals(per, w)
-    paired_test(per, per[::-1], w)
-    assert time.perf_counter() - t < 1.0
+    ivs = intervals(per, w)
+    test = paired_test(per, per[::-1], w)
+    assert all(iv.low <= iv.high for iv in ivs.values()) and 0 < test.p_value <= 1
 
-
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 def test_score_confidence_json_and_signature():

@@ -7,7 +7,7 @@ import random
 
 import pytest
 import torch
-from helpers import SAMPLE, write
+from helpers import SAMPLE, Kill, tiny, write
 from typer.testing import CliRunner
 
 import attnalign.training.run as train_mod
@@ -50,10 +50,6 @@ def test_known_answer_alignment(tmp_path, model_type, config, reverse, epochs):
     assert res["directions"]["forward"]["dev_aer"] < 0.05
 
 
-def tiny_options(**kw) -> TrainOptions:
-    base = dict(model_config={"hidden": 16, "emb_dim": 8}, epochs=2, batch_tokens=300, seed=3)
-    return TrainOptions(**{**base, **kw})
-
 
 @pytest.fixture(scope="module")
 def sample_pairs():
@@ -63,7 +59,7 @@ def sample_pairs():
 
 
 def test_save_load_round_trip_gives_identical_outputs(tmp_path, sample_pairs):
-    train(sample_pairs, tmp_path / "m", tiny_options(direction="both"))
+    train(sample_pairs, tmp_path / "m", tiny(direction="both"))
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert cfg["directions"] == ["forward", "reverse"] and cfg["model_type"] == "rnn"
     for direction in ("forward", "reverse"):
@@ -99,9 +95,9 @@ def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
         with pytest.raises(OptionError, match="--epochs"):
             TrainOptions(epochs=bad).check()
     pairs = sample_pairs[:60]
-    one = train(pairs, tmp_path / "one", tiny_options(epochs=1))["directions"]["forward"]["steps"]
-    part = train(pairs, tmp_path / "part", tiny_options(epochs=2.5))["directions"]["forward"]["steps"]
-    auto = train(pairs, tmp_path / "auto", tiny_options(epochs="auto"))["directions"]["forward"]["steps"]
+    one = train(pairs, tmp_path / "one", tiny(epochs=1))["directions"]["forward"]["steps"]
+    part = train(pairs, tmp_path / "part", tiny(epochs=2.5))["directions"]["forward"]["steps"]
+    auto = train(pairs, tmp_path / "auto", tiny(epochs="auto"))["directions"]["forward"]["steps"]
     assert one > 1 and part == round(2.5 * one) and auto == 8 * one
     log = (tmp_path / "part" / "log.csv").read_text().splitlines()[1:]
     assert [row.split(",")[1:3] for row in log] == [["1", str(one)], ["2", str(2 * one)], ["3", str(part)]]
@@ -116,22 +112,18 @@ def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
 
     big = [([f"a{k % 50}"], [f"b{k % 50}"]) for k in range(80_000)]
     r = Notes()
-    res = train(big, tmp_path / "big", tiny_options(epochs="auto", max_steps=2, batch_tokens=4000),
+    res = train(big, tmp_path / "big", tiny(epochs="auto", max_steps=2, batch_tokens=4000),
                 reporter=r)
     assert r.notes == ["--epochs auto: 5.66 passes over 80,000 pairs"]
     assert res["directions"]["forward"]["steps"] == 2
 
 
 def test_same_seed_same_model(tmp_path, sample_pairs):
-    train(sample_pairs, tmp_path / "a", tiny_options(epochs=1))
-    train(sample_pairs, tmp_path / "b", tiny_options(epochs=1))
+    train(sample_pairs, tmp_path / "a", tiny(epochs=1))
+    train(sample_pairs, tmp_path / "b", tiny(epochs=1))
     a = load_checkpoint(tmp_path / "a" / "forward.pt")["state_dict"]
     b = load_checkpoint(tmp_path / "b" / "forward.pt")["state_dict"]
     assert all(torch.equal(a[k], b[k]) for k in a)
-
-
-class Kill(Exception):
-    pass
 
 
 class KillAt:
@@ -148,7 +140,7 @@ class KillAt:
 
 
 def test_resume_equals_an_uninterrupted_run(tmp_path, sample_pairs, monkeypatch):
-    opts = tiny_options(epochs=3, save_every=2)
+    opts = tiny(epochs=3, save_every=2)
     dev = DevSet(sample_pairs[:20])
     train(sample_pairs, tmp_path / "full", opts, dev=dev)
     # Report every step, so the kill comes at an exact step (after the step-4 checkpoint at step 5).
@@ -172,7 +164,7 @@ def test_resume_of_a_run_older_than_the_teacher_options_keeps_its_teacher(tmp_pa
 
     model_dir = tmp_path / "m"
     model_dir.mkdir()
-    write_config(model_dir, tiny_options(guide="auto"), ["forward"], {})
+    write_config(model_dir, tiny(guide="auto"), ["forward"], {})
     config = json.loads((model_dir / "config.json").read_text())
     del config["train_options"]["guide_prefix"], config["train_options"]["guide_identical"]
     (model_dir / "config.json").write_text(json.dumps(config))
@@ -189,7 +181,7 @@ def test_resume_of_a_run_older_than_the_teacher_options_keeps_its_teacher(tmp_pa
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, sample_pairs, monkeypatch):
-    probe = train(sample_pairs, tmp_path / "probe", tiny_options(epochs=1))
+    probe = train(sample_pairs, tmp_path / "probe", tiny(epochs=1))
     per_epoch = probe["directions"]["forward"]["steps"]
     real = train_mod.token_loss
     calls = iter(range(10**6))
@@ -200,7 +192,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, sample_pair
 
     monkeypatch.setattr(train_mod, "token_loss", poisoned)
     with pytest.raises(AttnAlignError, match=f"loss became nan at step {per_epoch + 4}"):
-        train(sample_pairs, tmp_path / "m", tiny_options(epochs=2, save_every=2))
+        train(sample_pairs, tmp_path / "m", tiny(epochs=2, save_every=2))
     # the best checkpoint (end of epoch 1) and the last resumable state are intact and loadable
     assert load_checkpoint(tmp_path / "m" / "forward.pt")["step"] == per_epoch
     assert load_model(tmp_path / "m").model is not None
@@ -208,19 +200,19 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, sample_pair
 
 
 def test_refuses_an_existing_model_without_overwrite(tmp_path, sample_pairs):
-    train(sample_pairs[:50], tmp_path / "m", tiny_options(epochs=1))
+    train(sample_pairs[:50], tmp_path / "m", tiny(epochs=1))
     with pytest.raises(AttnAlignError, match="already holds a model") as e:
-        train(sample_pairs[:50], tmp_path / "m", tiny_options(epochs=1))
+        train(sample_pairs[:50], tmp_path / "m", tiny(epochs=1))
     assert "--overwrite" in e.value.hint
     (tmp_path / "other").mkdir()
     write(tmp_path / "other" / "notes.txt", "mine")
     with pytest.raises(AttnAlignError, match="replaces only an attnalign model directory"):
-        train(sample_pairs[:50], tmp_path / "other", tiny_options(epochs=1), overwrite=True)
+        train(sample_pairs[:50], tmp_path / "other", tiny(epochs=1), overwrite=True)
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
 
 
 def test_corrupt_and_foreign_checkpoints(tmp_path, sample_pairs):
-    train(sample_pairs[:50], tmp_path / "m", tiny_options(epochs=1))
+    train(sample_pairs[:50], tmp_path / "m", tiny(epochs=1))
     (tmp_path / "m" / "forward.pt").write_bytes(b"garbage")
     with pytest.raises(AttnAlignError, match="cannot read the checkpoint"):
         load_model(tmp_path / "m")
@@ -239,7 +231,7 @@ def test_corrupt_and_foreign_checkpoints(tmp_path, sample_pairs):
 
 def test_empty_training_corpus(tmp_path):
     with pytest.raises(AttnAlignError, match="no pair with both sides"):
-        train([([], ["a"]), (["b"], [])], tmp_path / "m", tiny_options())
+        train([([], ["a"]), (["b"], [])], tmp_path / "m", tiny())
 
 
 def test_cli_train(tmp_path):
@@ -267,7 +259,7 @@ def test_cli_train(tmp_path):
 def test_subword_model_aligns_words(tmp_path, sample_pairs):
     from attnalign.nmt.extract import corpus_attention
 
-    train(sample_pairs, tmp_path / "m", tiny_options(epochs=1, subword=120))
+    train(sample_pairs, tmp_path / "m", tiny(epochs=1, subword=120))
     lm = load_model(tmp_path / "m")
     assert lm.src_seg.is_subword and lm.tgt_seg.is_subword
     words = [(["the", "unseenword", "cat"], ["le", "chat", "inconnu", "."])]
@@ -311,7 +303,7 @@ def test_out_of_memory_names_the_option_to_lower(tmp_path, sample_pairs, monkeyp
 
     monkeypatch.setattr(RNNModel, "forward", oom)
     with pytest.raises(AttnAlignError, match="out of memory") as e:
-        train(sample_pairs[:50], tmp_path / "m", tiny_options(epochs=1))
+        train(sample_pairs[:50], tmp_path / "m", tiny(epochs=1))
     assert "--batch-tokens" in e.value.hint
 
 
@@ -319,11 +311,11 @@ def test_max_length_leaves_long_pairs_out_with_a_warning(tmp_path, sample_pairs)
     long_pair = (["w"] * 400, ["v"] * 3)
     pairs = [*sample_pairs[:200], long_pair, (["a"] * 30, ["b"] * 30)]
     with pytest.warns(UserWarning, match=r"1 of 202 training pairs are longer than --max-length 250"):
-        train(pairs, tmp_path / "m", tiny_options(direction="both"))
+        train(pairs, tmp_path / "m", tiny(direction="both"))
     with pytest.warns(UserWarning, match=r"2 of 202 .* --max-length 20 "):
-        train(pairs, tmp_path / "m2", tiny_options(max_length=20))
+        train(pairs, tmp_path / "m2", tiny(max_length=20))
     with pytest.raises(AttnAlignError, match="--max-length"):
-        train(pairs, tmp_path / "m3", tiny_options(max_length=0))
+        train(pairs, tmp_path / "m3", tiny(max_length=0))
 
 
 def test_smoothed_nll_known_values_and_cross_entropy():

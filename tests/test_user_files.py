@@ -9,16 +9,7 @@ import os
 import shutil
 
 import pytest
-from helpers import SAMPLE, sample_texts, write
-from typer.testing import CliRunner
-
-from attnalign.cli import app
-
-runner = CliRunner()
-
-
-def invoke(*args, **kw):
-    return runner.invoke(app, [str(a) for a in args], **kw)
+from helpers import SAMPLE, invoke, sample_texts, write
 
 
 @pytest.fixture

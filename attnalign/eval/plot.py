@@ -34,6 +34,7 @@ class Panel:
     title: str = ""
     settings: dict = field(default_factory=dict)
     shaded: bool = True  # the matrix is attention, shaded with a colour bar; False: a blank grid for links
+    positions: np.ndarray | None = None  # [T]: a local-p attention's predicted source position, as a line
 
 
 MAX_INCHES = 36.0  # the largest side of a figure (5,400 pixels at the 150 dpi of save_figure)
@@ -123,6 +124,8 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: f
     if wrong:
         ax.plot([i for i, _ in wrong], [j for _, j in wrong], "x", color="#d7191c", ms=ms + 1, mew=1.6,
                 ls="none")
+    if p.positions is not None and len(p.positions):
+        ax.plot(p.positions, range(len(p.positions)), "--", color="#e66101", lw=1.2)
     if title is None:
         title = p.title
         score = pair_score_text(p.links, gold)

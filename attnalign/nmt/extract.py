@@ -141,3 +141,28 @@ def corpus_attention(*args, **kwargs) -> list[tuple[np.ndarray, np.ndarray]]:
     for i, m, eos in iter_attention(*args, **kwargs):
         out[i] = (m, eos)
     return [out[i] for i in range(len(out))]
+
+
+def predicted_positions(lm, src: Sequence[str], tgt: Sequence[str], device: str | torch.device = "cpu"
+                        ) -> np.ndarray | None:
+    """Where a local-p attention (:mod:`.models.attention`) put its window for each target word of one
+    pair: p_t in source words, ``[T]`` (word k's cell at k, the source EOS at ``len(src)``; a word of
+    several pieces gets the mean of theirs); None for a model without a predicted position."""
+    attn = getattr(getattr(lm, "model", None), "attn", None)
+    if getattr(attn, "span", None) != "local-p" or not src or not tgt:
+        return None
+    s_tok, s_idx = (lm.src_seg or Segmenter()).segment(src)
+    t_tok, t_idx = (lm.tgt_seg or Segmenter()).segment(tgt)
+    b = make_batch([0], [lm.src_vocab.encode(s_tok)], [lm.tgt_vocab.encode(t_tok)]).to(device)
+    model, attn.record = lm.model, []
+    try:
+        with torch.inference_mode():
+            model.attention(b.src, b.src_mask, b.tgt_in)
+        rows = torch.cat(attn.record, 1)[0, :len(t_tok)].float().cpu().numpy()  # one per target piece
+    finally:
+        attn.record = None
+    # piece positions -> word positions: piece k lies in word s_idx[k]; the EOS (after the last piece)
+    # is the column after the last word
+    words = np.interp(rows, np.arange(len(s_tok) + 1), np.array([*s_idx, len(src)], dtype=np.float64))
+    return np.array([words[np.asarray(t_idx) == j].mean() for j in range(len(tgt))])
+

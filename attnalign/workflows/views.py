@@ -57,7 +57,7 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
     """Panels for one pair aligned by a model: the chosen configuration, a comparison, or a
     layer x head grid (Transformers)."""
     from ..nmt.aligner import Aligner
-    from ..nmt.extract import AttentionSpec, corpus_attention
+    from ..nmt.extract import AttentionSpec, corpus_attention, predicted_positions
 
     if not src or not tgt:
         raise OptionError("both sides of the pair need at least one word")
@@ -93,7 +93,11 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
                                aligner.sym, settings, show_eos)
     # what the picture is comes first; the model's folder name last (it is often just "model")
     title = f"{_background(aligner.sym)}\n{settings_line(settings)}, model {settings['model']}"
-    return [Panel(pair.matrix, src, tgt, pair.links, gold, pair.eos if show_eos else None, title, settings)]
+    where = predicted_positions(aligner.forward, src, tgt, options.device)
+    if where is not None:
+        title += "\ndashed: the forward local-p attention's predicted position"
+    return [Panel(pair.matrix, src, tgt, pair.links, gold, pair.eos if show_eos else None, title, settings,
+                  positions=where)]
 
 
 def _background(sym: str | None) -> str:

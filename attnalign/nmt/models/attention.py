@@ -44,6 +44,7 @@ class Attention(nn.Module):
         if span != "global" and window < 1:
             raise ValueError(f"a {span} attention needs a window of at least 1, not {window}")
         self.kind, self.dim, self.span, self.window = kind, dim, span, window
+        self.record: list[torch.Tensor] | None = None  # a list: positions() appends each p_t [B, T] to it
         if kind == "additive":
             self.w_q = nn.Linear(dim, dim, bias=False)
             self.w_k = nn.Linear(dim, dim, bias=False)
@@ -124,7 +125,10 @@ class Attention(nn.Module):
         S * sigmoid(v_p^T tanh(W_p q_t)) (S: each pair's source length)."""
         src_len = mask.sum(1, keepdim=True).to(query.dtype)  # [B, 1]
         if self.span == "local-p":
-            return src_len * torch.sigmoid(self.v_p(torch.tanh(self.w_p(query)))).squeeze(-1)
+            where = src_len * torch.sigmoid(self.v_p(torch.tanh(self.w_p(query)))).squeeze(-1)
+            if self.record is not None:  # what plot sentence draws: the model's guess of where it is
+                self.record.append(where.detach())
+            return where
         B, T = query.shape[:2]
         if steps is None:
             steps = torch.arange(T, device=query.device)
