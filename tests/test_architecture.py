@@ -80,7 +80,6 @@ TORCH_FREE = """
 import sys
 from typer.testing import CliRunner
 import attnalign, attnalign.data.alignments, attnalign.decoding, attnalign.eval.scoring, attnalign.statistical
-from helpers import invoke
 from attnalign.cli import app
 r = CliRunner().invoke(app, {args!r})
 assert r.exit_code == 0, r.output
