@@ -13,6 +13,8 @@ from helpers import SAMPLE
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
+pytestmark = pytest.mark.slow  # subprocesses and whole runs: pytest -m "not slow" leaves them out
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -20,6 +20,8 @@ from attnalign.nmt.checkpoint import load_checkpoint
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
+pytestmark = pytest.mark.slow  # subprocesses and whole runs: pytest -m "not slow" leaves them out
+
 
 def cli(*args) -> list[str]:
     return [sys.executable, "-m", "attnalign", *map(str, args)]

@@ -12,6 +12,8 @@ import sys
 import pytest
 from helpers import ROOT, SAMPLE, sample_texts
 
+pytestmark = pytest.mark.slow  # subprocesses and whole runs: pytest -m "not slow" leaves them out
+
 
 def readme_python() -> str:
     """The first ```python block of the README's "Python" section."""

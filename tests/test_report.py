@@ -82,6 +82,7 @@ def test_report_from_a_transformer_has_layers(models, tmp_path):
     assert {"0", "1", "mean"} <= set(scores.layer.astype(str))
 
 
+@pytest.mark.slow
 def test_report_from_saved_attention(models, tmp_path):
     att = tmp_path / "a.npz"
     r = invoke("align", "corpus", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt",
@@ -97,6 +98,7 @@ def test_report_errors(models, tmp_path):
     assert r.exit_code == 2 and "--model" in r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["rnn", "saved"])
 def test_gallery_pictures_are_what_their_caption_commands_draw(models, tmp_path, kind):
     """A gallery picture shows the matrix its links were decoded from (the soft one for a soft best
