@@ -46,6 +46,12 @@ SYSTEMS = {
 SYMS = ("grow-diag-final-and", "soft")
 
 
+def sentence_counts(aligner, pairs, gold) -> list[Counts]:
+    """Each sentence's counts of ``aligner``'s links for ``pairs`` against ``gold``."""
+    return [alignment_counts(Alignment.from_links(p.links), g)
+            for p, g in zip(aligner.align_pairs(list(pairs)), gold, strict=True)]
+
+
 def run(pair: str, name: str, epochs: float, threads: int) -> list[dict]:
     info = build(pair)
     pairs = read_corpus(info["dir"] / "corpus.src", info["dir"] / "corpus.tgt")
@@ -69,15 +75,10 @@ def run(pair: str, name: str, epochs: float, threads: int) -> list[dict]:
     rows = []
     for sym in SYMS:
         aligner = Aligner(model_dir, AlignOptions(sym=sym, decoder="argmax", device="cpu"))
-        per = [alignment_counts(Alignment.from_links(p.links), g)
-               for p, g in zip(aligner.align_pairs(test), gold, strict=True)]
+        per = sentence_counts(aligner, test, gold)
         total = sum(per, Counts())
         iv = intervals(per, Bootstrap().resamples(len(per)))["aer"]
-        trial_aer = None
-        if dev is not None:
-            trial_per = [alignment_counts(Alignment.from_links(p.links), g)
-                         for p, g in zip(aligner.align_pairs(list(dev.pairs)), dev.gold, strict=True)]
-            trial_aer = sum(trial_per, Counts()).aer
+        trial_aer = None if dev is None else sum(sentence_counts(aligner, dev.pairs, dev.gold), Counts()).aer
         rows.append({"pair": pair, "system": name, "epochs": epochs, "sym": sym, "aer": total.aer,
                      "aer_low": iv.low, "aer_high": iv.high, "precision": total.precision,
                      "recall": total.recall, "trial_aer": trial_aer, "wall_s": round(wall),
@@ -128,7 +129,7 @@ def paired(pair: str, epochs: float) -> None:
         hyps = [Alignment.from_links(p.links) for p in aligner.align_pairs(test)]
         with open(out / f"{name}.align", "w", encoding="utf-8") as f:
             write_pharaoh(hyps, f)
-        per[name] = [alignment_counts(h, g) for h, g in zip(hyps, gold, strict=True)]
+        per[name] = [alignment_counts(h, g) for h, g in zip(hyps, gold, strict=True)]  # the links written
     weights = Bootstrap().resamples(len(test))
     for name in sorted(per, key=lambda n: sum(per[n], Counts()).aer):
         t = paired_test(per["general"], per[name], weights)

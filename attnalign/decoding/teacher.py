@@ -48,8 +48,8 @@ def joined_index(aligned: Sequence[int], learned: Sequence[int]) -> tuple[list[i
     seen: Counter = Counter()
     added: list[int] = []
     index = []
-    for k, key in enumerate(aligned):
-        at = occurrences.get(int(key))
+    for k, key in enumerate(map(int, aligned)):
+        at = occurrences.get(key)
         if at is None:
             index.append(len(learned) + len(added))
             added.append(k)
@@ -62,11 +62,12 @@ def joined_index(aligned: Sequence[int], learned: Sequence[int]) -> tuple[list[i
 class JoinedCorpus:
     """The teacher's corpus: ``learned`` (the model's training corpus as train read it), if given,
     followed by the pairs being aligned that it does not hold (:func:`joined_index`); ``index[k]``: pair
-    k being aligned's position in it. Iterates the pairs in that order."""
+    k being aligned's position in it (None: the pairs being aligned are the corpus, in order). Iterates
+    the pairs in that order."""
 
     def __init__(self, pairs, learned=None):
         if learned is None:
-            self.learned, self.added, self.index = (), pairs, range(len(pairs))
+            self.learned, self.added, self.index = (), pairs, None
             return
         added, self.index = joined_index(pair_keys(pairs), pair_keys(learned))
         wanted = set(added)
