@@ -6,14 +6,17 @@ Hansards (bench/scale.py's corpora); the 10k row also on the CPU. One CSV row pe
 seconds per stage (the teacher, the network's training, each align corpus), peak host and GPU memory,
 and AER on the 447 En-Fr test sentences.
 
-    python bench/gpu.py                              # every row (needs a CUDA GPU for the cuda rows)
+    python bench/gpu.py --plan                       # the measurement plan: its calls, rows and minutes
+    python bench/gpu.py --call 1 --budget 420        # the plan's first call (a lent GPU's first command)
+    python bench/gpu.py                              # every size with the preset (needs a CUDA GPU)
     python bench/gpu.py --sizes 10000 --devices cuda cpu
-    python bench/gpu.py --devices cuda --sizes 10000 --variant "tf=--model-type transformer" --variant "rnn="
-    python bench/gpu.py --devices cuda --budget 480  # no row starts after 8 minutes (a lent GPU's call)
+    python bench/gpu.py --devices cuda --sizes 10000 --variant "nif=--no-input-feeding" --variant "rnn="
 
 ``--variant LABEL=OPTIONS`` adds options to ``train --preset align`` (repeatable; the 10k rows also
 report the 37 trial sentences, which choose between variants); ``--align-args`` adds options to each
-``align corpus``. A row that fails is reported and the others go on; the CSV is rewritten after each row.
+``align corpus``. A row that fails is reported and the others go on; the CSV is rewritten after each
+row, and the table is printed last. ``--budget S``: no row starts after S seconds (the rows done are
+written).
 
 Each stage is a fresh process (its peak memory is its own). Writes bench/results/gpu.{csv,json}
 (``--results NAME``). A benchmark: it prints numbers and asserts nothing; rows whose device torch does
@@ -37,6 +40,22 @@ from common import ROOT, emit, parse_result  # noqa: E402
 
 WORK = ROOT / "bench" / "work" / "gpu"
 SIZES = [10000, 160000, 310000]
+# The plan for a lent GPU (one H100 or H200, 15 minutes of device time, at most 10 minutes a command):
+# each call is one command, its rows in this order, so that a call cut short has measured the rows that
+# matter most. (call, pairs, label, options added to train --preset align, predicted minutes.) The
+# predictions: 2,000-token updates of 60 ms with input feeding (gpu_steps_h200.csv), a third of that
+# without (gpu_steps' operator counts), the teacher at 3,000 pairs/s, align corpus at 40 s per 100k pairs.
+PLAN = [
+    (1, 10000, "nif", "--no-input-feeding", 1.0),
+    (1, 10000, "nif-par", "--no-input-feeding --parallel-directions on", 0.8),
+    (1, 160000, "nif", "--no-input-feeding", 4.0),
+    (1, 10000, "preset", "", 2.0),
+    (2, 310000, "nif", "--no-input-feeding", 8.0),
+]
+# the commands a call runs besides its rows, first: the GPU tests and the updates' parts and launches
+CALL_BEFORE = {1: ["python -m pytest -m gpu -q -p no:cacheprovider",
+                   "python bench/gpu_steps.py --device cuda --batch-tokens 2000 16000 --precisions fp32 "
+                   "--steps 5 --results gpu_steps_cuda"]}
 
 
 def corpus(n: int) -> tuple[Path, Path]:
@@ -133,6 +152,9 @@ def main() -> None:
     ap.add_argument("--align-args", default="", help="options added to each align corpus")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds after which no further row starts (the rows done are written)")
+    ap.add_argument("--plan", action="store_true",
+                    help="print the plan's calls, rows and minutes; run nothing")
+    ap.add_argument("--call", type=int, default=None, help="run the rows of this call of the plan")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("command", nargs="*", help=argparse.SUPPRESS)
     common.add_data_option(ap)
@@ -140,35 +162,62 @@ def main() -> None:
     common.use_data(args.data)
     if args.worker:
         return worker(args)
+    if args.plan:
+        return print_plan()
     import shlex
 
     import torch
 
     WORK.mkdir(parents=True, exist_ok=True)
     variants = [v.split("=", 1) if "=" in v else (v, "") for v in args.variant] or [("preset", "")]
+    todo = [(device, n, label, extra) for device in args.devices for n in args.sizes
+            for label, extra in variants
+            if device == "cuda" or n == 10000 or args.sizes != SIZES]  # the CPU takes hours beyond 10k
+    if args.call is not None:
+        todo = [("cuda", n, label, extra) for call, n, label, extra, _ in PLAN if call == args.call]
     rows, t0 = [], time.perf_counter()
     # the teacher's loops are compiled once per installation (numba caches them): not inside a row's time
     run(["align", "statistical", "--src", ROOT / "sample_data" / "train.en", "--tgt",
          ROOT / "sample_data" / "train.fr", "-o", WORK / "warm-up.align", "--quiet"])
-    for device in args.devices:
-        if device == "cuda" and not torch.cuda.is_available():
-            print("SKIPPED: the cuda rows: torch sees no CUDA GPU", file=sys.stderr)
+    if not torch.cuda.is_available() and any(device == "cuda" for device, *_ in todo):
+        print("SKIPPED: the cuda rows: torch sees no CUDA GPU", file=sys.stderr)
+        todo = [t for t in todo if t[0] != "cuda"]
+    for device, n, label, extra in todo:
+        if args.budget is not None and time.perf_counter() - t0 > args.budget:
+            print(f"SKIPPED: {device} {n} {label}: past --budget", file=sys.stderr)
             continue
-        for n in args.sizes:
-            if device == "cpu" and n != 10000 and args.sizes == SIZES:
-                continue  # the CPU takes hours beyond 10k; ask with --sizes
-            for label, extra in variants:
-                if args.budget is not None and time.perf_counter() - t0 > args.budget:
-                    print(f"SKIPPED: {device} {n} {label}: past --budget", file=sys.stderr)
-                    continue
-                try:
-                    rows.append(row(n, device, label, shlex.split(extra), shlex.split(args.align_args)))
-                except SystemExit as e:  # one failed variant does not lose the others' rows
-                    print(f"FAILED: {device} {n} {label}: {e}", file=sys.stderr, flush=True)
-                    continue
-                print(json.dumps(rows[-1]), flush=True)
-                common.write_rows(args.results, rows)
+        try:
+            rows.append(row(n, device, label, shlex.split(extra), shlex.split(args.align_args)))
+        except SystemExit as e:  # one failed variant does not lose the others' rows
+            print(f"FAILED: {device} {n} {label}: {e}", file=sys.stderr, flush=True)
+            continue
+        print(json.dumps(rows[-1]), flush=True)
+        common.write_rows(args.results, rows)
     common.write_rows(args.results, rows)
+    table(rows)
+
+
+def table(rows: list[dict]) -> None:
+    """The rows as a short table (what a lent GPU's reply shows last)."""
+    cols = ["pairs", "device", "variant", "batch_tokens", "teacher_s", "train_s", "train_tokens_per_s",
+            "align_default_s", "end_to_end_s", "aer_student", "aer_default", "trial_aer_student",
+            "trial_aer_default"]
+    print("\t".join(cols))
+    for r in rows:
+        print("\t".join(str(r.get(c, "")) for c in cols))
+
+
+def print_plan() -> None:
+    """The plan: each call's command and rows with their predicted minutes."""
+    for call in sorted({c for c, *_ in PLAN}):
+        rows = [r for r in PLAN if r[0] == call]
+        before = " after the GPU tests and bench/gpu_steps.py (about 2 minutes)" * (call in CALL_BEFORE)
+        print(f"call {call}: about {sum(r[-1] for r in rows):.1f} minutes of rows{before}")
+        for command in CALL_BEFORE.get(call, []):
+            print(f"  {command}")
+        print(f"  python bench/gpu.py --call {call} --results gpu_call{call} --budget SECONDS")
+        for _, n, label, extra, minutes in rows:
+            print(f"    {n:>7,} pairs  {label:<8} {minutes:4.1f} min  train --preset align {extra}".rstrip())
 
 
 if __name__ == "__main__":

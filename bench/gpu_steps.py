@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Where an update of the preset's student spends its time, by network, batch size and precision.
 
-On the En-Fr protocol corpus of bench/quality.py (10,484 pairs, 4,000 sentencepiece pieces a side,
-a diagonal guide standing in for the teacher's links: the same tensors, none of the teacher's
-minutes), one process builds the forward direction's run once and times ``--steps`` updates of each
-(network, batch tokens, precision) after two warm-up updates: the whole update, and in a second pass
-its parts, each ended by a device synchronisation: the batch's tensors and guide targets on the host,
-the forward pass with the losses (which builds the guide targets again, as an update does), the
-backward pass and the optimizer step. Prints one JSON line per configuration and writes
-bench/results/gpu_steps.{csv,json} (``--results NAME``).
+On the En-Fr protocol corpus of bench/quality.py (10,484 pairs, 4,000 sentencepiece pieces a side, a
+diagonal guide standing in for the teacher's links: the same tensors, none of the teacher's minutes), one
+process builds the forward direction's run once and times ``--steps`` updates of each (network, batch
+tokens, precision) after two warm-up updates: the whole update, and in a second pass its parts, each
+ended by a device synchronisation: the batch's tensors and guide targets on the host, the forward pass
+with the losses (which builds the guide targets again, as an update does), the backward pass and the
+optimizer step. One more update runs under torch.profiler and is counted: the operator calls (aten ops
+called from Python or autograd, not those an operator calls inside it) and, on CUDA, the kernel launches
+and copies, so that a change's effect on launches is seen on a CPU before it meets a GPU. Networks:
+``rnn`` (the preset's, with input feeding), ``rnn-nif`` (``--no-input-feeding``), ``transformer``. Prints
+one JSON line per configuration and writes bench/results/gpu_steps.{csv,json} (``--results NAME``).
 
     python bench/gpu_steps.py --device cuda
-    python bench/gpu_steps.py --device cpu --batch-tokens 2000 --steps 5
+    python bench/gpu_steps.py --device cpu --batch-tokens 2000 16000 --precisions fp32 --steps 5
 
 A benchmark: it prints numbers and asserts nothing.
 """
@@ -51,20 +54,54 @@ def setup(device: str, tmp: Path):
     return run
 
 
-def configure(run, model_type: str, batch_tokens: int, precision: str) -> None:
-    """The run's network rebuilt for ``model_type``, batches of ``batch_tokens``, ``precision``."""
+NETWORKS = {"rnn": ("rnn", {}), "rnn-nif": ("rnn", {"input_feeding": False}),
+            "transformer": ("transformer", {})}
+
+
+def configure(run, network: str, batch_tokens: int, precision: str) -> None:
+    """The run's network rebuilt as ``network`` (NETWORKS), batches of ``batch_tokens``, ``precision``."""
     import torch
 
     from attnalign.nmt.models import build_model
     from attnalign.training.run import _adam
 
-    opts = replace(run.options, model_type=model_type, batch_tokens=batch_tokens, precision=precision)
+    model_type, changes = NETWORKS[network]
+    run.base_config = getattr(run, "base_config", run.options.model_config)  # the preset's
+    opts = replace(run.options, model_type=model_type, batch_tokens=batch_tokens, precision=precision,
+                   model_config={**run.base_config, **changes})
     run.options, run.model_config = opts, asdict(opts.network())
     torch.manual_seed(1)
     run.model = run.net = build_model(model_type, run.model_config, len(run.loaded.src_vocab),
                                       len(run.loaded.tgt_vocab)).to(run.device).train()
     run.opt = _adam(run.model.parameters(), opts.base_lr)
     run.progress.offset = 0
+
+
+def counts(run, group) -> dict:
+    """One update under torch.profiler: its operator calls, and on CUDA its kernel launches and copies."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from attnalign.training.run import Silent
+
+    cuda = run.device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        run._update(group, Silent())
+        run._check()
+        if cuda:
+            torch.cuda.synchronize()
+    events = prof.events()
+    names = [e.name for e in events]
+    # dispatches from Python and autograd, not the ops an operator calls inside (a CPU GRU's steps)
+    out = {"aten_ops": sum(e.name.startswith("aten::") and (e.cpu_parent is None or not
+                                                           e.cpu_parent.name.startswith("aten::"))
+                           for e in events)}
+    if cuda:
+        out["kernel_launches"] = sum("LaunchKernel" in n for n in names)
+        out["copies"] = sum(n.startswith("cudaMemcpy") for n in names)
+        out["syncs"] = sum(n in ("cudaStreamSynchronize", "cudaDeviceSynchronize") for n in names)
+    return out
 
 
 def measure(run, steps: int) -> dict:
@@ -79,18 +116,20 @@ def measure(run, steps: int) -> dict:
     groups = [groups[k % len(groups)] for k in range(steps + 2)]
     for g in groups[:2]:
         run._update(g, Silent())
+    run._check()
     sync()
     tokens = sum(sum(run.lengths[k][1] + 1 for k in g) for g in groups[2:])
     t0 = time.perf_counter()
     for g in groups[2:]:
         run._update(g, Silent())
+    run._check()
     sync()
     whole = (time.perf_counter() - t0) / steps
     parts = {"host": 0.0, "forward": 0.0, "backward_step": 0.0}
     for g in groups[2:]:
         t = time.perf_counter()
         b = make_batch(g, [run.src_ids[k] for k in g], [run.tgt_ids[k] for k in g]).to(run.device)
-        guide_targets(b, [run.tok_links[k] for k in g], null_to_eos=True).to(run.device)
+        guide_targets(b, [run.tok_links[k] for k in g], null_to_eos=True)
         sync()
         t1 = time.perf_counter()
         objective, _, _ = run._objective(b, g)
@@ -106,15 +145,16 @@ def measure(run, steps: int) -> dict:
         parts["forward"] += t2 - t1
         parts["backward_step"] += t3 - t2
     peak = torch.cuda.max_memory_allocated() / 2**20 if run.device.type == "cuda" else 0.0
+    target_len = max(run.lengths[k][1] + 1 for k in groups[2]) if groups[2:] else 0
     return {"ms_per_update": round(1000 * whole, 1), "tokens_per_s": round(tokens / steps / whole),
             **{f"{k}_ms": round(1000 * v / steps, 1) for k, v in parts.items()},
-            "peak_gpu_mb": round(peak)}
+            "peak_gpu_mb": round(peak), "counted_target_len": target_len, **counts(run, groups[2])}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--networks", nargs="+", default=["rnn", "transformer"])
+    ap.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS))
     ap.add_argument("--batch-tokens", type=int, nargs="+", default=[2000, 8000, 32000])
     ap.add_argument("--precisions", nargs="+", default=["bf16", "fp32"])
     ap.add_argument("--steps", type=int, default=8)

@@ -127,7 +127,7 @@ def test_a_tiny_model_of_each_kind_trains_saves_loads_and_aligns(tmp_path, args)
                                           (["--attention-span", "local-p", "--window", "-2"], "--window"),
                                           (["--window", "5"], "local attention's window"),
                                           (["--model-type", "transformer", "--decoder-style", "bahdanau"],
-                                           "do not apply")])
+                                           "not apply")])
 def test_bad_windows_and_options_are_usage_errors(tmp_path, args, needle):
     r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
                *args)

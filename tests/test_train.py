@@ -187,8 +187,8 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, sample_pair
     calls = iter(range(10**6))
 
     def poisoned(logits, target, smoothing):  # NaN from the 4th update of the second epoch on
-        loss, n = real(logits, target, smoothing)
-        return (loss * float("nan"), n) if next(calls) >= per_epoch + 3 else (loss, n)
+        loss = real(logits, target, smoothing)
+        return loss * float("nan") if next(calls) >= per_epoch + 3 else loss
 
     monkeypatch.setattr(train_mod, "token_loss", poisoned)
     with pytest.raises(AttnAlignError, match=f"loss became nan at step {per_epoch + 4}"):
@@ -253,7 +253,7 @@ def test_cli_train(tmp_path):
     assert r.exit_code == 1 and "already holds a model" in r.stderr and "Traceback" not in r.stderr
     r = runner.invoke(app, ["train", "--src", str(src), "--tgt", str(tgt), "--model", str(tmp_path / "x"),
                             "--heads", "4"])
-    assert r.exit_code == 2 and "--heads do not apply to --model-type rnn" in r.stderr
+    assert r.exit_code == 2 and "--heads does not apply to --model-type rnn" in r.stderr
 
 
 def test_subword_model_aligns_words(tmp_path, sample_pairs):

@@ -135,6 +135,11 @@ LayersOpt = option(int | None, "--layers", panel=NETWORK, help="Encoder and deco
 DropoutOpt = option(float | None, "--dropout", panel=NETWORK, help="Dropout.", show_default=(
     f"rnn {RNN.dropout:g}, transformer {TRANSFORMER.dropout:g}; {_ALIGN['model_config']['dropout']:g} with "
     "--preset align or align-fast"))
+InputFeedingOpt = option(bool | None, "--input-feeding/--no-input-feeding", panel=NETWORK, help=(
+    "RNN (Luong's decoder): feed each step's attentional vector into the next step, one step at a "
+    "time; without, the decoder reads the whole target in one recurrent call and attends to every "
+    "step at once (far fewer operations an update)."),
+                         show_default="input-feeding" if RNN.input_feeding else "no-input-feeding")
 AlignHeadOpt = option(bool | None, "--align-head/--no-align-head", panel=NETWORK, help=(
     "Add an alignment head (sees the whole target sentence; trained by --guide only) and align with it."))
 
@@ -189,7 +194,8 @@ ParallelOpt = option(str | None, "--parallel-directions", panel=RUNTIME, help=(
     "torchrun)."), show_default="auto")
 SaveEveryOpt = option(int | None, "--save-every", panel=RUNTIME, help="Resumable checkpoint every N steps.")
 
-RNN_ONLY = {"attention", "cell", "hidden", "emb_dim", "attention_span", "window", "decoder_style"}
+RNN_ONLY = {"attention", "cell", "hidden", "emb_dim", "attention_span", "window", "decoder_style",
+            "input_feeding"}
 TRANSFORMER_ONLY = {"d_model", "heads"}
 
 
@@ -200,8 +206,13 @@ def network_options(model_type: ModelType, layers: int | None, **given) -> dict:
         given.update(enc_layers=layers, dec_layers=layers)
     wrong = set(given) & (TRANSFORMER_ONLY if model_type == ModelType.rnn else RNN_ONLY)
     if wrong:
-        raise OptionError(f"--{', --'.join(sorted(w.replace('_', '-') for w in wrong))} do not apply to "
-                             f"--model-type {model_type.value}")
+        names = sorted("--[no-]input-feeding" if w == "input_feeding" else f"--{w.replace('_', '-')}"
+                       for w in wrong)
+        raise OptionError(f"{', '.join(names)} {'does' if len(names) == 1 else 'do'} not apply to "
+                          f"--model-type {model_type.value}")
+    if given.get("input_feeding") and given.get("decoder_style") == "bahdanau":
+        raise OptionError("--input-feeding is Luong's decoder's: Bahdanau's reads the context as its input",
+                          hint="leave out --input-feeding, or give --decoder-style luong")
     if "window" in given and given.get("attention_span", "global") == "global":
         raise OptionError("--window sets a local attention's window",
                           hint="give --attention-span local-m or local-p with it")
@@ -241,7 +252,7 @@ def train(
     attention_span: AttentionSpanOpt = None, window: WindowOpt = None, decoder_style: DecoderStyleOpt = None,
     cell: CellOpt = None, hidden: HiddenOpt = None, emb_dim: EmbDimOpt = None, d_model: DModelOpt = None,
     heads: HeadsOpt = None, layers: LayersOpt = None, dropout: DropoutOpt = None,
-    align_head: AlignHeadOpt = None,
+    input_feeding: InputFeedingOpt = None, align_head: AlignHeadOpt = None,
     epochs: EpochsOpt = DEFAULTS.epochs, max_steps: MaxStepsOpt = DEFAULTS.max_steps,
     batch_tokens: BatchTokensOpt = None, lr: LrOpt = DEFAULTS.lr, warmup: WarmupOpt = DEFAULTS.warmup,
     clip: ClipOpt = DEFAULTS.clip, label_smoothing: SmoothingOpt = DEFAULTS.label_smoothing,
@@ -273,7 +284,7 @@ def train(
 
     config = network_options(model_type, layers, attention=attention.value if attention else None, cell=cell,
                              hidden=hidden, emb_dim=emb_dim, d_model=d_model, heads=heads, dropout=dropout,
-                             align_head=align_head,
+                             align_head=align_head, input_feeding=input_feeding,
                              attention_span=attention_span.value if attention_span else None, window=window,
                              decoder_style=decoder_style.value if decoder_style else None)
     if direction is None and reverse_init_from is not None:

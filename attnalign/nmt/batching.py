@@ -31,9 +31,27 @@ class Batch:
     src_len: list[int]  # words per source sentence (without EOS)
     tgt_len: list[int]  # words per target sentence (without EOS)
 
+    @property
+    def lengths(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The real positions of each row of ``src`` and of ``tgt_in`` ([B] each, EOS or BOS included),
+        on the CPU: what packing a sequence reads, known without waiting for the device."""
+        return torch.tensor(self.src_len) + 1, torch.tensor(self.tgt_len) + 1
+
+    @property
+    def tokens(self) -> int:
+        """The target tokens the batch predicts (its words and an EOS a row), known without the device."""
+        return sum(self.tgt_len) + len(self.tgt_len)
+
     def to(self, device: torch.device | str) -> Batch:
-        return Batch(self.index, self.src.to(device), self.src_mask.to(device),
-                     self.tgt_in.to(device), self.tgt_out.to(device), self.src_len, self.tgt_len)
+        """The tensors on ``device``; to a GPU through pinned memory without waiting (no host stall),
+        the mask made there."""
+        device = torch.device(device)
+        if device.type != "cuda":
+            return Batch(self.index, self.src.to(device), self.src_mask.to(device),
+                         self.tgt_in.to(device), self.tgt_out.to(device), self.src_len, self.tgt_len)
+        src, tgt_in, tgt_out = (t.pin_memory().to(device, non_blocking=True)
+                                for t in (self.src, self.tgt_in, self.tgt_out))
+        return Batch(self.index, src, src != PAD_ID, tgt_in, tgt_out, self.src_len, self.tgt_len)
 
 
 def make_batch(index: Sequence[int], src_ids: Sequence[Sequence[int]],

@@ -19,11 +19,10 @@ from ..nmt.vocab import PAD_ID
 from .loss import smoothed_nll
 
 
-def token_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> tuple[torch.Tensor, int]:
-    """Summed token cross-entropy (with label smoothing) and the number of target tokens."""
-    n = int((target != PAD_ID).sum())
-    loss = smoothed_nll(logits, target, smoothing, PAD_ID)
-    return loss, n
+def token_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> torch.Tensor:
+    """Summed token cross-entropy (with label smoothing) over the target tokens that are not padding
+    (a scalar on the logits' device; the batch knows how many tokens: ``Batch.tokens``)."""
+    return smoothed_nll(logits, target, smoothing, PAD_ID)
 
 
 def encode(lm: LoadedModel, pairs: Pairs) -> tuple[list[list[int]], list[list[int]]]:
@@ -62,9 +61,9 @@ def evaluate(lm: LoadedModel, dev: DevSet, batch_tokens: int, device: torch.devi
     with torch.inference_mode():
         for group in bucket_batches(lengths, batch_tokens):
             b = make_batch(group, [src_ids[k] for k in group], [tgt_ids[k] for k in group]).to(device)
-            loss, n = token_loss(model(b.src, b.src_mask, b.tgt_in).logits, b.tgt_out, 0.0)
-            total += float(loss)
-            n_tok += n
+            total += float(token_loss(model(b.src, b.src_mask, b.tgt_in, lengths=b.lengths).logits,
+                                      b.tgt_out, 0.0))
+            n_tok += b.tokens
     dev_loss = total / max(1, n_tok)
     row = {"dev_loss": dev_loss, "dev_ppl": math.exp(min(dev_loss, 50.0)), "dev_aer": None}
     if dev.gold is not None:

@@ -67,20 +67,29 @@ def guide_targets(batch, tok_links: Sequence[Sequence[tuple[int, int]]], null_to
     target tokens are all zero (not supervised), or with ``null_to_eos`` put on the source EOS, which
     decoding reads as "no link" (the alignment head learns NULL alignment that way). The EOS row and
     padding are never supervised. ``tok_links``: each pair's (source, target) token links, as lists of
-    pairs or [L, 2] arrays (:func:`link_arrays`); built as whole arrays, no loop over the rows."""
+    pairs or [L, 2] arrays (:func:`link_arrays`). The cells to set are found on the host from the
+    batch's lengths and sent in one copy that does not wait for the device."""
     B, T = batch.tgt_in.shape
-    device = batch.src.device
-    g = torch.zeros(B, T, batch.src.size(1), device=device)
+    S = batch.src.size(1)
     arrays = [np.asarray(lk, dtype=np.int64).reshape(-1, 2) for lk in tok_links]
-    links = torch.from_numpy(np.concatenate(arrays)).to(device)
-    rows = torch.from_numpy(np.repeat(np.arange(B), [len(a) for a in arrays])).to(device)
-    g[rows, links[:, 1], links[:, 0]] = 1.0
+    links = np.concatenate(arrays) if arrays else np.zeros((0, 2), np.int64)
+    rows = np.repeat(np.arange(B), [len(a) for a in arrays]) * T + links[:, 1]  # [L] in [B*T]
+    cells = rows * S + links[:, 0]  # [L] in [B*T*S]
     if null_to_eos:
-        tgt_len = torch.tensor(batch.tgt_len, device=device)
-        unlinked = (torch.arange(T, device=device) < tgt_len[:, None]) & (g.sum(-1) == 0)  # [B, T]
-        k, j = unlinked.nonzero(as_tuple=True)
-        g[k, j, torch.tensor(batch.src_len, device=device)[k]] = 1.0
+        unlinked = np.arange(T)[None, :] < np.asarray(batch.tgt_len)[:, None]  # [B, T]
+        unlinked.reshape(-1)[rows] = False
+        k, j = np.nonzero(unlinked)
+        cells = np.concatenate([cells, (k * T + j) * S + np.asarray(batch.src_len, dtype=np.int64)[k]])
+    g = torch.zeros(B * T * S, device=batch.src.device)
+    g[to_device(cells, batch.src.device)] = 1.0
+    g = g.view(B, T, S)
     return g / g.sum(-1, keepdim=True).clamp(min=1.0)
+
+
+def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """A host array on ``device``: to a GPU through pinned memory, without waiting for it."""
+    t = torch.from_numpy(array)
+    return t.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else t.to(device)
 
 
 def link_arrays(tok_links: Sequence[Sequence[tuple[int, int]]]) -> list[np.ndarray]:
@@ -92,10 +101,9 @@ def link_arrays(tok_links: Sequence[Sequence[tuple[int, int]]]) -> list[np.ndarr
 def guide_loss(att: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Cross-entropy of attention rows [B, T, S] against guide rows, averaged over guided rows."""
     rows = target.sum(-1) > 0
-    if not rows.any():
-        return att.new_zeros(())
     ce = -(target * torch.log(att.clamp(min=1e-9))).sum(-1)
-    return ce[rows].mean()
+    # a masked mean, not ce[rows]: nothing waits for the device to learn how many rows are guided
+    return ce.masked_fill(~rows, 0.0).sum() / rows.sum().clamp(min=1)
 
 
 def token_links(src_seg: Segmenter | None, tgt_seg: Segmenter | None, pairs: Pairs,

@@ -293,7 +293,8 @@ RESUME_FREE = frozenset({"model", "resume", "quiet", "threads", "src", "tgt", "c
 _NETWORK = {"hidden": ("hidden",), "emb_dim": ("emb_dim",), "d_model": ("d_model",), "heads": ("heads",),
             "dropout": ("dropout",), "align_head": ("align_head",), "attention": ("attention",),
             "cell": ("cell",), "layers": ("enc_layers", "dec_layers"), "attention_span": ("attention_span",),
-            "window": ("window",), "decoder_style": ("decoder_style",)}
+            "window": ("window",), "decoder_style": ("decoder_style",),
+            "input_feeding": ("input_feeding",)}
 
 
 def resume_conflicts(given: TrainOptions, run: TrainOptions, network: dict, typed, preset: str | None = None

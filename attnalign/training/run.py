@@ -4,6 +4,7 @@ set, the learning-rate schedule, the translation loss, dev evaluation)."""
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Sequence
@@ -177,6 +178,7 @@ class DirectionRun:
             self.tok_links = [self.tok_links[k] for k in keep]
 
     def snapshot(self, finished: bool = False, summary: dict | None = None) -> None:
+        self._check()  # a run whose loss went wrong writes nothing more
         prog = self.progress
         save_checkpoint(self.last_path, {
             **self.meta, "state_dict": self.model.state_dict(), "optimizer": self.opt.state_dict(),
@@ -198,6 +200,7 @@ class DirectionRun:
         self.t0 = time.perf_counter() - self.progress.elapsed
         self.run_seconds, self.run_tokens, self.run_pairs = 0.0, 0, 0  # this process's updates
         self.win_loss, self.win_tok, self.win_t, self.tok_rate = 0.0, 0, time.perf_counter(), 0.0
+        self.pending: list[tuple[torch.Tensor, torch.Tensor, int]] = []  # updates not yet read (_check)
         return None
 
     def _epoch_batches(self) -> list[list[int]]:
@@ -244,8 +247,9 @@ class DirectionRun:
         opts = self.options
         # bf16: the network's products in bfloat16 on the device (torch.autocast), the losses in float32
         with torch.autocast(self.device.type, torch.bfloat16, enabled=opts.precision == "bf16"):
-            out = self.net(b.src, b.src_mask, b.tgt_in)
-        loss, n = token_loss(out.logits.float(), b.tgt_out, opts.label_smoothing)
+            out = self.net(b.src, b.src_mask, b.tgt_in, lengths=b.lengths)
+        loss = token_loss(out.logits.float(), b.tgt_out, opts.label_smoothing)
+        n = b.tokens
         objective = loss / n
         if self.tok_links is not None:  # supervise the alignment head, else the attention read
             target = guide_targets(b, [self.tok_links[k] for k in group],
@@ -254,20 +258,16 @@ class DirectionRun:
             objective = objective + opts.guide_weight * guide_loss(read.float(), target)
         return objective, loss, n
 
-    def _step(self, b, group: list[int]) -> tuple[torch.Tensor, int]:
-        """One optimizer update on batch ``b``: its translation loss (summed) and target tokens."""
-        opts, prog = self.options, self.progress
+    def _step(self, b, group: list[int]) -> None:
+        """One optimizer update on batch ``b``; its objective and translation loss are kept on the
+        device until :meth:`_check` reads them (reading each would make every update wait for it)."""
+        opts = self.options
         objective, loss, n = self._objective(b, group)
-        if not torch.isfinite(objective):
-            raise AttnAlignError(
-                f"the training loss became {objective.item()} at step {prog.step + 1} ({self.direction})",
-                hint=f"lower --lr (now {opts.base_lr}) or raise --warmup; the last good checkpoint "
-                     f"is kept in {self.model_dir}")
+        self.pending.append((objective.detach(), loss.detach(), n))
         self.opt.zero_grad(set_to_none=True)
         objective.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), opts.clip)
         self.opt.step()
-        return loss, n
 
     def _update(self, group: list[int], reporter: Reporter) -> None:
         opts, prog = self.options, self.progress
@@ -278,27 +278,44 @@ class DirectionRun:
             g["lr"] = lr_at(prog.step, self.total, opts.base_lr, min(opts.warmup, self.total // 10))
         try:
             with flushed_denormals():
-                loss, n = self._step(b, group)
+                self._step(b, group)
         except torch.OutOfMemoryError:
             raise AttnAlignError(
                 f"out of memory on a batch of {b.src.numel() + b.tgt_in.numel()} padded tokens",
                 hint=f"lower --batch-tokens (now {opts.batch_tokens})") from None
-        self._account(loss.item(), n, len(group), time.perf_counter() - t_step)
+        self._account(len(group), time.perf_counter() - t_step)
         self._tell(reporter)
 
-    def _account(self, loss_value: float, n: int, pairs: int, seconds: float) -> None:
-        """Count an update done: its summed loss, target tokens, pairs and seconds; a resumable
-        checkpoint every ``save_every`` steps."""
+    def _check(self) -> None:
+        """Read the losses of the updates since the last check (one wait for the device) into the
+        epoch's and the report's sums, in update order; stop the run at the first update whose objective
+        was not finite, before anything of it is written."""
+        if not self.pending:
+            return
+        opts, prog = self.options, self.progress
+        values = torch.stack([torch.stack([o, x]) for o, x, _ in self.pending]).tolist()
+        first = prog.step - len(self.pending) + 1  # the step of pending[0]
+        for k, ((objective, loss), (_, _, n)) in enumerate(zip(values, self.pending, strict=True)):
+            if not math.isfinite(objective):
+                raise AttnAlignError(
+                    f"the training loss became {objective} at step {first + k} ({self.direction})",
+                    hint=f"lower --lr (now {opts.base_lr}) or raise --warmup; the last good checkpoint "
+                         f"is kept in {self.model_dir}")
+            self.win_loss += loss
+            self.win_tok += n
+            prog.ep_loss += loss
+            prog.ep_tok += n
+        self.pending = []
+
+    def _account(self, pairs: int, seconds: float) -> None:
+        """Count an update done: its pairs and seconds (its loss and tokens once :meth:`_check` reads
+        them); a resumable checkpoint every ``save_every`` steps."""
         opts, prog = self.options, self.progress
         prog.step += 1
         prog.offset += 1
         self.run_seconds += seconds
-        self.run_tokens += n
+        self.run_tokens += self.pending[-1][2]
         self.run_pairs += pairs
-        self.win_loss += loss_value
-        self.win_tok += n
-        prog.ep_loss += loss_value
-        prog.ep_tok += n
         prog.elapsed = time.perf_counter() - self.t0
         if opts.save_every and prog.step % opts.save_every == 0 and prog.step < self.total and self.rank == 0:
             self.snapshot()
@@ -308,6 +325,7 @@ class DirectionRun:
         second (as rank 0's)."""
         now = time.perf_counter()
         if now - self.win_t >= 1.0 or self.progress.step == self.total:
+            self._check()
             self.tok_rate = self.procs * self.win_tok / (now - self.win_t)
             reporter.step(self.progress.step, self.win_loss / max(1, self.win_tok), self.tok_rate)
             self.win_loss, self.win_tok, self.win_t = 0.0, 0, now
@@ -316,6 +334,7 @@ class DirectionRun:
         """Log the epoch, keep the checkpoint if it is the best so far, save a resumable state (rank 0
         only under torchrun)."""
         prog = self.progress
+        self._check()
         if self.rank != 0:
             prog.ep_loss, prog.ep_tok = 0.0, 0
             return

@@ -34,9 +34,11 @@ class AlignHead(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, memory: torch.Tensor, src_mask: torch.Tensor, states: torch.Tensor,
-                tgt_emb: torch.Tensor, tgt_mask: torch.Tensor) -> torch.Tensor:
+                tgt_emb: torch.Tensor, tgt_mask: torch.Tensor, lengths: torch.Tensor | None = None
+                ) -> torch.Tensor:
+        """Weights [B, T, S]; ``lengths``: ``tgt_mask``'s row sums [B] on the CPU, if the caller has them."""
         B, T, _ = tgt_emb.shape
-        lengths = tgt_mask.sum(1).cpu()
+        lengths = tgt_mask.sum(1).cpu() if lengths is None else lengths
         packed = pack_padded_sequence(tgt_emb, lengths, batch_first=True, enforce_sorted=False)
         ctx, _ = self.context(packed)
         ctx, _ = pad_packed_sequence(ctx, batch_first=True, total_length=T)  # [B, T, 2D]

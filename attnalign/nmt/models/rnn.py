@@ -52,9 +52,12 @@ class RNNModel(nn.Module):
             self.out.weight = self.tgt_emb.weight
         self.align_head = AlignHead(E, H, cfg.attention, cfg.dropout) if cfg.align_head else None
 
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """src [B, S] -> memory [B, S, H] and initial decoder state [dec_layers, B, H]."""
-        lengths = src_mask.sum(1).cpu()
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor, src_lengths: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """src [B, S] -> memory [B, S, H] and initial decoder state [dec_layers, B, H]. ``src_lengths``:
+        the mask's row sums [B] on the CPU, where the caller has them (else read from the device, which
+        waits for it)."""
+        lengths = src_mask.sum(1).cpu() if src_lengths is None else src_lengths
         packed = pack_padded_sequence(self.drop(self.src_emb(src)), lengths, batch_first=True,
                                       enforce_sorted=False)
         out, final = self.encoder(packed)
@@ -134,18 +137,21 @@ class RNNModel(nn.Module):
             attns.append(self.attn.readable(w))
         return torch.stack(outs, 1), torch.cat(attns, 1)
 
-    def forward(self, src, src_mask, tgt_in) -> ModelOutput:
+    def forward(self, src, src_mask, tgt_in, lengths=None) -> ModelOutput:
         """Logits [B, T, V], attention [B, T, S] (rows sum to 1, padding exactly 0) and the alignment
-        head's weights [B, T, S] (None without a head)."""
-        memory, h0 = self.encode(src, src_mask)
+        head's weights [B, T, S] (None without a head). ``lengths``: the real positions of each row of
+        ``src`` and ``tgt_in`` on the CPU (:attr:`Batch.lengths <attnalign.nmt.batching.Batch.lengths>`),
+        so that packing the sequences does not wait for the device; None: read from the masks."""
+        src_lengths, tgt_lengths = lengths or (None, None)
+        memory, h0 = self.encode(src, src_mask, src_lengths)
         vec, attn = self._decode(memory, src_mask, h0, tgt_in)
-        return ModelOutput(self.out(vec), attn, self._align(memory, src_mask, vec, tgt_in))
+        return ModelOutput(self.out(vec), attn, self._align(memory, src_mask, vec, tgt_in, tgt_lengths))
 
-    def _align(self, memory, src_mask, vec, tgt_in) -> torch.Tensor | None:
+    def _align(self, memory, src_mask, vec, tgt_in, tgt_lengths=None) -> torch.Tensor | None:
         if self.align_head is None:
             return None
         emb = self.drop(self.tgt_emb(tgt_in))
-        return self.align_head(memory, src_mask, vec, emb, tgt_in != PAD_ID)
+        return self.align_head(memory, src_mask, vec, emb, tgt_in != PAD_ID, tgt_lengths)
 
     def alignment(self, src, src_mask, tgt_in) -> torch.Tensor:
         """The alignment head's weights [B, T, S] (the model must have one)."""

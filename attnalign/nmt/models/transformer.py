@@ -128,17 +128,18 @@ class TransformerModel(nn.Module):
             attns.append(w)
         return self.dec_norm(y), torch.stack(attns, 1), memory
 
-    def forward(self, src, src_mask, tgt_in) -> ModelOutput:
+    def forward(self, src, src_mask, tgt_in, lengths=None) -> ModelOutput:
         """Logits [B, T, V], cross-attention [B, layers, heads, T, S] and the alignment head's weights
-        [B, T, S] (None without a head)."""
+        [B, T, S] (None without a head). ``lengths``: as the RNN's (only the alignment head packs)."""
         y, attn, memory = self._run(src, src_mask, tgt_in)
-        return ModelOutput(self.out(y), attn, self._align(memory, src_mask, y, tgt_in))
+        return ModelOutput(self.out(y), attn, self._align(memory, src_mask, y, tgt_in,
+                                                          lengths[1] if lengths else None))
 
-    def _align(self, memory, src_mask, y, tgt_in) -> torch.Tensor | None:
+    def _align(self, memory, src_mask, y, tgt_in, tgt_lengths=None) -> torch.Tensor | None:
         if self.align_head is None:
             return None
         emb = self.drop(self.tgt_emb(tgt_in) * math.sqrt(self.cfg.d_model))
-        return self.align_head(memory, src_mask, y, emb, tgt_in != PAD_ID)
+        return self.align_head(memory, src_mask, y, emb, tgt_in != PAD_ID, tgt_lengths)
 
     def attention(self, src, src_mask, tgt_in) -> torch.Tensor:
         """Cross-attention only, [B, layers, heads, T, S]: no output-vocabulary projection."""
