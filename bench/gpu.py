@@ -47,13 +47,13 @@ SIZES = [10000, 160000, 310000]
 # without (gpu_steps' operator counts), the teacher at 3,000 pairs/s, align corpus at 40 s per 100k pairs.
 PLAN = [
     (1, 10000, "nif", "--no-input-feeding", 1.0),
-    (1, 10000, "nif-par", "--no-input-feeding --parallel-directions on", 0.8),
     (1, 160000, "nif", "--no-input-feeding", 4.0),
+    (1, 10000, "nif-par", "--no-input-feeding --parallel-directions on", 0.8),
     (1, 10000, "preset", "", 2.0),
     (2, 310000, "nif", "--no-input-feeding", 8.0),
 ]
-# the commands a call runs besides its rows, first: the GPU tests and the updates' parts and launches
-CALL_BEFORE = {1: ["python -m pytest -m gpu -q -p no:cacheprovider",
+# the commands a call runs after its rows: the updates' parts and launches, and the GPU tests
+CALL_AFTER = {1: ["python -m pytest -m gpu -q -p no:cacheprovider",
                    "python bench/gpu_steps.py --device cuda --batch-tokens 2000 16000 --precisions fp32 "
                    "--steps 5 --results gpu_steps_cuda"]}
 
@@ -211,13 +211,13 @@ def print_plan() -> None:
     """The plan: each call's command and rows with their predicted minutes."""
     for call in sorted({c for c, *_ in PLAN}):
         rows = [r for r in PLAN if r[0] == call]
-        before = " after the GPU tests and bench/gpu_steps.py (about 2 minutes)" * (call in CALL_BEFORE)
-        print(f"call {call}: about {sum(r[-1] for r in rows):.1f} minutes of rows{before}")
-        for command in CALL_BEFORE.get(call, []):
-            print(f"  {command}")
+        after = ", then bench/gpu_steps.py and the GPU tests (about 2 minutes)" * (call in CALL_AFTER)
+        print(f"call {call}: about {sum(r[-1] for r in rows):.1f} minutes of rows{after}")
         print(f"  python bench/gpu.py --call {call} --results gpu_call{call} --budget SECONDS")
         for _, n, label, extra, minutes in rows:
             print(f"    {n:>7,} pairs  {label:<8} {minutes:4.1f} min  train --preset align {extra}".rstrip())
+        for command in CALL_AFTER.get(call, []):
+            print(f"  {command}")
 
 
 if __name__ == "__main__":
