@@ -53,9 +53,9 @@ PLAN = [
     (2, 310000, "nif", "--no-input-feeding", 8.0),
 ]
 # the commands a call runs after its rows: the updates' parts and launches, and the GPU tests
-CALL_AFTER = {1: ["python -m pytest -m gpu -q -p no:cacheprovider",
-                   "python bench/gpu_steps.py --device cuda --batch-tokens 2000 16000 --precisions fp32 "
-                   "--steps 5 --results gpu_steps_cuda"]}
+CALL_AFTER = {1: ["python bench/gpu_steps.py --device cuda --batch-tokens 2000 16000 --precisions fp32 "
+                  "--steps 5 --results gpu_steps_cuda",
+                  "python -m pytest -m gpu -q -p no:cacheprovider"]}
 
 
 def corpus(n: int) -> tuple[Path, Path]:
