@@ -203,3 +203,20 @@ def test_help_text_is_never_read_as_markup():
         assert "[" not in (getattr(p, "help", None) or ""), (command, p.name)
         assert getattr(p, "rich_help_panel", None) or p.param_type_name == "argument" or p.name == "help", (
             command, p.name)
+
+
+@pytest.mark.parametrize("command", ["", "train", "align", "align corpus", "align sentence",
+                                     "align statistical", "plot", "plot sentence", "score", "report"])
+def test_help_reads_at_80_columns(command):
+    """In an 80-column terminal no help text is cut ("…") and no flag shows a value type."""
+    from typer.testing import CliRunner
+
+    from attnalign.cli import app
+
+    r = CliRunner().invoke(app, [*command.split(), "--help"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    assert max(map(len, r.output.splitlines())) <= 80
+    assert "…" not in r.output and "<bool>" not in r.output, r.output
+    if command == "train":  # a choice of long names shows as NAME, its choices ending its help
+        text = " ".join(r.output.replace("│", " ").split())
+        assert "--guide-sym NAME" in text and "One of: intersection, union, grow-diag," in text

@@ -19,21 +19,33 @@ from .. import dist
 from .._version import __version__
 from ..errors import AttnAlignError
 from . import align, plot
-from .common import EXIT_INTERRUPTED
+from .common import EXIT_INTERRUPTED, Command, Group
 from .report import report
 from .score import score
 from .train import train
 
+# What a command line that does not parse raises: click's ClickException, which Typer 0.29 carries as
+# its own and derives from typer.TyperException (before, click's)
+_USAGE_ERRORS = getattr(typer, "TyperException", None) or __import__("click").ClickException
 
-class _PlainErrors(typer.core.TyperGroup):
+
+class _PlainErrors(Group):
     """The root command: ``--help`` in Typer's rich panels, but a usage error shown as click shows it, one
-    plain ``Error:`` line under the usage, like every other error of the tool (not a rich box)."""
+    plain ``Error:`` line under the usage, like every other error of the tool (not a rich box). Typer
+    renders errors itself only in standalone mode: the command runs without it, and this main renders."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
-             windows_expand_args=True, **extra):
-        return typer.core._main(self, args=args, prog_name=prog_name, complete_var=complete_var,
-                                standalone_mode=standalone_mode, windows_expand_args=windows_expand_args,
-                                rich_markup_mode=None, **extra)
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _USAGE_ERRORS as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            print("Aborted!", file=sys.stderr)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 app = typer.Typer(
@@ -59,17 +71,18 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.",
+                             metavar="")
     ] = False,
 ) -> None:
     """Word alignment from the attention of NMT models."""
 
 
-app.command()(score)
-app.command()(train)
+app.command(cls=Command)(score)
+app.command(cls=Command)(train)
 app.add_typer(align.app, name="align")
 app.add_typer(plot.app, name="plot")
-app.command()(report)
+app.command(cls=Command)(report)
 
 
 def _stop_cleanly(signum, frame) -> None:

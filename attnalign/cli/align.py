@@ -7,7 +7,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from rich.text import Text
@@ -31,6 +30,7 @@ from .common import (
     TEACHER_PANEL,
     TEACHER_SYM,
     AlignerOpt,
+    Command,
     CorpusOpt,
     Decoder,
     DecoderOpt,
@@ -40,6 +40,7 @@ from .common import (
     GoldFormat,
     GoldFormatOpt,
     GoldOpt,
+    Group,
     HeadOpt,
     IdenticalOpt,
     LayerOpt,
@@ -71,7 +72,8 @@ from .common import (
     out,
 )
 
-app = typer.Typer(help="Align a corpus or one sentence pair with a trained model.", no_args_is_help=True)
+app = typer.Typer(help="Align a corpus or one sentence pair with a trained model.", no_args_is_help=True,
+                  cls=Group)
 ALIGN = AlignOptions()  # the library's defaults, which the options below show
 
 ScoresOpt = option(bool, "--scores", panel=OUTPUT, help="Write links as i-j:weight.")
@@ -79,6 +81,11 @@ JsonLinesOpt = option(bool, "--json-lines", panel=OUTPUT, help="One JSON object 
 SaveAttentionOpt = option(Path | None, "--save-attention", panel=OUTPUT,
                           help="Save every soft matrix to this .npz file.")
 BatchTokensOpt = option(int, "--batch-tokens", panel=RUNTIME, help="Padded tokens per batch.")
+StatThreadsOpt = option(int | None, "--threads", panel=RUNTIME, help="CPU cores for its compiled loops.",
+                        show_default="every core")
+SentenceSrcOpt = option(str, "--src", panel=INPUT, help="Source sentence (whitespace-tokenized).")
+SentenceTgtOpt = option(str, "--tgt", panel=INPUT, help="Target sentence (whitespace-tokenized).")
+SentenceJsonOpt = option(bool, "--json", panel=OUTPUT, help="Print one JSON object.")
 MaxLengthOpt = option(int, "--max-length", panel=RUNTIME,
                       help="Longer pairs (model tokens) are skipped with a warning.")
 Teacher = choices("Teacher", TEACHER_CHOICES)
@@ -171,7 +178,7 @@ def _written(output: Path | None, report) -> None:
         (out() if to_file else err()).print(score_table(report))
 
 
-@app.command("corpus")
+@app.command("corpus", cls=Command)
 @handle_errors
 def align_corpus(
     model: ModelDirOpt,
@@ -219,7 +226,7 @@ def align_corpus(
     _written(output, summary.report)
 
 
-@app.command("statistical")
+@app.command("statistical", cls=Command)
 @handle_errors
 def align_statistical_cmd(
     src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None, output: OutputOpt = None,
@@ -229,9 +236,7 @@ def align_statistical_cmd(
     gold_format: GoldFormatOpt = GoldFormat.auto, gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False, lowercase: LowercaseOpt = False, encoding: EncodingOpt = "utf-8",
     quiet: QuietOpt = False,
-    threads: Annotated[int | None, typer.Option(
-        "--threads", help="CPU cores for its compiled loops.", show_default="every core",
-        rich_help_panel=RUNTIME)] = None,
+    threads: StatThreadsOpt = None,
 ) -> None:
     """Align a parallel corpus with the built-in statistical aligner alone (no NMT model).
 
@@ -259,19 +264,15 @@ def align_statistical_cmd(
     _written(output, summary.report)
 
 
-@app.command("sentence")
+@app.command("sentence", cls=Command)
 @handle_errors
 def align_sentence(
     model: ModelDirOpt,
-    src: Annotated[str, typer.Option("--src", help="Source sentence (whitespace-tokenized).",
-                                     rich_help_panel=INPUT)],
-    tgt: Annotated[str, typer.Option("--tgt", help="Target sentence (whitespace-tokenized).",
-                                     rich_help_panel=INPUT)],
+    src: SentenceSrcOpt, tgt: SentenceTgtOpt,
     reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
     decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto, threshold: ThresholdOpt = ALIGN.threshold,
     layer: LayerOpt = ALIGN.layer, head: HeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.", rich_help_panel=OUTPUT)
-                       ] = False,
+    as_json: SentenceJsonOpt = False,
     device: DeviceOpt = DEVICE,
 ) -> None:
     """Align one sentence pair typed on the command line and show its links.

@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import types
+import typing
 import warnings
 from collections.abc import Callable
 from enum import Enum
@@ -119,8 +121,48 @@ INPUT, MODEL, DECODING, TEACHER_PANEL, OUTPUT, RUNTIME = (
     "Input", "Model", "Decoding", "Teacher", "Output", "Runtime")
 
 
+# what --help shows for a value of each type (a flag shows none); a choice shows its choices, and one of
+# many long names a word, its help listing them, so that an 80-column terminal does not cut the table
+METAVARS = {bool: "", int: "INT", float: "NUMBER", str: "TEXT", Path: "PATH"}
+LONG_CHOICES = 12  # characters of "a|b|c" past which the choices are named in the help instead
+
+
+class _FlagHelp:
+    """``--help`` is a flag: its help shows no value type, as no flag's does (see METAVARS)."""
+
+    def get_help_option(self, ctx):
+        help_option = super().get_help_option(ctx)
+        if help_option is not None:
+            help_option.metavar = ""
+        return help_option
+
+
+class Command(_FlagHelp, typer.core.TyperCommand):
+    """Every command's class (``app.command(cls=Command)``)."""
+
+
+class Group(_FlagHelp, typer.core.TyperGroup):
+    """Every command group's class (``typer.Typer(cls=Group)``)."""
+
+
+def _base(kind):
+    """``X`` of ``X``, ``X | None`` and ``list[X]``."""
+    if isinstance(kind, types.UnionType):
+        kind = next(k for k in typing.get_args(kind) if k is not type(None))
+    return typing.get_args(kind)[0] if typing.get_origin(kind) is list else kind
+
+
 def option(kind, *flags: str, panel: str, **kw):
-    """``Annotated[kind, typer.Option(*flags, rich_help_panel=panel, **kw)]``: an option in its panel."""
+    """``Annotated[kind, typer.Option(*flags, rich_help_panel=panel, **kw)]``: an option in its panel,
+    its value shown as METAVARS says (a choice of long names as NAME, its help ending with them)."""
+    base = _base(kind)
+    if isinstance(base, type) and issubclass(base, Enum):
+        names = [m.value for m in base]
+        if len("|".join(names)) > LONG_CHOICES:
+            kw.setdefault("metavar", "NAME")
+            kw["help"] = f"{kw.get('help', '')} One of: {', '.join(names)}.".lstrip()
+    else:
+        kw.setdefault("metavar", METAVARS.get(base))
     return Annotated[kind, typer.Option(*flags, rich_help_panel=panel, **kw)]
 
 

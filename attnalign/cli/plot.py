@@ -12,6 +12,7 @@ from .common import (
     DECODING,
     INPUT,
     OUTPUT,
+    Command,
     CorpusOpt,
     Decoder,
     DecoderOpt,
@@ -20,6 +21,7 @@ from .common import (
     GoldBaseOpt,
     GoldFormat,
     GoldFormatOpt,
+    Group,
     ModelLowercaseOpt,
     OptionalModelOpt,
     PredBaseOpt,
@@ -41,7 +43,8 @@ from .common import (
     out,
 )
 
-app = typer.Typer(help="Draw attention heatmaps with their alignments.", no_args_is_help=True)
+app = typer.Typer(help="Draw attention heatmaps with their alignments.", no_args_is_help=True,
+                  cls=Group)
 IMAGE_TYPES = (".png", ".svg", ".pdf")
 ALIGN = AlignOptions()
 FIGURE = "Figure"
@@ -73,7 +76,7 @@ FontSizeOpt = option(float | None, "--font-size", panel=FIGURE, help="Word label
 TerminalOpt = option(bool, "--terminal", panel=OUTPUT, help="Draw the matrix in the terminal.")
 
 
-@app.command("sentence")
+@app.command("sentence", cls=Command)
 @handle_errors
 def plot_sentence(
     model: OptionalModelOpt = None, reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None,

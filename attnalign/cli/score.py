@@ -34,6 +34,21 @@ JsonOpt = option(bool, "--json", panel=OUTPUT, help="Print one JSON object per p
 PerSentenceOpt = option(Path | None, "--per-sentence", panel=OUTPUT,
                         help="Write per-sentence scores to this CSV.")
 SIGNIFICANCE = "Significance"
+ConfidenceOpt = option(bool, "--confidence", panel=SIGNIFICANCE, help=(
+    f"Each score with its {round(100 * LEVEL)}% interval from bootstrap resampling of the gold's sentences "
+    "(the percentile interval; every resample rescored from its summed counts)."))
+PairedOpt = option(bool, "--paired", panel=SIGNIFICANCE, help=(
+    f"Every system against the first (the baseline): the difference in AER, its {round(100 * LEVEL)}% "
+    "interval and a two-sided p-value from the paired bootstrap (Koehn 2004) on the same resamples, the "
+    "differences shifted to mean zero for the null."))
+SamplesOpt = option(int, "--samples", panel=SIGNIFICANCE,
+                    help="Bootstrap resamples for --confidence and --paired.")
+SeedOpt = option(int, "--seed", panel=SIGNIFICANCE,
+                 help="The resamples' seed (fixed: the same intervals on every run).")
+BreakdownOpt = option(bool, "--breakdown", panel=SIGNIFICANCE, help=(
+    "Each system's scores by the source word's frequency in the text, the gold link's type (1-1, 1-many, "
+    "many-1, many-many; extra links on gold-unaligned words) and the distance from the diagonal; needs "
+    "--src/--tgt or --corpus."))
 
 
 @handle_errors
@@ -53,26 +68,8 @@ def score(
     encoding: EncodingOpt = "utf-8",
     as_json: JsonOpt = False,
     per_sentence: PerSentenceOpt = None,
-    confidence: Annotated[bool, typer.Option(
-        "--confidence", help=f"Each score with its {round(100 * LEVEL)}% interval from bootstrap resampling "
-        "of the gold's sentences (the percentile interval; every resample rescored from its summed counts).",
-        rich_help_panel=SIGNIFICANCE)] = False,
-    paired: Annotated[bool, typer.Option(
-        "--paired", help="Every system against the first (the baseline): the difference in AER, its "
-        f"{round(100 * LEVEL)}% interval and a two-sided p-value from the paired bootstrap (Koehn 2004) on "
-        "the same resamples, the differences shifted to mean zero for the null.",
-        rich_help_panel=SIGNIFICANCE)] = False,
-    samples: Annotated[int, typer.Option(
-        "--samples", help="Bootstrap resamples for --confidence and --paired.",
-        rich_help_panel=SIGNIFICANCE)] = SAMPLES,
-    seed: Annotated[int, typer.Option(
-        "--seed", help="The resamples' seed (fixed: the same intervals on every run).",
-        rich_help_panel=SIGNIFICANCE)] = SEED,
-    breakdown: Annotated[bool, typer.Option(
-        "--breakdown", help="Each system's scores by the source word's frequency in the text, the gold "
-        "link's type (1-1, 1-many, many-1, many-many; extra links on gold-unaligned words) and the "
-        "distance from the diagonal; needs --src/--tgt or --corpus.",
-        rich_help_panel=SIGNIFICANCE)] = False,
+    confidence: ConfidenceOpt = False, paired: PairedOpt = False, samples: SamplesOpt = SAMPLES,
+    seed: SeedOpt = SEED, breakdown: BreakdownOpt = False,
 ) -> None:
     """Score predicted alignments against a gold alignment: AER, precision, recall, F1.
 
