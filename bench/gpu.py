@@ -42,15 +42,14 @@ WORK = ROOT / "bench" / "work" / "gpu"
 SIZES = [10000, 160000, 310000]
 # The plan for a lent GPU (one H100 or H200, 15 minutes of device time, at most 10 minutes a command):
 # each call is one command, its rows in this order, so that a call cut short has measured the rows that
-# matter most. (call, pairs, label, options added to train --preset align, predicted minutes.) The
-# predictions: 2,000-token updates of 60 ms with input feeding (gpu_steps_h200.csv), a third of that
-# without (gpu_steps' operator counts), the teacher at 3,000 pairs/s, align corpus at 40 s per 100k pairs.
+# matter most. (call, pairs, label, options added to train --preset align, predicted minutes.) The 10k
+# rows of the preset (no input feeding, both directions at once: 47 s) are in gpu_h200_10k_nif.csv;
+# the predictions: 212,000 target pieces/s at 16,000 tokens (gpu_steps_h200_nif.csv), the directions at
+# once 17% faster, the teacher at 3,000 pairs/s, align corpus at 40 s per 100k pairs.
 PLAN = [
-    (1, 10000, "nif", "--no-input-feeding", 1.0),
-    (1, 160000, "nif", "--no-input-feeding", 4.0),
-    (1, 10000, "nif-par", "--no-input-feeding --parallel-directions on", 0.8),
-    (1, 10000, "preset", "", 2.0),
-    (2, 310000, "nif", "--no-input-feeding", 8.0),
+    (1, 160000, "preset", "", 5.5),
+    (1, 10000, "input-feeding", "--input-feeding", 2.0),
+    (2, 310000, "preset", "", 9.0),
 ]
 # the commands a call runs after its rows: the updates' parts and launches, and the GPU tests
 CALL_AFTER = {1: ["python bench/gpu_steps.py --device cuda --batch-tokens 2000 16000 --precisions fp32 "
@@ -215,7 +214,7 @@ def print_plan() -> None:
         print(f"call {call}: about {sum(r[-1] for r in rows):.1f} minutes of rows{after}")
         print(f"  python bench/gpu.py --call {call} --results gpu_call{call} --budget SECONDS")
         for _, n, label, extra, minutes in rows:
-            print(f"    {n:>7,} pairs  {label:<8} {minutes:4.1f} min  train --preset align {extra}".rstrip())
+            print(f"    {n:>7,} pairs  {label:<13} {minutes:4.1f} min  train --preset align {extra}".rstrip())
         for command in CALL_AFTER.get(call, []):
             print(f"  {command}")
 

@@ -109,6 +109,9 @@ CONFIGS = {
                                                                         "attention": "cosine"}),
     "agree-fert-head-sp-e5-b2k-d0-local-m-5": replace(ALIGN, model_config={
         **ALIGN.model_config, "attention_span": "local-m", "window": 5}),
+    # --preset align --no-input-feeding: the decoder reads the whole target in one recurrent call
+    "agree-fert-head-sp-e5-b2k-d0-nif": replace(ALIGN, model_config={**ALIGN.model_config,
+                                                                     "input_feeding": False}),
     "statistical": None,  # the built-in aligners alone (the guide's teachers), no NMT
     "hmm": None,
     "hmm-agree": None,

@@ -200,7 +200,7 @@ def test_the_benchmarked_configuration_is_the_preset():
     before = quality.CONFIGS["agree-fert-head-sp"]
     assert (before.epochs, before.batch_tokens, before.lr, before.network().dropout) == (8, 1000, None, 0.2)
     assert before == replace(align, epochs=8, auto_epochs=8, batch_tokens=1000, lr=None,
-                             model_config={"align_head": True})
+                             model_config={"align_head": True}, gpu_network={})
 
 
 def test_cli_preset_reaches_the_model(tmp_path):

@@ -25,6 +25,7 @@ from attnalign.training.options import (
     TrainOptions,
     gpu_batch_tokens,
     parse_batch_tokens,
+    preset_flags,
     preset_options,
 )
 
@@ -49,6 +50,21 @@ def test_batch_tokens_auto_on_a_gpu_by_hand():
     assert opts.auto_full_pairs == EPOCHS_FULL_PAIRS_GPU and opts.precision == "fp32"
     assert opts.passes(310_000) == 5.0  # the preset's full passes
     assert preset_options("align").passes(310_000) == pytest.approx(5 * math.sqrt(40_000 / 310_000))
+
+
+def test_the_preset_on_a_gpu_trains_without_input_feeding():
+    """``--preset align`` drops input feeding on a CUDA GPU only, unless the user gives it; the options
+    that ran (what config.json records) hold the network as it was built, nothing left to resolve."""
+    gpu = preset_options("align").for_device("cuda", 2_400_000, memory=80 * GIB)
+    cpu = preset_options("align").for_device("cpu", 2_400_000)
+    assert gpu.model_config["input_feeding"] is False and gpu.network().input_feeding is False
+    assert "input_feeding" not in cpu.model_config and cpu.network().input_feeding is True
+    assert gpu.gpu_network == cpu.gpu_network == {}
+    given = preset_options("align", model_config={"input_feeding": True})
+    assert given.for_device("cuda", 2_400_000, memory=80 * GIB).model_config["input_feeding"] is True
+    transformer = preset_options("align", model_type="transformer").for_device("cuda", 10**6, memory=80 * GIB)
+    assert "input_feeding" not in transformer.model_config  # a network without the option
+    assert preset_flags("align").endswith("; on a CUDA GPU --no-input-feeding")
 
 
 def test_given_batch_tokens_are_kept_on_any_device():

@@ -140,7 +140,8 @@ def test_when_auto_starts_processes(monkeypatch):
     assert wanted("auto", both, cpu, 2, par.MIN_PAIRS)
     assert not wanted("auto", both, cpu, 1, par.MIN_PAIRS)  # one thread: nothing to share
     assert not wanted("auto", both, cpu, 2, par.MIN_PAIRS - 1)  # start-up would cost more
-    assert not wanted("auto", both, gpu, 2, par.MIN_PAIRS)
+    assert wanted("auto", both, gpu, 1, par.MIN_PAIRS)  # one GPU, two processes: its idle time shared
+    assert not wanted("auto", both, gpu, 2, par.MIN_PAIRS - 1)
     assert not wanted("auto", ["forward"], cpu, 2, par.MIN_PAIRS)
     assert not wanted("on", ["reverse"], cpu, 2, 10)
     assert wanted("on", both, cpu, 1, 10) and not wanted("off", both, cpu, 2, par.MIN_PAIRS)

@@ -190,8 +190,8 @@ SelfTrainEpochsOpt = option(float | None, "--self-train-epochs", panel=TEACHER_P
 
 ParallelOpt = option(str | None, "--parallel-directions", panel=RUNTIME, help=(
     "auto, on or off: with --direction both, train the two directions at once, each in a process of its own "
-    "with half of --threads (auto: on a CPU with 2 threads or more for 1,000 pairs or more, not under "
-    "torchrun)."), show_default="auto")
+    "with half of --threads (auto: for 1,000 pairs or more on a CUDA GPU, which both processes share, or on "
+    "a CPU with 2 threads or more; not under torchrun)."), show_default="auto")
 SaveEveryOpt = option(int | None, "--save-every", panel=RUNTIME, help="Resumable checkpoint every N steps.")
 
 RNN_ONLY = {"attention", "cell", "hidden", "emb_dim", "attention_span", "window", "decoder_style",

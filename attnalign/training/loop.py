@@ -202,16 +202,19 @@ def _run(jobs: list, options: TrainOptions, in_processes: bool, resume: bool, re
 
 
 def _for_device(options: TrainOptions, pairs: Pairs, note) -> TrainOptions:
-    """The options with ``--batch-tokens auto`` resolved for the run's device (a resumed run's were
-    resolved when it began), told to ``note`` on a GPU."""
-    if options.batch_tokens != "auto":
+    """The options with ``--batch-tokens auto`` and a preset's GPU network resolved for the run's
+    device (a resumed run's were resolved when it began), told to ``note`` on a GPU."""
+    if options.batch_tokens != "auto" and not options.gpu_network:
         return options
     device = _process_device(options.device)
     words = sum(max(len(s), len(t)) + 1 for s, t in pairs)
     resolved = options.for_device(device.type, words, cuda_memory(device))
-    if note and device.type == "cuda":
+    if note and device.type == "cuda" and options.batch_tokens == "auto":
         note(f"--batch-tokens auto on {device}: {resolved.batch_tokens:,} tokens a batch at --lr "
              f"{resolved.base_lr:.3g}, {resolved.precision}")
+    if note and device.type == "cuda" and resolved.model_config != options.model_config:
+        changed = {k: v for k, v in resolved.model_config.items() if options.model_config.get(k) != v}
+        note(f"on {device} the network takes {', '.join(f'{k}={v}' for k, v in changed.items())}")
     return resolved
 
 

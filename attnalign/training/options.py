@@ -88,6 +88,9 @@ class TrainOptions:
 
     model_type: str = "rnn"
     model_config: dict = field(default_factory=dict)  # network options given; see network()
+    # network options a run on a CUDA GPU takes instead (a preset's; for_device applies them, then empties
+    # this: config.json records the network that ran)
+    gpu_network: dict = field(default_factory=dict)
     epochs: int | float | str = "auto"  # passes over the data, or "auto" (epochs_for)
     auto_epochs: int = EPOCHS  # the passes "auto" makes over a corpus of up to EPOCHS_FULL_PAIRS pairs
     max_steps: int | None = None
@@ -225,14 +228,28 @@ class TrainOptions:
         ``--batch-tokens auto`` resolved, so that ``config.json`` records (and ``--resume`` repeats)
         what ran: CPU_BATCH_TOKENS on a CPU; on a CUDA GPU of ``memory`` bytes, :func:`gpu_batch_tokens`
         of the corpus's ``corpus_tokens``, the learning rate scaled by sqrt(tokens /
-        CPU_BATCH_TOKENS) and the full passes of ``--epochs auto`` up to EPOCHS_FULL_PAIRS_GPU pairs."""
-        if self.batch_tokens != "auto":
-            return self
+        CPU_BATCH_TOKENS) and the full passes of ``--epochs auto`` up to EPOCHS_FULL_PAIRS_GPU pairs; and
+        on a CUDA GPU the network options of ``gpu_network``."""
+        options = self._gpu_network(device_type == "cuda")
+        if options.batch_tokens != "auto":
+            return options
         if device_type != "cuda" or not memory:
-            return replace(self, batch_tokens=CPU_BATCH_TOKENS)
+            return replace(options, batch_tokens=CPU_BATCH_TOKENS)
         tokens = gpu_batch_tokens(corpus_tokens, memory)
-        return replace(self, batch_tokens=tokens, lr=self.base_lr * math.sqrt(tokens / CPU_BATCH_TOKENS),
-                       auto_full_pairs=EPOCHS_FULL_PAIRS_GPU)
+        lr = options.base_lr * math.sqrt(tokens / CPU_BATCH_TOKENS)
+        return replace(options, batch_tokens=tokens, lr=lr, auto_full_pairs=EPOCHS_FULL_PAIRS_GPU)
+
+    def _gpu_network(self, cuda: bool) -> TrainOptions:
+        """The options with ``gpu_network`` applied on a CUDA GPU (the entries the network has) and
+        emptied everywhere."""
+        if not self.gpu_network:
+            return self
+        from ..nmt.models import MODEL_TYPES
+
+        have = {f.name for f in fields(MODEL_TYPES[self.model_type][0])} if self.model_type in MODEL_TYPES \
+            else set()
+        wanted = {k: v for k, v in self.gpu_network.items() if k in have} if cuda else {}
+        return replace(self, model_config={**self.model_config, **wanted}, gpu_network={})
 
     @classmethod
     def from_saved(cls, saved: dict) -> TrainOptions:
@@ -257,7 +274,8 @@ class TrainOptions:
 # passes, for the corpus it aligns with its teacher (``align corpus --teacher``); alone its student is
 # weaker than "align"'s (the same section).
 _ALIGN = {"direction": "both", "guide": "auto", "subword": 4000, "auto_epochs": 5, "batch_tokens": "auto",
-          "lr": 2e-3, "model_config": {"align_head": True, "dropout": 0.0}}
+          "lr": 2e-3, "model_config": {"align_head": True, "dropout": 0.0},
+          "gpu_network": {"input_feeding": False}}
 PRESETS: dict[str, dict] = {
     "align": _ALIGN,
     "align-fast": {**_ALIGN, "auto_epochs": 3},
@@ -268,11 +286,17 @@ def preset_flags(name: str) -> str:
     """A preset as the options it sets, for ``--help``: ``--direction both --guide auto ...``."""
     preset = dict(PRESETS[name])
     config, passes = preset.pop("model_config", {}), preset.pop("auto_epochs", None)
+    gpu = preset.pop("gpu_network", {})
+
+    def flag(k: str, v) -> str:
+        k = k.replace("_", "-")
+        return f"--{k}" if v is True else f"--no-{k}" if v is False else f"--{k} {v:g}"
+
     words = [f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
              for k, v in preset.items()]
-    words += [f"--{k.replace('_', '-')}" if v is True else f"--{k.replace('_', '-')} {v:g}"
-              for k, v in config.items()]
-    return " ".join(words) + (f" and {passes} passes under --epochs auto" if passes else "")
+    words += [flag(k, v) for k, v in config.items()]
+    text = " ".join(words) + (f" and {passes} passes under --epochs auto" if passes else "")
+    return text + (f"; on a CUDA GPU {' '.join(flag(k, v) for k, v in gpu.items())}" if gpu else "")
 
 
 def preset_options(name: str | None, **given) -> TrainOptions:
@@ -282,8 +306,10 @@ def preset_options(name: str | None, **given) -> TrainOptions:
         raise OptionError(f"unknown preset {name!r}; choose {', '.join(PRESETS)}")
     base = PRESETS.get(name, {}) if name else {}
     given = {k: v for k, v in given.items() if v is not None}
-    config = {**base.get("model_config", {}), **given.pop("model_config", {})}
-    return TrainOptions(**{**base, **given, "model_config": config})
+    mine = given.pop("model_config", {})
+    config = {**base.get("model_config", {}), **mine}
+    gpu = {k: v for k, v in base.get("gpu_network", {}).items() if k not in mine}  # what is given wins
+    return TrainOptions(**{**base, **given, "model_config": config, "gpu_network": gpu})
 
 
 # what a --resume command line may give again with other values: the data (checked by its fingerprint),

@@ -35,8 +35,8 @@ MIN_PAIRS = 1000
 def wanted(choice: str, directions: list[str], device: torch.device, threads: int | None,
            n_pairs: int) -> bool:
     """Whether to train the directions in processes of their own: ``on``, or ``auto`` with both
-    directions on a CPU with at least 2 threads and ``MIN_PAIRS`` pairs; never under torchrun (DDP runs
-    the directions there)."""
+    directions and ``MIN_PAIRS`` pairs, on a CUDA GPU (which one process's launches leave idle between
+    kernels) or on a CPU with at least 2 threads; never under torchrun (DDP runs the directions there)."""
     if len(directions) < 2 or choice == "off":
         return False
     if dist.launched():
@@ -45,8 +45,10 @@ def wanted(choice: str, directions: list[str], device: torch.device, threads: in
                               hint="under torchrun every process trains both directions with DDP; "
                                    "leave the option out")
         return False
-    return choice == "on" or (device.type == "cpu" and (threads or torch.get_num_threads()) >= 2
-                              and n_pairs >= MIN_PAIRS)
+    if choice == "on":
+        return True
+    shared = device.type == "cuda" or (device.type == "cpu" and (threads or torch.get_num_threads()) >= 2)
+    return shared and n_pairs >= MIN_PAIRS
 
 
 def threads_each(threads: int | None) -> int:
