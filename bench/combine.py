@@ -145,7 +145,7 @@ def run(pair: str, config: str = CONFIG, grow: bool = False, product: bool = Fal
         ps = student.align_pairs([pairs[k] for k in span])
         plain[name] = [p.links for p in ps]
         mats[name] = ([(p.forward + p.reverse) / 2 for p in ps], teacher.matrices(span.start, span.stop))
-        own[name] = teacher_links(teacher.models, span.start, span.stop)
+        own[name] = teacher_links(teacher.teacher.models, span.start, span.stop)
     add("teacher (hmm-agree+fertility links)", own.get)
     add("student (--teacher off)", plain.get)
     add("align corpus default (--teacher on)", lambda name: [default[k].links for k in spans[name]],

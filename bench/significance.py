@@ -86,7 +86,7 @@ def run(pair: str, config: str) -> list[dict] | None:
     student = [p.links for p in Aligner(model, AlignOptions(teacher="off", device="cpu")).align_pairs(
         [pairs[k] for k in test])]
     systems = {"default": default, "student": student,
-               "teacher": teacher_links(combined.teacher.models, test.start, test.stop)}
+               "teacher": teacher_links(combined.teacher.teacher.models, test.start, test.stop)}
     efl = {sym: links[: len(test)] for sym, links in eflomal_links(model.parent).items()}
     if efl:  # its best symmetrization on the test, as the README's table shows it
         best = min(efl, key=lambda s: sum(counts(efl[s], gold), Counts()).aer)
