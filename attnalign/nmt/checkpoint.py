@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from .._version import __version__
-from ..data.fileio import atomic_open
+from ..data.fileio import MODEL_DIR_FILES, atomic_open, is_model_dir
 from ..errors import AttnAlignError, warn
 from .models import build_model
 from .subword import Segmenter
@@ -215,14 +215,17 @@ def is_hf_model(ref: str | os.PathLike) -> bool:
 
 
 def model_files(ref: str | os.PathLike | None, flag: str = "--model") -> dict[str, Path]:
-    """The files of the model ``ref`` (``{what: path}``), so that no output is written over them: every
-    file inside the model directory (checkpoints, config, log, the kept teacher, the self-training guide,
-    a fine-tuned model's folders), or of a ``save_pretrained`` folder. ``hf:NAME`` and a missing
-    directory: none."""
+    """The files of the model ``ref`` (``{what: path}``), so that no output is written over them: those
+    of an attnalign model directory (checkpoints, config, log, the kept teacher, the self-training guide,
+    a fine-tuned model's folders; not a user's own file beside them, such as an earlier output), or
+    every file of a ``save_pretrained`` folder. ``hf:NAME`` and a missing directory: none."""
     if ref is None or str(ref).startswith(HF_PREFIX) or not Path(ref).is_dir():
         return {}
     d = Path(ref)
-    return {f"{flag} file {f.relative_to(d)}": f for f in sorted(d.rglob("*")) if f.is_file()}
+    files = [f for f in sorted(d.rglob("*")) if f.is_file()]
+    if is_model_dir(d):
+        files = [f for f in files if f.parent != d or f.name in MODEL_DIR_FILES]
+    return {f"{flag} file {f.relative_to(d)}": f for f in files}
 
 
 def model_lowercase(model_dir: str | os.PathLike, lowercase: bool | None = None) -> bool:
