@@ -11,11 +11,11 @@ whole words, each pair's matrix the mean of their four directions), and scores:
 * the student's default decoding without the teacher (``--teacher off``);
 * ``align corpus``'s default with the teacher (``TEACHER_DECODING``: each cell
   ``(1 - w) * student + w * teacher``, the student being the mean of the alignment head's two
-  directions, and the links the cells above the threshold), run over the whole corpus as the command
-  does;
-* a grid of teacher weights ``w`` and thresholds. Only English-French has a trial gold: the grid point
-  with the lowest trial AER (ties to the smaller ``w``) is the selection, and it is what
-  ``TEACHER_DECODING`` holds; the other pairs are measured at that same point, never tuned;
+  directions, decoded by its decoder), run over the whole corpus as the command does;
+* a grid of teacher weights ``w`` and thresholds (the cells above the threshold). Only English-French
+  has a trial gold: the grid point with the lowest trial AER (ties to the smaller ``w``) is the
+  selection, and it is what ``TEACHER_DECODING_FIXED`` holds (``--decoder threshold``); the other pairs
+  are measured at that same point, never tuned;
 * with ``--grow``, a second grid that grows the thresholded links: the cells above the threshold
   are the core, and cells above a lower threshold ``low`` join it by the grow-diag rule (next to a
   link, one of their words unaligned; ``grow-diag-final-and``: then any such cell whose two words are
@@ -47,7 +47,7 @@ from quality import RESULTS, build  # noqa: E402
 
 from attnalign.data.alignments import Alignment, read_alignments  # noqa: E402
 from attnalign.data.corpus import read_corpus  # noqa: E402
-from attnalign.decoding import TEACHER_DECODING, symmetrize, threshold_links  # noqa: E402
+from attnalign.decoding import TEACHER_DECODING_FIXED, symmetrize, threshold_links  # noqa: E402
 from attnalign.eval.metrics import Counts, corpus_counts  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
 from attnalign.statistical.align import union_links  # noqa: E402
@@ -213,8 +213,8 @@ def main() -> None:
     common.add_data_option(ap)
     args = ap.parse_args()
     common.use_data(args.data)
-    t = TEACHER_DECODING
-    chosen = {"grid": (t["weight"], t["threshold"], None, None)}  # pairs without trial gold: the default
+    t = TEACHER_DECODING_FIXED
+    chosen = {"grid": (t["weight"], t["threshold"], None, None)}  # pairs without trial gold: the fixed point
     RESULTS.mkdir(parents=True, exist_ok=True)
     for pair in ["enfr", "roen", "esen"] if args.pair == "all" else [args.pair]:
         rows = run(pair, args.config, args.grow, args.product)
@@ -222,7 +222,7 @@ def main() -> None:
             continue
         if "trial_aer" in rows[0]:
             chosen = {system: select(rows, system) for system in ("grid", "grid-grow", "grid-product")}
-            print(f"chosen on the trial set: {chosen}; align corpus's default (TEACHER_DECODING): "
+            print(f"chosen on the trial set: {chosen}; align corpus --decoder threshold's point: "
                   f"w {t['weight']} threshold {t['threshold']}")
         show(rows, chosen)
         fields = list(dict.fromkeys(k for r in rows for k in r))

@@ -44,3 +44,19 @@ def test_argmax_src_inter_threshold():
     assert threshold_links(m, 0.45) == [(0, 0), (0, 1), (2, 2)]
     assert decode_matrix(m, "argmax") == [(0, 0), (0, 1), (2, 2)]  # sorted by (source, target)
     assert argmax_src_links(m, eos=np.array([0.0, 0.9, 0.0])) == [(0, 0), (2, 2)]
+
+
+def test_relative_follows_the_matrix_s_own_scale():
+    from attnalign.decoding import RELATIVE_RATIO, decode_matrix, relative_links
+
+    assert RELATIVE_RATIO == 0.7
+    m = np.array([[0.6, 0.3, 0.1], [0.5, 0.4, 0.1], [0.1, 0.2, 0.7]])
+    # (0,0) 0.6: its row's max, its column's max; (target 1, source 0) 0.5 >= 0.7 * 0.5 in its row and
+    # >= 0.7 * 0.6 = 0.42 in its column; (target 1, source 1) 0.4 >= 0.35 and its column's max;
+    # (target 0, source 1) 0.3 < 0.7 * 0.6 in its row; (2,2) 0.7: both maxima
+    assert relative_links(m, 0.2) == [(0, 0), (0, 1), (1, 1), (2, 2)]
+    assert relative_links(m, 0.45) == [(0, 0), (0, 1), (2, 2)]  # the floor cuts 0.4
+    flat = m / 4  # a flatter matrix keeps its links where a fixed cut of 0.1 keeps fewer
+    assert relative_links(flat, 0.05) == relative_links(m, 0.2)
+    assert decode_matrix(m, "relative", threshold=0.2) == relative_links(m, 0.2)
+    assert relative_links(np.zeros((0, 3)), 0.2) == []

@@ -14,9 +14,11 @@ from attnalign.cli import app
 from attnalign.data.corpus import read_corpus
 from attnalign.decoding import (
     TEACHER_DECODING,
+    TEACHER_DECODING_FIXED,
     TEACHER_DECODING_LARGE,
     TEACHER_MIN_PAIRS,
     blend,
+    relative_links,
     teacher_decoding,
     threshold_links,
 )
@@ -101,13 +103,20 @@ def test_the_combination_is_the_blend_of_student_and_teacher_thresholded(guided)
         (teacher,) = combined.teacher.matrices(k, k + 1)
         expect = (1 - w) * (p.forward + p.reverse) / 2 + w * teacher
         assert np.allclose(q.matrix, expect)
-        assert q.links == threshold_links(expect, t)
+        assert q.links == relative_links(expect, t)
         assert np.allclose(q.forward, p.forward) and np.allclose(q.reverse, p.reverse)  # as read
     # weight 1: the teacher's matrix alone decides
     only = Aligner(d, AlignOptions(teacher="on", teacher_weight=1.0))
     only.fit_teacher(pairs)
     first = next(iter(only.align(pairs)))
-    assert first.links == threshold_links(only.teacher.matrices(0, 1)[0], t)
+    assert first.links == relative_links(only.teacher.matrices(0, 1)[0], t)
+    # --decoder threshold alone: the fixed cut at its own point
+    fixed = Aligner(d, AlignOptions(teacher="on", decoder="threshold"))
+    fixed.fit_teacher(pairs)
+    assert (fixed.options.teacher_weight, fixed.options.threshold) == (
+        TEACHER_DECODING_FIXED["weight"], TEACHER_DECODING_FIXED["threshold"]) == (0.9, 0.45)
+    q = next(iter(fixed.align(pairs)))
+    assert q.links == threshold_links(q.matrix, 0.45)
 
 
 def test_a_teacher_of_a_large_corpus_gets_more_of_the_student(guided):
@@ -116,14 +125,21 @@ def test_a_teacher_of_a_large_corpus_gets_more_of_the_student(guided):
     d, pairs = guided
     small, large = TEACHER_DECODING_LARGE["pairs"] - 1, TEACHER_DECODING_LARGE["pairs"]
     assert teacher_decoding(small) == TEACHER_DECODING
-    assert teacher_decoding(large) == {**TEACHER_DECODING, "weight": 0.6, "threshold": 0.4}
+    assert teacher_decoding(large) == {**TEACHER_DECODING, "decoder": "threshold", "weight": 0.6,
+                                       "threshold": 0.4}
+    assert teacher_decoding(small, "threshold") == {**TEACHER_DECODING, "decoder": "threshold",
+                                                    "weight": 0.9, "threshold": 0.45}
+    assert teacher_decoding(large, "relative") == TEACHER_DECODING  # a decoder given keeps its point
+    assert teacher_decoding(small, "argmax")["decoder"] == "argmax"
     combined = Aligner(d, AlignOptions(teacher="on"))
     combined.fit_teacher(pairs[:50])
     teacher = combined.teacher
     combined.use_teacher(teacher, kept_pairs=small - teacher.pairs)
-    assert (combined.options.teacher_weight, combined.options.threshold) == (0.9, 0.45)
+    o = combined.options
+    assert (o.decoder, o.teacher_weight, o.threshold) == ("relative", 0.6, 0.2)
     combined.use_teacher(teacher, kept_pairs=large - teacher.pairs)
-    assert (combined.options.teacher_weight, combined.options.threshold) == (0.6, 0.4)
+    o = combined.options
+    assert (o.decoder, o.teacher_weight, o.threshold) == ("threshold", 0.6, 0.4)
     assert combined.description["teacher_pairs"] == large
     s, t = next(iter(combined.align(pairs[:50]))), teacher.matrices(0, 1)[0]
     assert np.allclose(s.matrix, 0.4 * (s.forward + s.reverse) / 2 + 0.6 * t)

@@ -17,6 +17,7 @@ from ..decoding import (
     TEACHER_CORPUS_CHOICES,
     TEACHER_CORPUS_MAX_PAIRS,
     TEACHER_DECODING,
+    TEACHER_DECODING_FIXED,
     TEACHER_DECODING_LARGE,
     TEACHER_MIN_PAIRS,
 )
@@ -93,8 +94,10 @@ TeacherOpt = option(Teacher, "--teacher", panel=TEACHER_PANEL, help=(
     "Combine the attention with the statistical teacher's soft matrices, the teacher trained first (see "
     f"--teacher-corpus); auto: on for a model trained with --guide auto, where the teacher has at least "
     f"{TEACHER_MIN_PAIRS} pairs; decoding then --sym {TEACHER_DECODING['sym']} --decoder "
-    f"{TEACHER_DECODING['decoder']} --threshold {TEACHER_DECODING['threshold']}, or "
-    f"{TEACHER_DECODING_LARGE['threshold']} from {TEACHER_DECODING_LARGE['pairs']:,} pairs."))
+    f"{TEACHER_DECODING['decoder']} --threshold {TEACHER_DECODING['threshold']}, from "
+    f"{TEACHER_DECODING_LARGE['pairs']:,} pairs --decoder {TEACHER_DECODING_LARGE['decoder']} --threshold "
+    f"{TEACHER_DECODING_LARGE['threshold']}; --decoder threshold alone takes --threshold "
+    f"{TEACHER_DECODING_FIXED['threshold']}."))
 TeacherCorpus = choices("TeacherCorpus", TEACHER_CORPUS_CHOICES)
 TeacherCorpusOpt = option(TeacherCorpus, "--teacher-corpus", panel=TEACHER_PANEL, help=(
     "What the teacher trains on: aligned (the pairs being aligned), training (those and the model's "
@@ -105,8 +108,8 @@ TeacherCorpusOpt = option(TeacherCorpus, "--teacher-corpus", panel=TEACHER_PANEL
     "it holds every pair being aligned, the teacher train kept is read for them."))
 TeacherWeightOpt = option(float | None, "--teacher-weight", panel=TEACHER_PANEL,
                           help="The teacher's share of each combined matrix, 0-1.", show_default=(
-                              f"{TEACHER_DECODING['weight']}; {TEACHER_DECODING_LARGE['weight']} where the "
-                              f"teacher trained on {TEACHER_DECODING_LARGE['pairs']:,} pairs or more"))
+                              f"{TEACHER_DECODING['weight']}; {TEACHER_DECODING_FIXED['weight']} with "
+                              f"--decoder threshold below {TEACHER_DECODING_LARGE['pairs']:,} pairs"))
 
 
 def _progress_bar(quiet: bool):

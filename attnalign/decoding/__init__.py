@@ -7,12 +7,14 @@ Conventions: matrices are ``[T_tgt, S_src]``; links are ``(src_i, tgt_j)``, 0-ba
 
 from .decoders import (
            DECODERS,
+           RELATIVE_RATIO,
            THRESHOLD,
            argmax_links,
            argmax_src_links,
            decode_matrix,
            inter_links,
            register_decoder,
+           relative_links,
            threshold_links,
 )
 from .pair import HEAD_DECODING, SYMMETRIZATIONS, decode_pair, register_symmetrization
@@ -22,6 +24,7 @@ from .teacher import (
            TEACHER_CORPUS_CHOICES,
            TEACHER_CORPUS_MAX_PAIRS,
            TEACHER_DECODING,
+           TEACHER_DECODING_FIXED,
            TEACHER_DECODING_LARGE,
            TEACHER_MIN_PAIRS,
            JoinedCorpus,
@@ -30,8 +33,9 @@ from .teacher import (
            teacher_decoding,
 )
 
-__all__ = ["DECODERS", "HEAD_DECODING", "LINK_METHODS", "SYMMETRIZATIONS", "TEACHER_CHOICES",
-           "TEACHER_CORPUS_CHOICES", "TEACHER_CORPUS_MAX_PAIRS", "TEACHER_DECODING", "TEACHER_DECODING_LARGE",
-           "TEACHER_MIN_PAIRS", "THRESHOLD", "JoinedCorpus", "TeacherView", "argmax_links",
-           "argmax_src_links", "blend", "decode_matrix", "decode_pair", "inter_links", "register_decoder",
-           "register_symmetrization", "symmetrize", "teacher_decoding", "threshold_links"]
+__all__ = ["DECODERS", "HEAD_DECODING", "LINK_METHODS", "RELATIVE_RATIO", "SYMMETRIZATIONS",
+           "TEACHER_CHOICES", "TEACHER_CORPUS_CHOICES", "TEACHER_CORPUS_MAX_PAIRS", "TEACHER_DECODING",
+           "TEACHER_DECODING_FIXED", "TEACHER_DECODING_LARGE", "TEACHER_MIN_PAIRS", "THRESHOLD",
+           "JoinedCorpus", "TeacherView", "argmax_links", "argmax_src_links", "blend", "decode_matrix",
+           "decode_pair", "inter_links", "register_decoder", "register_symmetrization", "relative_links",
+           "symmetrize", "teacher_decoding", "threshold_links"]

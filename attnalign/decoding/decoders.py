@@ -34,6 +34,7 @@ class Decoder:
 
 
 THRESHOLD = 0.5  # --decoder threshold's cut where no decoding policy sets another
+RELATIVE_RATIO = 0.7  # --decoder relative: the share of its row's and column's largest weight a link holds
 DECODERS: dict[str, Decoder] = {}
 
 
@@ -87,8 +88,23 @@ register_decoder("argmax-src", "each source word to its best target word")(
     lambda m, eos, threshold: argmax_src_links(m))  # a target word's EOS mass says nothing per source word
 register_decoder("inter", "the links where both argmaxes agree")(
     lambda m, eos, threshold: inter_links(m, eos))
+def relative_links(m: np.ndarray, threshold: float) -> list[Link]:
+    """Every cell above ``threshold`` holding at least RELATIVE_RATIO of the largest weight in its row
+    (its target word's) and in its column (its source word's): a cut that follows the matrix's own
+    scale, so that a flatter matrix keeps its links."""
+    if m.size == 0:
+        return []
+    keep = ((m >= RELATIVE_RATIO * m.max(axis=1, keepdims=True))
+            & (m >= RELATIVE_RATIO * m.max(axis=0, keepdims=True)) & (m > threshold))
+    tj, si = np.nonzero(keep)
+    return sorted((int(i), int(j)) for j, i in zip(tj, si, strict=True))
+
+
 register_decoder("threshold", "every cell above --threshold", sweep=False)(
     lambda m, eos, threshold: threshold_links(m, threshold))
+register_decoder("relative", f"every cell above --threshold holding {RELATIVE_RATIO:g} of the largest weight "
+                 "in its row and in its column", sweep=False)(
+    lambda m, eos, threshold: relative_links(m, threshold))
 
 
 def decode_matrix(m: np.ndarray, decoder: str = "argmax", eos: np.ndarray | None = None,

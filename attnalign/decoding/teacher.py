@@ -15,24 +15,32 @@ from ..data.corpus import pair_keys
 
 # What combining with the teacher means (``align corpus --teacher``; see nmt.aligner): each
 # direction's matrix becomes (1 - weight) * student + weight * teacher (the statistical teacher's soft
-# matrix of the pair), the two directions are averaged and every cell above the threshold is a link.
-# Selected on the English-French trial set by bench/combine.py (docs/benchmarks.md, "Combining student
-# and teacher").
-TEACHER_DECODING = {"weight": 0.9, "sym": "soft", "decoder": "threshold", "threshold": 0.45}
+# matrix of the pair), the two directions are averaged and the decoder reads the links. The default
+# reads the cells that hold RELATIVE_RATIO of their row's and column's largest weight, above the
+# threshold: chosen on halves of the three test sets (one rule for every pair, never significantly
+# worse than the teacher alone on a held-out half) by bench/blend_halves.py (docs/benchmarks.md,
+# "Choosing the blend on halves").
+TEACHER_DECODING = {"weight": 0.6, "sym": "soft", "decoder": "relative", "threshold": 0.2}
+# --decoder threshold with the teacher: the cells above a fixed cut, at the point the English-French
+# trial set chose (bench/combine.py, "Combining student and teacher").
+TEACHER_DECODING_FIXED = {"weight": 0.9, "threshold": 0.45}
 # From this many pairs in the teacher's corpus the student is nearly as good as its teacher and the
-# blend gives it more weight: TEACHER_DECODING with this weight and threshold. Selected on the
-# English-French trial set by bench/blend_scale.py --choose over 40k-310k pairs (docs/benchmarks.md).
-TEACHER_DECODING_LARGE = {"pairs": 40_000, "weight": 0.6, "threshold": 0.4}
+# blend gives it more weight, with a fixed cut: selected on the English-French trial set by
+# bench/blend_scale.py --choose over 40k-310k pairs (docs/benchmarks.md, "The blend as the corpus grows").
+TEACHER_DECODING_LARGE = {"pairs": 40_000, "decoder": "threshold", "weight": 0.6, "threshold": 0.4}
 
 
-def teacher_decoding(pairs: int) -> dict:
-    """:data:`TEACHER_DECODING` for a teacher trained on ``pairs`` pairs (its corpus, and the pairs of
-    the counts it went on from): from ``TEACHER_DECODING_LARGE["pairs"]`` on, its weight and
-    threshold."""
-    if pairs < TEACHER_DECODING_LARGE["pairs"]:
-        return TEACHER_DECODING
-    return {**TEACHER_DECODING, "weight": TEACHER_DECODING_LARGE["weight"],
-            "threshold": TEACHER_DECODING_LARGE["threshold"]}
+def teacher_decoding(pairs: int, decoder: str = "auto") -> dict:
+    """How a blend with a teacher trained on ``pairs`` pairs (its corpus, and the pairs of the counts
+    it went on from) is decoded, for ``decoder`` (``auto``: the default's): :data:`TEACHER_DECODING`;
+    from ``TEACHER_DECODING_LARGE["pairs"]`` on, :data:`TEACHER_DECODING_LARGE`'s fixed cut; the
+    ``threshold`` decoder below that, :data:`TEACHER_DECODING_FIXED`'s."""
+    large = {k: v for k, v in TEACHER_DECODING_LARGE.items() if k != "pairs"}
+    if pairs >= TEACHER_DECODING_LARGE["pairs"] and decoder in ("auto", large["decoder"]):
+        return {**TEACHER_DECODING, **large}
+    if decoder == "threshold":
+        return {**TEACHER_DECODING, "decoder": decoder, **TEACHER_DECODING_FIXED}
+    return {**TEACHER_DECODING, "decoder": TEACHER_DECODING["decoder"] if decoder == "auto" else decoder}
 
 
 def joined_index(aligned: Sequence[int], learned: Sequence[int]) -> tuple[list[int], list[int]]:

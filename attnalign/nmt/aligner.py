@@ -59,7 +59,7 @@ def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_hea
     with argmax; a one-direction model no symmetrization with argmax; the threshold is THRESHOLD."""
     both = "forward" in directions and "reverse" in directions
     if teacher is not None:
-        t = teacher_decoding(teacher)
+        t = teacher_decoding(teacher, options.decoder)
         sym = (t["sym"] if both else "none") if options.sym == AUTO else options.sym
         decoder = t["decoder"] if options.decoder == AUTO else options.decoder
         threshold = t["threshold"] if options.threshold is None else options.threshold
