@@ -7,7 +7,7 @@ import random
 
 import pytest
 import torch
-from helpers import SAMPLE, Kill, tiny, write
+from helpers import SAMPLE, Kill, invoke, tiny, write
 from typer.testing import CliRunner
 
 import attnalign.training.run as train_mod
@@ -343,3 +343,25 @@ def test_smoothed_nll_known_values_and_cross_entropy():
         (g_ref,) = torch.autograd.grad(ref * 0.37, x)
         assert mine.item() == pytest.approx(ref.item(), rel=1e-6)
         assert torch.allclose(g_mine, g_ref, atol=1e-6)
+
+
+def test_a_preset_may_set_any_option_and_a_typed_one_wins(tmp_path, monkeypatch):
+    """The options are those typed over the preset's over the defaults: a preset that sets an option
+    whose command-line default is not None (--warmup) is not overridden by that default."""
+    import attnalign.workflows.train_files as tf
+    from attnalign.training import options as opts
+
+    seen = []
+    monkeypatch.setitem(opts.PRESETS, "test", {"warmup": 7, "epochs": 2, "model_config": {"hidden": 24}})
+    def record(model, options, **kw):
+        seen.append(options)
+        raise Kill  # nothing is trained
+
+    monkeypatch.setattr(tf, "train_files", record)
+    base = ["train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+            "--preset", "test"]
+    invoke(*base)
+    invoke(*base, "--warmup", "9", "--epochs", "1.5", "--hidden", "32", "--layers", "2")
+    assert (seen[0].warmup, seen[0].epochs, seen[0].model_config) == (7, 2, {"hidden": 24})
+    assert (seen[1].warmup, seen[1].epochs) == (9, 1.5)
+    assert seen[1].model_config == {"hidden": 32, "enc_layers": 2, "dec_layers": 2}

@@ -24,6 +24,7 @@ from ..decoding import (
 from ..nmt.options import DEVICE, AlignOptions
 from .common import (
     INPUT,
+    ONE_PAIR_MAX_LENGTH,
     OUTPUT,
     RUNTIME,
     TEACHER,
@@ -57,6 +58,7 @@ from .common import (
     ShiftOpt,
     SrcLangOpt,
     SrcOpt,
+    StatSeedOpt,
     StatSymOpt,
     Sym,
     SymOpt,
@@ -235,6 +237,7 @@ def align_statistical_cmd(
     src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None, output: OutputOpt = None,
     model: AlignerOpt = TEACHER_MODEL, sym: StatSymOpt = TEACHER_SYM, prefix: PrefixOpt = TEACHER.prefix,
     identical: IdenticalOpt = TEACHER.identical, samplers: SamplersOpt = TEACHER.samplers,
+    seed: StatSeedOpt = TEACHER.seed,
     gold: GoldOpt = None,
     gold_format: GoldFormatOpt = GoldFormat.auto, gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False, lowercase: LowercaseOpt = False, encoding: EncodingOpt = "utf-8",
@@ -255,7 +258,7 @@ def align_statistical_cmd(
     with bar:
         summary = align_statistical_files(
             src=src, tgt=tgt, corpus=corpus, output=output, model=model.value, sym=sym.value, prefix=prefix,
-            identical=identical, samplers=samplers, gold=gold,
+            identical=identical, samplers=samplers, seed=seed, gold=gold,
             gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
             lowercase=lowercase, encoding=encoding, progress=progress, threads=threads)
     if rank:
@@ -263,7 +266,7 @@ def align_statistical_cmd(
     e = err()
     e.print(Text(f"aligned {summary.pairs} pairs in {summary.seconds:.1f} s; {summary.links} links "
             f"({model.value}, {sym.value}, prefix {prefix}, identical {identical:g}"
-            f"{f', samplers {samplers}' if samplers != 1 else ''})"))
+            f"{f', samplers {samplers}' if samplers != 1 else ''}, seed {seed})"))
     _written(output, summary.report)
 
 
@@ -288,7 +291,7 @@ def align_sentence(
 
     pair, settings = align_one(model, src, tgt, align_options(
         decoder, sym, threshold, layer, head, shift, device=device, reverse_model=reverse_model,
-        src_lang=src_lang, tgt_lang=tgt_lang))
+        src_lang=src_lang, tgt_lang=tgt_lang, max_length=ONE_PAIR_MAX_LENGTH))
     if as_json:
         sys.stdout.write(json.dumps(pair_json(pair), ensure_ascii=False) + "\n")
         return

@@ -27,7 +27,6 @@ from rich.text import Text
 
 from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, THRESHOLD
 from ..errors import AttnAlignError, AttnAlignWarning, OptionError
-from ..nmt.options import BATCH_TOKENS
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import POSTERIOR_THRESHOLD
 from ..statistical.options import SYMS as TEACHER_SYMS
@@ -252,9 +251,15 @@ def _layer_head(value: str | None, what: str) -> int | str | None:
         raise OptionError(f"--{what} must be {choices}, not {value!r}") from None
 
 
-def align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=BATCH_TOKENS, device="auto",
-                  max_length=10**6, resolve: bool = True, reverse_model=None, src_lang=None, tgt_lang=None):
-    """The :class:`~attnalign.nmt.aligner.AlignOptions` of the parsed decoding options; ``resolve``:
+# a pair typed on the command line or drawn is never skipped for its length (align corpus skips those
+# longer than --max-length)
+ONE_PAIR_MAX_LENGTH = 10**6
+
+
+def align_options(decoder, sym, threshold, layer, head, shift, *, device: str, resolve: bool = True,
+                  reverse_model=None, src_lang=None, tgt_lang=None, **more):
+    """The :class:`~attnalign.nmt.aligner.AlignOptions` of the parsed decoding options and ``device``
+    (``--device``); ``more``: other fields, given (the rest keep AlignOptions' defaults); ``resolve``:
     the device named for torch (imports torch)."""
     from ..nmt.aligner import AlignOptions
 
@@ -264,9 +269,8 @@ def align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=BATC
         device = str(resolve_device(device))
     return AlignOptions(decoder=decoder.value, threshold=threshold, sym=sym.value,
                         layer=_layer_head(layer, "layer"), head=_layer_head(head, "head"), shift=shift,
-                        batch_tokens=batch_tokens, device=device, max_length=max_length,
-                        reverse_model=None if reverse_model is None else str(reverse_model),
-                        src_lang=src_lang, tgt_lang=tgt_lang)
+                        device=device, reverse_model=None if reverse_model is None else str(reverse_model),
+                        src_lang=src_lang, tgt_lang=tgt_lang, **more)
 
 
 # The statistical teacher: the same options, with the same help, for `align statistical` (--aligner,
@@ -287,16 +291,20 @@ IDENTICAL_HELP = ("Extra counts for identical source and target words (names, nu
                   "EM step; 0: no such prior.")
 SAMPLERS_HELP = ("Independent Gibbs chains of the fertility HMMs per direction, their counts pooled: the "
                  "links vary less with the sampler's draws, for that many times the sampling time.")
+SEED_HELP = ("The fertility sampler's first seed (the EM models do not sample): another seed shows how much "
+             "the links vary with the sampler's draws.")
 GUIDE = "--guide auto: "
 AlignerOpt = option(TeacherModel, "--aligner", panel=TEACHER_PANEL, help=ALIGNERS_HELP)
 StatSymOpt = option(TeacherSym, "--sym", panel=TEACHER_PANEL, help=SYM_HELP)
 PrefixOpt = option(int, "--prefix", panel=TEACHER_PANEL, min=0, help=PREFIX_HELP)
 IdenticalOpt = option(float, "--identical", panel=TEACHER_PANEL, min=0.0, help=IDENTICAL_HELP)
 SamplersOpt = option(int, "--samplers", panel=TEACHER_PANEL, help=SAMPLERS_HELP)
+StatSeedOpt = option(int, "--seed", panel=TEACHER_PANEL, help=SEED_HELP)
 GuideModelOpt = option(TeacherModel, "--guide-model", panel=TEACHER_PANEL, help=GUIDE + ALIGNERS_HELP)
 GuideSymOpt = option(TeacherSym, "--guide-sym", panel=TEACHER_PANEL, help=GUIDE + SYM_HELP)
 GuidePrefixOpt = option(int, "--guide-prefix", panel=TEACHER_PANEL, min=0, help=GUIDE + PREFIX_HELP)
 GuideIdenticalOpt = option(float, "--guide-identical", panel=TEACHER_PANEL, min=0.0,
                            help=GUIDE + IDENTICAL_HELP)
 GuideSamplersOpt = option(int, "--guide-samplers", panel=TEACHER_PANEL, help=GUIDE + SAMPLERS_HELP)
+GuideSeedOpt = option(int, "--guide-seed", panel=TEACHER_PANEL, help=GUIDE + SEED_HELP)
 TEACHER_MODEL, TEACHER_SYM = TeacherModel(TEACHER.model), TeacherSym(TEACHER.sym)

@@ -11,6 +11,7 @@ from ..nmt.options import DEVICE, AlignOptions
 from .common import (
     DECODING,
     INPUT,
+    ONE_PAIR_MAX_LENGTH,
     OUTPUT,
     Command,
     CorpusOpt,
@@ -130,7 +131,7 @@ def plot_sentence(
         options = align_options(decoder, sym, threshold, None if grid_layers else layer,
                                 "mean" if grid_heads else head, shift, device=device,
                                 resolve=attention is None, reverse_model=reverse_model, src_lang=src_lang,
-                                tgt_lang=tgt_lang)
+                                tgt_lang=tgt_lang, max_length=ONE_PAIR_MAX_LENGTH)
     panels = sentence_panels(
         options, model=model, src=src, tgt=tgt, corpus=corpus, index=index, attention=attention,
         gold=gold, gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from enum import Enum
 from pathlib import Path
 
@@ -27,7 +28,10 @@ from ..training.options import (
     GPU_UPDATES_PER_PASS,
     PRESETS,
     TrainOptions,
+    parse_batch_tokens,
+    parse_epochs,
     preset_flags,
+    preset_options,
 )
 from .common import (
     INPUT,
@@ -47,6 +51,7 @@ from .common import (
     GuideModelOpt,
     GuidePrefixOpt,
     GuideSamplersOpt,
+    GuideSeedOpt,
     GuideSymOpt,
     LowercaseOpt,
     ModelDirOpt,
@@ -219,6 +224,27 @@ def network_options(model_type: ModelType, layers: int | None, **given) -> dict:
     return given
 
 
+NETWORK = RNN_ONLY | TRANSFORMER_ONLY | {"dropout", "align_head"}  # model_config's; --layers sets two
+PARSED = {"epochs": parse_epochs, "batch_tokens": parse_batch_tokens}  # text the command line reads
+
+
+def train_options(ctx: typer.Context, preset: str | None) -> TrainOptions:
+    """The command line's TrainOptions: the options the user typed, over ``preset``'s, over the
+    defaults. An option left at its default overrides no preset; each option is declared once, in
+    ``train``'s signature, under its TrainOptions name."""
+    typed = set(typed_options(ctx))
+    value = {k: v.value if isinstance(v, Enum) else str(v) if isinstance(v, Path) else v
+             for k, v in ctx.params.items()}
+    model_type = ctx.params["model_type"]
+    config = network_options(model_type, value["layers"] if "layers" in typed else None,
+                             **{k: value[k] for k in NETWORK & typed})
+    fields_ = {f.name for f in fields(TrainOptions)} - {"model_type", "model_config", "gpu_network"}
+    given = {k: PARSED.get(k, lambda v: v)(value[k]) for k in typed & fields_}
+    if "direction" not in typed and value["reverse_init_from"] is not None:
+        given["direction"] = "both"
+    return preset_options(preset, model_type=model_type.value, model_config=config, **given)
+
+
 def typed_options(ctx: typer.Context) -> list[str]:
     """The parameters the user gave (on the command line or in the environment), not left at their
     defaults. Read by the source's name: Typer may carry a click of its own, whose enum is not click's."""
@@ -262,7 +288,8 @@ def train(
     guide: GuideOpt = DEFAULTS.guide, guide_weight: GuideWeightOpt = DEFAULTS.guide_weight,
     guide_model: GuideModelOpt = TEACHER_MODEL, guide_sym: GuideSymOpt = TEACHER_SYM,
     guide_prefix: GuidePrefixOpt = TEACHER.prefix, guide_identical: GuideIdenticalOpt = TEACHER.identical,
-    guide_samplers: GuideSamplersOpt = TEACHER.samplers, self_train: SelfTrainOpt = DEFAULTS.self_train,
+    guide_samplers: GuideSamplersOpt = TEACHER.samplers, guide_seed: GuideSeedOpt = TEACHER.seed,
+    self_train: SelfTrainOpt = DEFAULTS.self_train,
     self_train_epochs: SelfTrainEpochsOpt = DEFAULTS.self_train_epochs,
     device: DeviceOpt = DEFAULTS.device, precision: PrecisionOpt = DEFAULTS.precision,
     threads: ThreadsOpt = DEFAULTS.threads, parallel_directions: ParallelOpt = None,
@@ -276,33 +303,11 @@ def train(
     Example: attnalign train --src sample_data/train.en --tgt sample_data/train.fr --model runs/sample
     """
     from ..dist import own_rank
-    from ..training import preset_options
-    from ..training.options import parse_batch_tokens, parse_epochs
     from ..workflows.train_files import train_files
     from .progress import RichTrainReporter
     from .render import train_table
 
-    config = network_options(model_type, layers, attention=attention.value if attention else None, cell=cell,
-                             hidden=hidden, emb_dim=emb_dim, d_model=d_model, heads=heads, dropout=dropout,
-                             align_head=align_head, input_feeding=input_feeding,
-                             attention_span=attention_span.value if attention_span else None, window=window,
-                             decoder_style=decoder_style.value if decoder_style else None)
-    if direction is None and reverse_init_from is not None:
-        direction = Direction.both
-    options = preset_options(
-        preset, model_type=model_type.value, model_config=config, epochs=parse_epochs(epochs),
-        max_steps=max_steps, batch_tokens=parse_batch_tokens(batch_tokens), lr=lr, warmup=warmup, clip=clip,
-        label_smoothing=label_smoothing, seed=seed, min_freq=min_freq, max_vocab=max_vocab,
-        lowercase=lowercase,
-        direction=direction.value if direction else None, subword=subword, subword_type=subword_type,
-        max_length=max_length, guide=guide, guide_weight=guide_weight, guide_model=guide_model.value,
-        guide_sym=guide_sym.value, guide_prefix=guide_prefix, guide_identical=guide_identical,
-        guide_samplers=guide_samplers, self_train=self_train, self_train_epochs=self_train_epochs,
-        device=device, precision=precision, threads=threads, parallel_directions=parallel_directions,
-        save_every=save_every,
-        **{k: None if v is None else str(v) for k, v in (("init_from", init_from),
-                                                          ("reverse_init_from", reverse_init_from),
-                                                          ("src_lang", src_lang), ("tgt_lang", tgt_lang))})
+    options = train_options(ctx, preset)
     rank = own_rank()  # read before the process group exists: training chooses its backend
     try:
         summary = train_files(model, options, src=src, tgt=tgt, corpus=corpus, dev_src=dev_src,
