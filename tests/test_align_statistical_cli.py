@@ -31,7 +31,34 @@ def test_library_call_scores_against_the_gold(tmp_path):
     total = summary.report.systems[0].total
     assert summary.pairs == 200 and total.aer < 0.25  # 200 pairs only: a weak but real alignment
     assert summary.settings == {"aligner": "hmm", "sym": "grow-diag-final-and", "prefix": 5,
-                                "identical": 1.0, "samplers": 1}
+                                "identical": 1.0, "samplers": 1, "seed": 1}
+
+
+def test_the_sampler_s_seed_changes_its_links_and_is_reported(tmp_path):
+    """--seed reaches the fertility sampler: the same seed gives the same links, another seed others;
+    the summary line names it; a negative seed is a usage error."""
+    def run(seed: int, name: str):
+        out = tmp_path / name
+        r = CliRunner().invoke(app, ["align", "statistical", "--src", str(SAMPLE / "train.en"), "--tgt",
+                                     str(SAMPLE / "train.fr"), "-o", str(out), "--aligner", "fertility",
+                                     "--sym", "grow-diag-final-and", "--seed", str(seed)])
+        assert r.exit_code == 0, r.output
+        assert f"seed {seed})" in r.output
+        return out.read_text()
+
+    assert run(3, "a") == run(3, "b") != run(4, "c")
+    r = CliRunner().invoke(app, ["align", "statistical", "--src", str(SAMPLE / "test.en"), "--tgt",
+                                 str(SAMPLE / "test.fr"), "--seed", "-1"])
+    assert r.exit_code == 2 and "--seed" in r.output
+
+
+def test_the_guide_seed_is_the_teacher_s_and_old_models_read_as_seed_1():
+    from attnalign.statistical.options import saved_teacher
+    from attnalign.training import TrainOptions
+
+    assert TrainOptions(guide_seed=5).teacher.seed == 5
+    assert saved_teacher({"guide_model": "hmm-agree+fertility"}).seed == 1  # a model from before the option
+    assert saved_teacher({"guide_seed": 9}).seed == 9
 
 
 # Each option on a known-answer corpus (see test_statistical.py): its first pair aligns one way with the

@@ -217,3 +217,23 @@ except KeyboardInterrupt:
     word, seconds = p.stdout.split()
     # stopped between sweeps, long before the 2,000 sweeps end (a loaded machine may take seconds)
     assert word == "stopped" and float(seconds) < 30, (p.stdout, p.stderr[-2000:])
+
+
+def test_the_directions_sample_at_once_within_the_memory_share(monkeypatch):
+    """Both directions' samplers run at once where their state fits PARALLEL_SHARE of the machine's
+    memory; past it they run one after the other with a warning that says why, to the same links."""
+    from helpers import SAMPLE
+
+    from attnalign.data.corpus import read_corpus
+    from attnalign.errors import AttnAlignWarning
+    from attnalign.statistical import align_statistical, fertility, kernels
+
+    assert fertility.parallel_budget(10 * 2**30) == int(0.4 * 10 * 2**30)
+    assert fertility.parallel_budget(0) == fertility.PARALLEL_BYTES  # the system does not say
+    pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:300]
+    monkeypatch.setattr(kernels, "threads", lambda: 2)
+    at_once = align_statistical(pairs, model="fertility", sym="grow-diag-final-and")
+    monkeypatch.setattr(fertility, "parallel_budget", lambda: 0)
+    with pytest.warns(AttnAlignWarning, match="one after the other"):
+        in_turn = align_statistical(pairs, model="fertility", sym="grow-diag-final-and")
+    assert in_turn == at_once

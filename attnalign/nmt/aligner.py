@@ -217,7 +217,7 @@ class Aligner:
                               hint="give --teacher off, or align without torchrun")
         o = self.teacher_options
         soft = SoftTeacher(corpus, o.model, prefix=o.prefix, identical=o.identical, samplers=o.samplers,
-                           kept=kept[0] if kept else None)
+                           seed=o.seed, kept=kept[0] if kept else None)
         self.use_teacher(TeacherView(soft, corpus.index), kept[1] if kept else 0)
 
     def use_teacher(self, teacher, kept_pairs: int = 0) -> None:

@@ -121,18 +121,18 @@ def union_links(agree, fertility, lo: int, hi: int) -> list[list[Link]]:
 
 def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, identical: float, chunk: int,
                 kept: dict | None = None, keep: bool = False, samplers: int = DEFAULT.samplers,
-                **kw) -> tuple:
+                seed: int = DEFAULT.seed, **kw) -> tuple:
     """``model``'s trained models on the whole-word corpus ``words``: (the model, None), or for
     :data:`COMBINED` (the agreement HMMs on ``prefix``-cut words, the fertility HMMs on whole words).
     ``kept``: per model name, both directions' counts to go on from (:mod:`.learned`); ``keep``: the models
-    keep theirs (:attr:`SoftTeacher.kept`); ``samplers``: the fertility HMMs' chains (the other models
-    do not sample)."""
+    keep theirs (:attr:`SoftTeacher.kept`); ``samplers`` and ``seed``: the fertility HMMs' chains and
+    their first seed (the other models do not sample)."""
     combined = model == COMBINED
     name = "hmm-agree" if combined else model
 
     def going_on(m: str) -> dict:  # the keyword arguments of model m's keeping, going on and chains
         return {**({"kept": (kept or {}).get(m), "keep": keep} if m in KEEPS else {}),
-                **({"samplers": samplers} if m == "fertility" else {})}
+                **({"samplers": samplers, "seed": seed} if m == "fertility" else {})}
 
     first = fit(words.cut(prefix), name, iterations, prefix, identical, **going_on(name), **kw)
     if not combined:

@@ -45,6 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.corpus import Pairs
+from ..data.npz import machine_memory
+from ..errors import warn
 from . import gibbs, kernels
 from .em import CACHE_CELLS, padded, trim_heap
 from .ibm2 import IBM2
@@ -56,7 +58,18 @@ from .settings import MAX_SAMPLERS, SAMPLER
 from .threads import at_once, possible
 
 _BUCKET = 3000  # at most this many sentences resampled together
-PARALLEL_BYTES = 2 * 2**30  # the most the two samplers' cells may take at once
+# The two directions' samplers run at once (about half the wall time) where their state takes at most
+# this share of the machine's memory, the rest left to the corpus's ids, the tables and the other
+# process's work; PARALLEL_BYTES where the system does not say how much memory it has.
+PARALLEL_SHARE = 0.4
+PARALLEL_BYTES = 2 * 2**30
+
+
+def parallel_budget(memory: int | None = None) -> int:
+    """The bytes the two samplers' state may take at once on a machine of ``memory`` bytes (None: this
+    machine's, :func:`~attnalign.data.npz.machine_memory`)."""
+    memory = machine_memory() if memory is None else memory
+    return int(PARALLEL_SHARE * memory) if memory else PARALLEL_BYTES
 
 
 @dataclass
@@ -306,7 +319,7 @@ class FertilityModel:
     """Both directions' sampled links, each initialised with the Viterbi links of IBM2 (:mod:`.ibm2`).
     In one process with two cores or more, the two IBM2 models run at once (:mod:`.threads`) where
     their cells fit in one IBM2's cache, and the two samplers run at once in two threads (their loops
-    release the GIL) where their state takes at most :data:`PARALLEL_BYTES`, sharing the cores
+    release the GIL) where their state takes at most :func:`parallel_budget`, sharing the cores
     (:class:`_Cores`); else, and under torchrun (each direction exchanges counts with the other
     processes), one after the other on all of them."""
 
@@ -333,7 +346,12 @@ class FertilityModel:
                 for side, name, k, init, table in starts]
         state = sum(_bytes_per_cell(table) for *_, table in starts) * cells
         # at once with one core each even where parallel loops are not thread-safe (:class:`_Cores`)
-        together = world()[1] == 1 and kernels.threads() >= 2 and state <= PARALLEL_BYTES
+        budget = parallel_budget()
+        together = world()[1] == 1 and kernels.threads() >= 2 and state <= budget
+        if world()[1] == 1 and kernels.threads() >= 2 and not together:
+            warn(f"the fertility model's two directions need {state / 2**30:.1f} GiB of sampler state, more "
+                 f"than {budget / 2**30:.1f} GiB ({PARALLEL_SHARE:.0%} of this machine's memory): they "
+                 "sample one after the other, which takes about twice as long")
         cores = _Cores(kernels.threads(), len(jobs))
 
         def shared(job):

@@ -37,20 +37,23 @@ class TeacherOptions:
     inflected forms (0: whole words). ``identical``: extra counts for each pair of identical source and
     target words in every EM step (0: none). ``samplers``: the fertility HMMs' independent Gibbs chains
     per direction, their counts pooled (:class:`.fertility.FertilityModel`); the models that do not
-    sample take 1 only."""
+    sample take 1 only. ``seed``: the first chain's seed (the sampler's links differ by seed; the EM
+    models are deterministic)."""
 
     model: str = COMBINED
     sym: str = "posterior"
     prefix: int = 5
     identical: float = 1.0
     samplers: int = 1
+    seed: int = 1
 
     def as_kwargs(self) -> dict:
         """Keyword arguments of :func:`attnalign.statistical.align_statistical`."""
         return asdict(self)
 
     def check(self, syms: tuple[str, ...] = SYMS, prefix_flag: str = "--prefix",
-              identical_flag: str = "--identical", samplers_flag: str = "--samplers") -> TeacherOptions:
+              identical_flag: str = "--identical", samplers_flag: str = "--samplers",
+              seed_flag: str = "--seed") -> TeacherOptions:
         """A clear :class:`OptionError` for a choice the aligner cannot take; ``self`` otherwise.
         The flags name the options in the messages (``train`` calls them ``--guide-*``)."""
         check_choices(self.model, self.sym, syms)
@@ -65,6 +68,8 @@ class TeacherOptions:
         if not 0 <= self.identical < float("inf"):  # NaN and inf too
             raise OptionError(f"bad {identical_flag} {self.identical}",
                                  hint="give 0 (no prior) or a finite positive number of counts")
+        if not (isinstance(self.seed, int) and 0 <= self.seed < 2**31):
+            raise OptionError(f"bad {seed_flag} {self.seed}", hint="give a whole number from 0 to 2^31 - 1")
         return self
 
 
@@ -78,8 +83,8 @@ def saved_teacher(train_options: dict) -> TeacherOptions:
     """The teacher that a model directory's ``train_options`` (``train --guide auto``'s ``--guide-*``)
     name; DEFAULT's values for what they lack, BEFORE_PREFIX's for a run older than those options."""
     t = {**BEFORE_PREFIX, **train_options}
-    return TeacherOptions(*(t.get(f"guide_{f}", getattr(DEFAULT, f)) for f in ("model", "sym", "prefix",
-                                                                              "identical", "samplers")))
+    return TeacherOptions(*(t.get(f"guide_{f}", getattr(DEFAULT, f))
+                            for f in ("model", "sym", "prefix", "identical", "samplers", "seed")))
 
 
 def check_choices(model: str, sym: str, syms: tuple[str, ...] = SYMS) -> None:

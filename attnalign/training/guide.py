@@ -38,7 +38,8 @@ def teacher_links(pairs: Pairs, options: TrainOptions, note=None) -> tuple[list[
         links = statistical.align_statistical(pairs, **chosen.as_kwargs())
     else:
         teacher = statistical.SoftTeacher(pairs, chosen.model, prefix=chosen.prefix,
-                                          identical=chosen.identical, samplers=chosen.samplers, keep=True)
+                                          identical=chosen.identical, samplers=chosen.samplers,
+                                          seed=chosen.seed, keep=True)
         links = [x for lo, hi in chunks(len(pairs), CHUNK_PAIRS) for x in teacher.links(lo, hi, chosen.sym)]
     if note:
         note(f"guide: {sum(map(len, links))} links in {time.perf_counter() - t0:.0f} s")

@@ -116,6 +116,7 @@ class TrainOptions:
     guide_prefix: int = TEACHER.prefix
     guide_identical: float = TEACHER.identical
     guide_samplers: int = TEACHER.samplers
+    guide_seed: int = TEACHER.seed
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
     max_length: int = MAX_LENGTH  # model tokens per side (EOS included); longer pairs are left out
@@ -136,7 +137,7 @@ class TrainOptions:
     def teacher(self) -> TeacherOptions:
         """The statistical aligner behind ``guide="auto"``."""
         return TeacherOptions(self.guide_model, self.guide_sym, self.guide_prefix, self.guide_identical,
-                              self.guide_samplers)
+                              self.guide_samplers, self.guide_seed)
 
     @property
     def directions(self) -> list[str]:
@@ -220,7 +221,7 @@ class TrainOptions:
                               hint="add --guide auto (or --guide FILE), or leave out --align-head")
         if self.guide == "auto" and not has_guide_links:
             self.teacher.check(prefix_flag="--guide-prefix", identical_flag="--guide-identical",
-                               samplers_flag="--guide-samplers")
+                               samplers_flag="--guide-samplers", seed_flag="--guide-seed")
         return network
 
     def for_device(self, device_type: str, corpus_tokens: int, memory: int | None = None) -> TrainOptions:

@@ -314,6 +314,7 @@ def align_statistical_files(
     prefix: int = TEACHER.prefix,
     identical: float = TEACHER.identical,
     samplers: int = TEACHER.samplers,
+    seed: int = TEACHER.seed,
     gold: str | os.PathLike | None = None,
     gold_options: GoldOptions = GoldOptions(),
     lowercase: bool = False,
@@ -331,7 +332,7 @@ def align_statistical_files(
     from ..statistical.kernels import set_threads
 
     require("--threads", threads, low=1, optional=True)
-    teacher = TeacherOptions(model, sym, prefix, identical, samplers).check((*SYMS, "none"))
+    teacher = TeacherOptions(model, sym, prefix, identical, samplers, seed).check((*SYMS, "none"))
     set_threads(threads)
     check_distinct({"--output": output}, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold})
     writer = world()[0] == 0
@@ -342,7 +343,7 @@ def align_statistical_files(
     t0 = time.perf_counter()
     summary = AlignSummary(pairs=len(pairs), links=0,
                            settings={"aligner": model, "sym": sym, "prefix": prefix, "identical": identical,
-                                     "samplers": samplers})
+                                     "samplers": samplers, "seed": seed})
     try:
         summary.links, per_sentence = _write_statistical(pairs, teacher, output, writer, golds, progress)
     except MemoryError:
