@@ -43,7 +43,7 @@ import common  # noqa: E402
 from combine import THRESHOLDS, WEIGHTS, teacher_links, with_teacher  # noqa: E402
 
 from attnalign.data.alignments import Alignment  # noqa: E402
-from attnalign.decoding import TEACHER_DECODING_FIXED, threshold_links  # noqa: E402
+from attnalign.decoding import TEACHER_DECODING_FIXED, relative_links, threshold_links  # noqa: E402
 from attnalign.eval.metrics import Counts, alignment_counts  # noqa: E402
 from attnalign.eval.significance import Bootstrap, paired_test  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
@@ -54,14 +54,6 @@ CALIBRATIONS = [0.2, 0.3, 0.4, 0.5, 0.6]  # calibrated: the teacher's cells coun
 CALIBRATED_FLOOR = 0.05
 AGREE = [0.1, 0.2, 0.3]  # agree: the weight both must hold
 AGREE_THRESHOLDS = [0.45, 0.55, 0.65, 0.8]
-
-
-def relative_links(m: np.ndarray, r: float, floor: float) -> list[tuple[int, int]]:
-    """Cells of ``m`` [T, S] holding ``r`` of their row's and their column's maximum, and ``floor``."""
-    if not m.size:
-        return []
-    keep = (m >= r * m.max(axis=1, keepdims=True)) & (m >= r * m.max(axis=0, keepdims=True)) & (m >= floor)
-    return _links(keep)
 
 
 def calibrated_links(m: np.ndarray, teacher: np.ndarray, c: float) -> list[tuple[int, int]]:
@@ -98,7 +90,7 @@ def decode(cand: tuple, student: np.ndarray, teacher: np.ndarray) -> list[tuple[
     if cand[0] == "fixed":
         return threshold_links(m, cand[2])
     if cand[0] == "relative":
-        return relative_links(m, cand[2], cand[3])
+        return relative_links(m, cand[3], cand[2])  # floor, ratio
     if cand[0] == "calibrated":
         return calibrated_links(m, teacher, cand[2])
     return agree_links(m, student, teacher, cand[2], cand[3])

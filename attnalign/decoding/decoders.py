@@ -88,14 +88,14 @@ register_decoder("argmax-src", "each source word to its best target word")(
     lambda m, eos, threshold: argmax_src_links(m))  # a target word's EOS mass says nothing per source word
 register_decoder("inter", "the links where both argmaxes agree")(
     lambda m, eos, threshold: inter_links(m, eos))
-def relative_links(m: np.ndarray, threshold: float) -> list[Link]:
-    """Every cell above ``threshold`` holding at least RELATIVE_RATIO of the largest weight in its row
-    (its target word's) and in its column (its source word's): a cut that follows the matrix's own
-    scale, so that a flatter matrix keeps its links."""
+def relative_links(m: np.ndarray, threshold: float, ratio: float = RELATIVE_RATIO) -> list[Link]:
+    """Every cell above ``threshold`` holding at least ``ratio`` of the largest weight in its row (its
+    target word's) and in its column (its source word's): a cut that follows the matrix's own scale, so
+    that a flatter matrix keeps its links."""
     if m.size == 0:
         return []
-    keep = ((m >= RELATIVE_RATIO * m.max(axis=1, keepdims=True))
-            & (m >= RELATIVE_RATIO * m.max(axis=0, keepdims=True)) & (m > threshold))
+    keep = ((m >= ratio * m.max(axis=1, keepdims=True))
+            & (m >= ratio * m.max(axis=0, keepdims=True)) & (m > threshold))
     tj, si = np.nonzero(keep)
     return sorted((int(i), int(j)) for j, i in zip(tj, si, strict=True))
 
