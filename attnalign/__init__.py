@@ -5,8 +5,9 @@ Data flow, one folder per step::
     data/ (files -> token lists; alignment and attention files) -> nmt/ (vocabularies, batches,
     models, attention [T_tgt, S_src]) -> decoding/ (matrices -> links) -> eval/ (scores, plots)
 
-``statistical/`` holds the built-in statistical aligners (the teacher), ``training/`` the training
-loop, ``workflows/`` the jobs on files behind each command, ``cli/`` the command line.
+``statistical/`` holds the built-in statistical aligners (the teacher), ``combine/`` the student and
+its teacher blended (above both ``nmt/`` and ``statistical/``), ``training/`` the training loop,
+``workflows/`` the jobs on files behind each command, ``cli/`` the command line.
 
 Conventions: attention matrices are ``[T_tgt, S_src]``; links are ``(src_i, tgt_j)``, 0-based,
 source first (Pharaoh order).
@@ -23,7 +24,8 @@ from .statistical import TeacherOptions, align_statistical  # noqa: E402
 
 # The torch side, imported on first use so that ``import attnalign`` (and ``attnalign score``) stays
 # torch-free: name -> module.
-_LAZY = {"Aligner": "nmt.aligner", "AlignOptions": "nmt.aligner", "train": "training",
+_LAZY = {"Aligner": "nmt.aligner", "AlignOptions": "nmt.aligner", "combined_aligner": "combine",
+         "combine_fitted": "combine", "train": "training",
          "TrainOptions": "training", "preset_options": "training", "DevSet": "training"}
 
 
@@ -49,6 +51,8 @@ __all__ = [
     "TrainOptions",
     "__version__",
     "align_statistical",
+    "combine_fitted",
+    "combined_aligner",
     "open_corpus",
     "preset_options",
     "read_alignments",

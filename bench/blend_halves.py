@@ -128,7 +128,7 @@ def main() -> None:
     if not counts:
         return
     t = TEACHER_DECODING_FIXED  # the fixed point the En-Fr trial set chose
-    default = f"fixed w{t['weight']} t{t['threshold']}"
+    default = f"fixed w{t.teacher_weight} t{t.threshold}"
     names = [n for n in next(iter(counts.values())) if n != TEACHER]
     rows = []
 

@@ -2,8 +2,8 @@
 """`align corpus`'s blend of student and teacher as the corpus grows: for a model that bench/scale.py
 trained, every teacher weight and threshold, each direction's matrices computed once.
 
-The teacher is trained as ``align corpus --teacher on`` trains it (``Aligner.fit_teacher``): on the
-model's corpus (the 447 test sentences and N raw Hansards pairs) for the test sentences, and on the
+The teacher is trained as ``align corpus --teacher on`` trains it (``attnalign.combine.combine_fitted``):
+on the model's corpus (the 447 test sentences and N raw Hansards pairs) for the test sentences, and on the
 corpus followed by the 37 trial sentences for those (``--teacher-corpus training``: each fit its own,
 as the sampler's draws depend on the whole corpus); the student reads the test sentences (in its
 corpus) and the trial sentences (new to it). Each grid point blends each sentence's matrices as
@@ -43,8 +43,9 @@ import common  # noqa: E402
 from combine import THRESHOLDS  # noqa: E402
 from scale import N_TEST, RESULTS, WORK, links_aer, trial_files  # noqa: E402
 
+from attnalign.combine import blend, combine_fitted  # noqa: E402
 from attnalign.data.corpus import read_corpus  # noqa: E402
-from attnalign.decoding import blend, teacher_decoding, threshold_links  # noqa: E402
+from attnalign.decoding import teacher_decoding, threshold_links  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
 
 WEIGHTS = [0.0, 0.25, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0]  # the teacher's share
@@ -66,7 +67,7 @@ def choose(names: list[str]) -> None:
     for n, g in by_size.groupby("teacher_pairs"):
         at = g[(g.w == best.w) & (g.threshold == best.threshold)].iloc[0]
         pt = teacher_decoding(int(n))  # align corpus's default for a teacher of n pairs
-        dflt = g[(g.w == pt["weight"]) & (g.threshold == pt["threshold"])].iloc[0]
+        dflt = g[(g.w == pt.teacher_weight) & (g.threshold == pt.threshold)].iloc[0]
         print(f"{n:>8d} pairs: trial {at.trial_aer:.2f} test {at.test_aer:.2f}; at align corpus's point "
               f"trial {dflt.trial_aer:.2f} test {dflt.test_aer:.2f}")
 
@@ -104,9 +105,7 @@ def main() -> None:
     student = Aligner(model, AlignOptions(teacher="off", device="cpu"))
 
     def teacher_of(extra):  # align corpus's teacher, fitted on the corpus followed by the extra pairs
-        combined = Aligner(model, AlignOptions(teacher="on", device="cpu"))
-        combined.fit_teacher(pairs, extra)
-        return combined.teacher
+        return combine_fitted(Aligner(model, AlignOptions(teacher="on", device="cpu")), pairs, extra).teacher
 
     teachers = {"test": teacher_of(None)}
     teachers["trial"] = teachers["test"] if args.trial_inside else teacher_of(trial)
@@ -127,7 +126,7 @@ def main() -> None:
         rows.append(row)
     chosen = min(rows, key=lambda r: (r["trial_aer"], r["w"]))
     point = teacher_decoding(len(pairs))  # align corpus's default for a teacher of this corpus
-    default = next(r for r in rows if r["w"] == point["weight"] and r["threshold"] == point["threshold"])
+    default = next(r for r in rows if r["w"] == point.teacher_weight and r["threshold"] == point.threshold)
     print(f"{model.name}: {len(pairs)} pairs; the matrices computed in {t_teacher:.0f} s")
     print(f"{'w':>5s} {'best thr':>8s} {'trial':>6s} {'test':>6s}   (per weight, the trial's threshold)")
     for w in WEIGHTS:

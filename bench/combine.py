@@ -4,8 +4,8 @@
 For each pair, reads the protocol corpus and the model that ``python bench/quality.py --pair PAIR
 --config agree-fert-head-sp-e5-b2k-d0`` trained (= ``train --preset align``; ``--config`` names
 another), trains the teacher on the same corpus through the library path of ``align corpus --teacher
-on`` (``Aligner.fit_teacher``: the agreement HMMs on 5-character prefixes and the fertility HMMs on
-whole words, each pair's matrix the mean of their four directions), and scores:
+on`` (``attnalign.combine.combine_fitted``: the agreement HMMs on 5-character prefixes and the fertility
+HMMs on whole words, each pair's matrix the mean of their four directions), and scores:
 
 * the teacher's own links (its posterior links, from the same trained models);
 * the student's default decoding without the teacher (``--teacher off``);
@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 from quality import RESULTS, build  # noqa: E402
 
+from attnalign.combine import combine_fitted  # noqa: E402
 from attnalign.data.alignments import Alignment, read_alignments  # noqa: E402
 from attnalign.data.corpus import read_corpus  # noqa: E402
 from attnalign.decoding import TEACHER_DECODING_FIXED, symmetrize, threshold_links  # noqa: E402
@@ -112,9 +113,8 @@ def with_teacher(pair: str, config: str = CONFIG) -> tuple | None:
     if found is None:
         return None
     model, pairs, spans, golds = found
-    aligner = Aligner(model, AlignOptions(teacher="on", device="cpu"))
-    aligner.fit_teacher(pairs)
-    return model, pairs, spans["test"], golds["test"], aligner
+    combined = combine_fitted(Aligner(model, AlignOptions(teacher="on", device="cpu")), pairs)
+    return model, pairs, spans["test"], golds["test"], combined
 
 
 def run(pair: str, config: str = CONFIG, grow: bool = False, product: bool = False) -> list[dict] | None:
@@ -122,9 +122,8 @@ def run(pair: str, config: str = CONFIG, grow: bool = False, product: bool = Fal
     if found is None:
         return None
     model, pairs, spans, golds = found
-    combined = Aligner(model, AlignOptions(teacher="on", device="cpu"))
     t0 = time.perf_counter()
-    combined.fit_teacher(pairs)
+    combined = combine_fitted(Aligner(model, AlignOptions(teacher="on", device="cpu")), pairs)
     t_teacher = time.perf_counter() - t0
     t0 = time.perf_counter()
     default = list(combined.align(pairs))  # what align corpus writes with --teacher on
@@ -149,7 +148,7 @@ def run(pair: str, config: str = CONFIG, grow: bool = False, product: bool = Fal
     add("teacher (hmm-agree+fertility links)", own.get)
     add("student (--teacher off)", plain.get)
     add("align corpus default (--teacher on)", lambda name: [default[k].links for k in spans[name]],
-        combined.options.teacher_weight, combined.options.threshold)
+        combined.decoding.teacher_weight, combined.decoding.threshold)
     blends = {w: {name: [(1 - w) * s + w * m for s, m in zip(*mats[name], strict=True)] for name in spans}
               for w in WEIGHTS}
     for w, t in itertools.product(WEIGHTS, THRESHOLDS):
@@ -214,7 +213,8 @@ def main() -> None:
     args = ap.parse_args()
     common.use_data(args.data)
     t = TEACHER_DECODING_FIXED
-    chosen = {"grid": (t["weight"], t["threshold"], None, None)}  # pairs without trial gold: the fixed point
+    # pairs without trial gold: the fixed point
+    chosen = {"grid": (t.teacher_weight, t.threshold, None, None)}
     RESULTS.mkdir(parents=True, exist_ok=True)
     for pair in ["enfr", "roen", "esen"] if args.pair == "all" else [args.pair]:
         rows = run(pair, args.config, args.grow, args.product)
@@ -223,7 +223,7 @@ def main() -> None:
         if "trial_aer" in rows[0]:
             chosen = {system: select(rows, system) for system in ("grid", "grid-grow", "grid-product")}
             print(f"chosen on the trial set: {chosen}; align corpus --decoder threshold's point: "
-                  f"w {t['weight']} threshold {t['threshold']}")
+                  f"w {t.teacher_weight} threshold {t.threshold}")
         show(rows, chosen)
         fields = list(dict.fromkeys(k for r in rows for k in r))
         with open(RESULTS / f"combine_{pair}_{args.results or args.config}.csv", "w", newline="") as f:

@@ -35,7 +35,7 @@ from attnalign.data.corpus import read_corpus, read_lines  # noqa: E402
 from attnalign.decoding import SYMMETRIZATIONS  # noqa: E402
 from attnalign.eval.metrics import Counts, corpus_counts  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
-from attnalign.statistical import DEFAULT  # noqa: E402
+from attnalign.statistical import DEFAULT, TeacherOptions  # noqa: E402
 from attnalign.training import DevSet, TrainOptions, preset_options, train  # noqa: E402
 
 WORK = ROOT / "bench" / "work"
@@ -46,25 +46,31 @@ RESULTS = ROOT / "bench" / "results"
 PEERS = {"enfr": {"eflomal": 8.7}, "roen": {"eflomal": 30.4}, "esen": {"eflomal": 27.5}}
 
 # Configurations under test: training options (both directions always) and decoding variants. The
-# configurations measured before the teacher saw word prefixes pin guide_prefix=0 (whole words), those
-# measured before the identical-word prior guide_identical=0.
-WORDS = {"guide_prefix": 0, "guide_identical": 0.0}  # the teacher of the earliest configurations
+# configurations measured before the teacher saw word prefixes pin prefix 0 (whole words), those
+# measured before the identical-word prior identical 0.
+WORDS = TeacherOptions(prefix=0, identical=0.0)  # the teacher of the earliest configurations
 
 
-def _agree_head(guide_model: str = "hmm-agree", **teacher) -> TrainOptions:
+def _teacher(model: str, sym: str = "posterior", prefix: int = 0, identical: float = 0.0) -> TeacherOptions:
+    return TeacherOptions(model, sym, prefix, identical)
+
+
+def _agree_head(guide_model: str = "hmm-agree", prefix: int = 0, identical: float = 0.0,
+                **more) -> TrainOptions:
     """Both directions, 8 epochs, an alignment head guided by the agreement HMMs' posterior links (or
-    ``guide_model``'s); ``teacher``: the teacher's word prefix and identical-word prior (and the
-    student's subword size)."""
-    return TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", guide_model=guide_model,
-                        guide_sym="posterior", model_config={"align_head": True}, **teacher)
+    ``guide_model``'s) seeing ``prefix``-character words with ``identical`` counts for identical words;
+    ``more``: other options (the student's subword size)."""
+    return TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                        teacher=_teacher(guide_model, "posterior", prefix, identical),
+                        model_config={"align_head": True}, **more)
 
 
 
 def _preset(**changes) -> TrainOptions:
     """``agree-fert-head-sp`` (the teacher and network of ``--preset align``, in 8 epochs of 1,000-token
     batches with dropout 0.2, the preset until it took the -e5-b2k-d0 variant below) with ``changes``."""
-    return replace(_agree_head(guide_model="hmm-agree+fertility", guide_prefix=5, guide_identical=1.0,
-                               subword=4000), **changes)
+    return replace(_agree_head(guide_model="hmm-agree+fertility", prefix=5, identical=1.0, subword=4000),
+                   **changes)
 
 
 B2K = {"epochs": 3, "batch_tokens": 2000, "lr": 2e-3}  # align-fast before its dropout 0
@@ -73,22 +79,22 @@ ALIGN, ALIGN_FAST = preset_options("align"), preset_options("align-fast")  # tra
 CONFIGS = {
     # the ablation ladder (docs/benchmarks.md, "Configurations, one change at a time")
     "default": TrainOptions(direction="both", epochs=8, batch_tokens=1000, min_freq=1),
-    "guided-8": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", **WORDS),
+    "guided-8": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", teacher=WORDS),
     "align-head-ibm2": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                                    **WORDS, guide_model="ibm2", model_config={"align_head": True}),
-    "align-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", **WORDS,
-                               guide_model="hmm", guide_sym="grow-diag-final-and",
+                                    teacher=_teacher("ibm2", WORDS.sym), model_config={"align_head": True}),
+    "align-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                               teacher=_teacher("hmm", "grow-diag-final-and"),
                                model_config={"align_head": True}),
-    "agree-head-words": _agree_head(**WORDS),
+    "agree-head-words": _agree_head(),
     # the agreement HMMs seeing words cut to 5 characters; then with one extra count for identical words
-    "agree-head-prefix": _agree_head(guide_prefix=5, guide_identical=0),
-    "agree-head": _agree_head(guide_prefix=5, guide_identical=1.0),
+    "agree-head-prefix": _agree_head(prefix=5, identical=0),
+    "agree-head": _agree_head(prefix=5, identical=1.0),
     # the student reading 4,000 sentencepiece pieces per side (the teacher still sees words)
-    "agree-head-sp": _agree_head(guide_prefix=5, guide_identical=1.0, subword=4000),
+    "agree-head-sp": _agree_head(prefix=5, identical=1.0, subword=4000),
     # guided by the union of the agreement HMMs' links and the fertility HMMs' (statistical.COMBINED)
     "agree-fert-head-sp": _preset(),
     "align-head-transformer": TrainOptions(model_type="transformer", direction="both", epochs=8,
-                                           batch_tokens=2000, guide="auto", **WORDS,
+                                           batch_tokens=2000, guide="auto", teacher=WORDS,
                                            model_config={"align_head": True}),
     # how --preset align was chosen: 3 passes; in 2,000-token batches at twice the rate; without dropout
     # (= --preset align-fast); in 5 passes (= --preset align)
@@ -102,7 +108,7 @@ CONFIGS = {
     "agree-fert-head-sp-e5-b2k-d0-st1": replace(ALIGN, self_train=1),
     "agree-fert-head-sp-e5-b2k-d0-st1e15": replace(ALIGN, self_train=1, self_train_epochs=1.5),
     # --preset align --guide-samplers 3: a teacher of 3 fertility chains, for the guide and align corpus
-    "agree-fert-head-sp-e5-b2k-d0-s3": replace(ALIGN, guide_samplers=3),
+    "agree-fert-head-sp-e5-b2k-d0-s3": replace(ALIGN, teacher=replace(ALIGN.teacher, samplers=3)),
     # --preset align with the attention family's unguided best (bench/attention_family.py): the cosine
     # score, or Luong's local-m attention of window 5
     "agree-fert-head-sp-e5-b2k-d0-cosine": replace(ALIGN, model_config={**ALIGN.model_config,
@@ -239,8 +245,8 @@ def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "st
                 dh = [Alignment.from_links(p.links) for p in aligner.align_pairs(list(dev.pairs))]
                 dev_aer = sum(corpus_counts(dh, dev.gold), Counts()).aer
             rows.append({"pair": pair, "config": config, "protocol": protocol, "shift": shift, "sym": sym,
-                         "decoder": aligner.options.decoder,
-                         "threshold": aligner.options.threshold if decoder == "threshold" else None,
+                         "decoder": aligner.decoding.decoder,
+                         "threshold": aligner.decoding.threshold if decoder == "threshold" else None,
                          "aer": c.aer,
                          "precision": c.precision, "recall": c.recall, "f1": c.f1, "dev_aer": dev_aer,
                          "train_s": round(train_s), "extract_s": round(time.perf_counter() - t1, 1),
@@ -260,16 +266,18 @@ def _teacher_on_new_pairs(pair, config, model_dir, test_pairs, gold, train_s, n,
     ``--teacher-corpus kept``, what ``auto`` does for a model trained with ``--guide auto``)."""
     from dataclasses import asdict
 
+    from attnalign.combine import combine_fitted, teacher_options
     from attnalign.statistical import teacher_file
 
     t1 = time.perf_counter()
     aligner = Aligner(model_dir, AlignOptions(teacher="on", device="cpu"))
-    kept = teacher_file.load_kept(model_dir, asdict(aligner.teacher_options)) if going_on else None
+    kept = teacher_file.load_kept(model_dir, asdict(teacher_options(aligner.meta))) if going_on else None
     if going_on and kept is None:
         raise SystemExit(f"{model_dir} keeps no teacher counts: train it again (--retrain)")
-    aligner.fit_teacher(test_pairs, extra, kept)
-    c = sum(corpus_counts([Alignment.from_links(p.links) for p in aligner.align(test_pairs)], gold), Counts())
-    o = aligner.options
+    combined = combine_fitted(aligner, test_pairs, extra, kept)
+    links = [Alignment.from_links(p.links) for p in combined.align(test_pairs)]
+    c = sum(corpus_counts(links, gold), Counts())
+    o = combined.decoding
     fit = ("the test pairs, going on from the kept teacher" if going_on else
            "the test pairs" if extra is None else "the test and training pairs")
     return {"pair": pair, "config": config, "protocol": "inductive", "shift": 0,

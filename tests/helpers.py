@@ -132,3 +132,10 @@ def check_report(out):
 
 class Kill(Exception):
     """Raised by a test's reporter to stop a training run at a chosen step."""
+
+
+def before_teacher_options(train_options: dict) -> None:
+    """Make a recorded ``train_options`` look as a run from before --guide-prefix and --guide-identical
+    recorded it: the teacher's other options flat (``guide_*``), those two absent."""
+    old = train_options.pop("teacher")
+    train_options.update({f"guide_{k}": v for k, v in old.items() if k not in ("prefix", "identical")})

@@ -13,9 +13,10 @@ from typer.testing import CliRunner
 
 from attnalign.cli import app
 from attnalign.data.alignments import Alignment
+from attnalign.decoding.policy import choose_decoding
 from attnalign.errors import AttnAlignError
 from attnalign.eval.metrics import Counts, corpus_counts
-from attnalign.nmt.aligner import Aligner, AlignOptions, resolve_decoding
+from attnalign.nmt.aligner import Aligner, AlignOptions
 from attnalign.nmt.batching import make_batch
 from attnalign.nmt.checkpoint import load_model
 from attnalign.nmt.extract import AttentionSpec, corpus_attention
@@ -116,7 +117,7 @@ def test_transformer_head_round_trip_and_aligner_reads_it(head_model):
     assert abs(float(m.sum(1)[0] + eos[0]) - 1) < 1e-5
     ((m2, _),) = corpus_attention(lm, pairs[:1])  # the default reads the head too
     assert (m == m2).all()
-    auto = Aligner(d).options  # the "auto" choices for a bidirectional model with a head
+    auto = Aligner(d).decoding  # the "auto" choices for a bidirectional model with a head
     assert (auto.sym, auto.decoder, auto.threshold) == ("soft", "argmax", 0.5)
     aligner = Aligner(d, AlignOptions(sym="soft", decoder="argmax"))
     assert aligner.description["layer"] == "align" and aligner.description["head"] is None
@@ -159,7 +160,8 @@ BOTH = ["forward", "reverse"]
     ],
 )
 def test_auto_decoding_per_model(options, directions, head, expected):
-    o = resolve_decoding(options, directions, head)
+    both = directions == ["forward", "reverse"]
+    o = choose_decoding(options.decoding, both=both, head=head and options.layer in (None, "align"))
     assert (o.sym, o.decoder, o.threshold) == expected
 
 
@@ -215,7 +217,7 @@ def test_cli_preset_reaches_the_model(tmp_path):
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert cfg["directions"] == ["forward", "reverse"] and cfg["model_config"]["align_head"] is True
     assert cfg["train_options"]["guide"] == "auto"
-    assert cfg["train_options"]["guide_model"] == "hmm-agree+fertility"
+    assert cfg["train_options"]["teacher"]["model"] == "hmm-agree+fertility"
     assert cfg["train_options"]["subword"] == 4000 and load_model(tmp_path / "m").src_seg.is_subword
     loud = [a for a in base if a != "--quiet"]  # the guide stage is announced on stderr
     r = CliRunner().invoke(app, [*loud, "--model", str(tmp_path / "f"), "--direction", "forward"])

@@ -53,12 +53,12 @@ def test_the_sampler_s_seed_changes_its_links_and_is_reported(tmp_path):
 
 
 def test_the_guide_seed_is_the_teacher_s_and_old_models_read_as_seed_1():
-    from attnalign.statistical.options import saved_teacher
     from attnalign.training import TrainOptions
 
-    assert TrainOptions(guide_seed=5).teacher.seed == 5
-    assert saved_teacher({"guide_model": "hmm-agree+fertility"}).seed == 1  # a model from before the option
-    assert saved_teacher({"guide_seed": 9}).seed == 9
+    assert TrainOptions.from_saved({"teacher": {"seed": 5}}).teacher.seed == 5
+    # models from before the option, and before the teacher was one record
+    assert TrainOptions.from_saved({"guide_model": "hmm-agree+fertility"}).teacher.seed == 1
+    assert TrainOptions.from_saved({"guide_seed": 9}).teacher.seed == 9
 
 
 # Each option on a known-answer corpus (see test_statistical.py): its first pair aligns one way with the

@@ -15,7 +15,7 @@ from attnalign.data.corpus import read_corpus
 from attnalign.errors import AttnAlignError
 from attnalign.eval.metrics import Counts, corpus_counts
 from attnalign.nmt.batching import make_batch
-from attnalign.statistical import align_statistical, viterbi_links, word_prefixes
+from attnalign.statistical import TeacherOptions, align_statistical, viterbi_links, word_prefixes
 from attnalign.statistical.em import digamma as _digamma
 from attnalign.statistical.em import m_step
 from attnalign.training import TrainOptions, guide_loss, guide_targets, train
@@ -111,7 +111,8 @@ def test_prefixes_pool_the_inflected_forms_of_a_word(model):
 
 def test_guide_prefix_option(tmp_path):
     with pytest.raises(AttnAlignError, match="--guide-prefix"):
-        train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto", guide_prefix=-1))
+        train([(["a"], ["b"])], tmp_path / "m",
+              TrainOptions(epochs=1, guide="auto", teacher=TeacherOptions(prefix=-1)))
 
 
 def test_identical_types_get_extra_counts_by_hand():
@@ -140,10 +141,11 @@ def test_identical_words_pull_singletons_together(model):
 
 def test_guide_identical_option(tmp_path):
     with pytest.raises(AttnAlignError, match="--guide-identical"):
-        train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto", guide_identical=-1.0))
+        train([(["a"], ["b"])], tmp_path / "m",
+              TrainOptions(epochs=1, guide="auto", teacher=TeacherOptions(identical=-1.0)))
     with pytest.raises(AttnAlignError, match="--guide-samplers 2: hmm-agree does not sample"):
-        train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto", guide_model="hmm-agree",
-                                                             guide_samplers=2))
+        train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto",
+                                                             teacher=TeacherOptions("hmm-agree", samplers=2)))
 
 
 def cell_keys(corpus) -> np.ndarray:

@@ -7,21 +7,26 @@ import json
 
 import numpy as np
 import pytest
-from helpers import SAMPLE
+from helpers import SAMPLE, before_teacher_options
 from typer.testing import CliRunner
 
 from attnalign.cli import app
+from attnalign.combine import Combined, blend, combine_fitted, teacher_options
 from attnalign.data.corpus import read_corpus
 from attnalign.decoding import (
     TEACHER_DECODING,
     TEACHER_DECODING_FIXED,
     TEACHER_DECODING_LARGE,
+    TEACHER_LARGE_PAIRS,
     TEACHER_MIN_PAIRS,
-    blend,
+    Decoding,
+    TeacherPlan,
     relative_links,
     teacher_decoding,
     threshold_links,
 )
+from attnalign.decoding.policy import TeacherFacts, choose_decoding, plan_teacher
+from attnalign.errors import AttnAlignError, OptionError
 from attnalign.nmt.aligner import Aligner, AlignOptions
 from attnalign.statistical import COMBINED, SoftTeacher, directional_posteriors
 from attnalign.training import TrainOptions, train
@@ -77,28 +82,81 @@ def guided(tmp_path_factory):
     return d, pairs
 
 
+def test_the_teacher_plan_by_hand():
+    """plan_teacher is a pure function of the options, the model and the facts gathered."""
+    def plan(teacher="auto", corpus="auto", guided=True, launched=False, **facts):
+        return plan_teacher(teacher, corpus, guided=guided, launched=launched,
+                            facts=TeacherFacts(**{"pairs": 2000, **facts}))
+
+    assert plan().source == "train" and plan().pairs == 2000 and not plan().warnings
+    assert plan(teacher="off").source == plan(guided=False).source == plan(launched=True).source == "none"
+    assert plan(teacher="on", guided=False).source == "train"  # on: any model
+    assert plan(pairs=TEACHER_MIN_PAIRS - 1).source == "none"  # auto: too few pairs
+    weak = plan(teacher="on", pairs=10)
+    assert weak.source == "train" and "under 1000 pairs" in weak.warnings[0]
+    # the kept teacher holds every pair: read, unless --teacher-corpus aligned
+    assert plan(kept=5000) == TeacherPlan("kept", kept=5000)
+    assert plan(corpus="aligned", kept=5000).source == "train"
+    # the training corpus joins the new pairs; kept counts are gone on from where it is not read
+    both = plan(recorded=300, training=300, added=1900, counts=300)
+    assert (both.training, both.added, both.going_on, both.pairs) == (300, 1900, 0, 2200)
+    on = plan(counts=300, recorded=300, problem="the model's training corpus (x) has changed since training")
+    assert (on.going_on, on.pairs) == (300, 2300) and "going on from the counts" in on.warnings[0]
+    assert plan(corpus="aligned", counts=300).going_on == 0
+    with pytest.raises(OptionError, match="keeps no teacher counts"):
+        plan(corpus="kept")
+    with pytest.raises(AttnAlignError, match="has changed"):
+        plan(corpus="training", recorded=300, problem="the model's training corpus (x) has changed")
+    assert "trained on the model's 300 training pairs and 1,900" in both.describe()
+    assert plan(teacher="off").describe() is None
+
+
+def test_the_decoding_by_hand():
+    given = Decoding()  # everything auto
+    assert choose_decoding(given, both=True, head=True) == Decoding("soft", "argmax", 0.5)
+    assert choose_decoding(given, both=True, head=False) == Decoding("grow-diag-final-and", "argmax", 0.5)
+    assert choose_decoding(given, both=False, head=True) == Decoding("none", "argmax", 0.5)
+    assert choose_decoding(given, both=True, head=True, teacher_pairs=10) == TEACHER_DECODING
+    assert choose_decoding(given, both=True, head=True, teacher_pairs=TEACHER_LARGE_PAIRS) == \
+        TEACHER_DECODING_LARGE
+    assert choose_decoding(Decoding(teacher_weight=0.3), both=False, head=True, teacher_pairs=10) == \
+        Decoding("none", "relative", 0.2, 0.3)
+    tuned = Decoding("soft", "threshold", 0.3, 0.5)  # a blend the model directory keeps wins over auto
+    assert choose_decoding(given, both=True, head=True, teacher_pairs=10, tuned=tuned) == tuned
+    assert choose_decoding(Decoding(decoder="relative"), both=True, head=True, teacher_pairs=10,
+                           tuned=tuned) == TEACHER_DECODING
+    assert TEACHER_DECODING.describe() == "--sym soft --decoder relative --threshold 0.2 --teacher-weight 0.6"
+    assert Decoding("soft", "argmax", 0.5).describe() == "--sym soft --decoder argmax"
+
+
 def test_auto_combines_for_a_guided_model_on_a_large_enough_corpus(guided, models):
-    d, _ = guided
-    auto = Aligner(d)
-    assert not auto.wants_teacher(TEACHER_MIN_PAIRS - 1) and auto.wants_teacher(TEACHER_MIN_PAIRS)
-    assert not Aligner(d, AlignOptions(teacher="off")).wants_teacher(10 ** 6)
-    assert Aligner(d, AlignOptions(teacher="on")).wants_teacher(1)
-    assert not Aligner(models / "rnn").wants_teacher(10 ** 6)  # not guided: nothing to combine with
-    assert auto.teacher_options.model == COMBINED  # the guide's settings, from the model's config
+    from attnalign.combine import gather_teacher
+    from attnalign.combine import guided as is_guided
+
+    def source(model, pairs, teacher="auto"):  # the plan align corpus makes, without training its teacher
+        meta = Aligner(model).meta
+        facts = gather_teacher(model, meta, pairs, "auto", teacher_options(meta)).facts
+        return plan_teacher(teacher, "auto", guided=is_guided(meta), launched=False, facts=facts).source
+
+    d, pairs = guided
+    new = [([*s, str(k)], [*t, str(k)]) for k, (s, t) in enumerate(pairs * 5)]  # 1000 pairs, none trained on
+    assert source(d, pairs) == "none"  # the kept teacher learned from 200 pairs: too few for auto
+    assert source(d, pairs, "on") == "kept"
+    assert source(d, new) == "train"
+    assert source(d, new, "off") == "none"
+    assert source(d, new[:5], "on") == "train"
+    assert source(models / "rnn", new) == "none"  # not guided: nothing to combine with
+    assert teacher_options(Aligner(d).meta).model == COMBINED  # the guide's settings, from the model's config
 
 
 def test_the_combination_is_the_blend_of_student_and_teacher_thresholded(guided):
     d, pairs = guided
     plain = Aligner(d, AlignOptions(teacher="off")).align_pairs(pairs[:3])
-    combined = Aligner(d, AlignOptions(teacher="on"))
-    combined.fit_teacher(pairs)
-    o = combined.options
-    assert (o.sym, o.decoder, o.threshold, o.teacher_weight) == (
-        TEACHER_DECODING["sym"], TEACHER_DECODING["decoder"], TEACHER_DECODING["threshold"],
-        TEACHER_DECODING["weight"])
-    assert combined.description["teacher"] == TEACHER_DECODING["weight"]
+    combined = combine_fitted(Aligner(d, AlignOptions(teacher="on")), pairs)
+    assert combined.decoding == TEACHER_DECODING
+    assert combined.description["teacher"] == TEACHER_DECODING.teacher_weight
     out = list(combined.align(pairs))[:3]
-    w, t = o.teacher_weight, o.threshold
+    w, t = TEACHER_DECODING.teacher_weight, TEACHER_DECODING.threshold
     for k, (p, q) in enumerate(zip(plain, out, strict=True)):
         (teacher,) = combined.teacher.matrices(k, k + 1)
         expect = (1 - w) * (p.forward + p.reverse) / 2 + w * teacher
@@ -106,46 +164,38 @@ def test_the_combination_is_the_blend_of_student_and_teacher_thresholded(guided)
         assert q.links == relative_links(expect, t)
         assert np.allclose(q.forward, p.forward) and np.allclose(q.reverse, p.reverse)  # as read
     # weight 1: the teacher's matrix alone decides
-    only = Aligner(d, AlignOptions(teacher="on", teacher_weight=1.0))
-    only.fit_teacher(pairs)
+    only = combine_fitted(Aligner(d, AlignOptions(teacher="on", teacher_weight=1.0)), pairs)
     first = next(iter(only.align(pairs)))
     assert first.links == relative_links(only.teacher.matrices(0, 1)[0], t)
     # --decoder threshold alone: the fixed cut at its own point
-    fixed = Aligner(d, AlignOptions(teacher="on", decoder="threshold"))
-    fixed.fit_teacher(pairs)
-    assert (fixed.options.teacher_weight, fixed.options.threshold) == (
-        TEACHER_DECODING_FIXED["weight"], TEACHER_DECODING_FIXED["threshold"]) == (0.9, 0.45)
+    fixed = combine_fitted(Aligner(d, AlignOptions(teacher="on", decoder="threshold")), pairs)
+    assert fixed.decoding == TEACHER_DECODING_FIXED == Decoding("soft", "threshold", 0.45, 0.9)
     q = next(iter(fixed.align(pairs)))
     assert q.links == threshold_links(q.matrix, 0.45)
 
 
 def test_a_teacher_of_a_large_corpus_gets_more_of_the_student(guided):
-    """From TEACHER_DECODING_LARGE["pairs"] pairs (the teacher's corpus and the kept counts it went on
-    from) "auto" blends with the large corpus's weight and threshold; given options still win."""
+    """From TEACHER_LARGE_PAIRS pairs (the teacher's corpus and the kept counts it went on from) "auto"
+    blends with the large corpus's weight and threshold; given options still win."""
     d, pairs = guided
-    small, large = TEACHER_DECODING_LARGE["pairs"] - 1, TEACHER_DECODING_LARGE["pairs"]
+    small, large = TEACHER_LARGE_PAIRS - 1, TEACHER_LARGE_PAIRS
     assert teacher_decoding(small) == TEACHER_DECODING
-    assert teacher_decoding(large) == {**TEACHER_DECODING, "decoder": "threshold", "weight": 0.6,
-                                       "threshold": 0.4}
-    assert teacher_decoding(small, "threshold") == {**TEACHER_DECODING, "decoder": "threshold",
-                                                    "weight": 0.9, "threshold": 0.45}
+    assert teacher_decoding(large) == Decoding("soft", "threshold", 0.4, 0.6)
+    assert teacher_decoding(small, "threshold") == Decoding("soft", "threshold", 0.45, 0.9)
     assert teacher_decoding(large, "relative") == TEACHER_DECODING  # a decoder given keeps its point
-    assert teacher_decoding(small, "argmax")["decoder"] == "argmax"
-    combined = Aligner(d, AlignOptions(teacher="on"))
-    combined.fit_teacher(pairs[:50])
-    teacher = combined.teacher
-    combined.use_teacher(teacher, kept_pairs=small - teacher.pairs)
-    o = combined.options
-    assert (o.decoder, o.teacher_weight, o.threshold) == ("relative", 0.6, 0.2)
-    combined.use_teacher(teacher, kept_pairs=large - teacher.pairs)
-    o = combined.options
-    assert (o.decoder, o.teacher_weight, o.threshold) == ("threshold", 0.6, 0.4)
+    assert teacher_decoding(small, "argmax").decoder == "argmax"
+    aligner = Aligner(d, AlignOptions(teacher="on"))
+    teacher = combine_fitted(aligner, pairs[:50]).teacher
+    combined = Combined(aligner, teacher, TeacherPlan("train", added=50, going_on=small - 50))
+    assert combined.decoding == TEACHER_DECODING
+    combined = Combined(aligner, teacher, TeacherPlan("train", added=50, going_on=large - 50))
+    assert combined.decoding == TEACHER_DECODING_LARGE
     assert combined.description["teacher_pairs"] == large
     s, t = next(iter(combined.align(pairs[:50]))), teacher.matrices(0, 1)[0]
     assert np.allclose(s.matrix, 0.4 * (s.forward + s.reverse) / 2 + 0.6 * t)
     given = Aligner(d, AlignOptions(teacher="on", teacher_weight=0.9, threshold=0.45))
-    given.use_teacher(teacher, kept_pairs=large)
-    assert (given.options.teacher_weight, given.options.threshold) == (0.9, 0.45)
+    given = Combined(given, teacher, TeacherPlan("train", added=50, going_on=large))
+    assert (given.decoding.teacher_weight, given.decoding.threshold) == (0.9, 0.45)
 
 
 def test_cli_teacher_option_changes_the_links(guided, tmp_path):
@@ -157,7 +207,7 @@ def test_cli_teacher_option_changes_the_links(guided, tmp_path):
     on = runner.invoke(app, [*base, "-o", str(tmp_path / "on.align"), "--teacher", "on"])
     auto = runner.invoke(app, [*base, "-o", str(tmp_path / "auto.align")])
     assert off.exit_code == on.exit_code == auto.exit_code == 0, on.output
-    assert f"teacher={TEACHER_DECODING['weight']}" in on.stderr and "teacher=" not in off.stderr
+    assert f"teacher={TEACHER_DECODING.teacher_weight}" in on.stderr and "teacher=" not in off.stderr
     assert "under 1000 pairs" in on.stderr  # 200 test pairs: the teacher is weak, said so
     assert (tmp_path / "on.align").read_text() != (tmp_path / "off.align").read_text()
     assert (tmp_path / "auto.align").read_text() == (tmp_path / "off.align").read_text()  # < 1000 pairs
@@ -186,14 +236,16 @@ def recorded(guided, tmp_path):
 
 
 def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
+    from attnalign.combine import gather_teacher
     from attnalign.data.corpus import open_corpus
-    from attnalign.errors import AttnAlignError
-    from attnalign.workflows.align_files import training_corpus
 
     m, pairs = recorded
+    meta = Aligner(m).meta
     test = open_corpus(SAMPLE / "test.en", SAMPLE / "test.fr")
-    assert len(training_corpus(m, "auto")) == len(pairs)
-    assert training_corpus(m, "aligned") is None
+    found = gather_teacher(m, meta, test, "auto", teacher_options(meta))
+    assert (found.facts.training, found.facts.added) == (len(pairs), len(test))
+    assert len(found.training) == len(pairs)
+    assert gather_teacher(m, meta, test, "aligned", teacher_options(meta)).training is None
     base = ["align", "corpus", "--model", str(m), "--src", str(SAMPLE / "test.en"), "--tgt",
             str(SAMPLE / "test.fr"), "--quiet", "--teacher", "on"]
     runner = CliRunner()
@@ -205,10 +257,8 @@ def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
     assert (tmp_path / "both.align").read_text() != (tmp_path / "alone.align").read_text()
     # a changed training file: training is an error
     (tmp_path / "train.fr").write_text("changed\n" * len(pairs), encoding="utf-8")
-    with pytest.warns(UserWarning, match="has changed since training"):
-        assert training_corpus(m, "auto") is None
-    with pytest.raises(AttnAlignError, match="has changed"):
-        training_corpus(m, "training")
+    changed = gather_teacher(m, meta, test, "training", teacher_options(meta))
+    assert changed.training is None and "has changed since training" in changed.facts.problem
     gone = runner.invoke(app, [*base, "--teacher-corpus", "training"])
     assert gone.exit_code == 1 and "error:" in gone.stderr and "has changed" in gone.stderr
     bad = runner.invoke(app, [*base, "--teacher-corpus", "everything"])
@@ -302,10 +352,10 @@ def test_an_old_guided_model_is_combined_with_the_teacher_that_guided_it(guided,
     old = tmp_path / "old"
     shutil.copytree(d, old)
     config = json.loads((old / "config.json").read_text())
-    del config["train_options"]["guide_prefix"], config["train_options"]["guide_identical"]
+    before_teacher_options(config["train_options"])
     (old / "config.json").write_text(json.dumps(config))
     resumed = TrainOptions.from_saved(config["train_options"]).teacher
-    assert Aligner(old).teacher_options == resumed == TeacherOptions(COMBINED, "posterior", 0, 0.0)
+    assert teacher_options(Aligner(old).meta) == resumed == TeacherOptions(COMBINED, "posterior", 0, 0.0)
 
 
 def test_a_part_of_the_training_corpus_gets_the_links_of_the_whole(recorded, tmp_path):
@@ -347,7 +397,7 @@ def test_the_teacher_learns_the_training_pairs_once_and_the_new_ones_as_given(re
 
 
 def test_joined_index_by_hand():
-    from attnalign.decoding.teacher import joined_index
+    from attnalign.combine import joined_index
 
     # learned: keys 5, 6, 5; aligned: 6, 9, 9, 5, 4, 5, 5 (the third 5 takes the last one learned)
     assert joined_index([6, 9, 9, 5, 4, 5, 5], [5, 6, 5]) == ([1, 2, 4], [1, 3, 4, 0, 5, 2, 2])

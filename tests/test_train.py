@@ -7,7 +7,7 @@ import random
 
 import pytest
 import torch
-from helpers import SAMPLE, Kill, invoke, tiny, write
+from helpers import SAMPLE, Kill, before_teacher_options, invoke, tiny, write
 from typer.testing import CliRunner
 
 import attnalign.training.run as train_mod
@@ -166,7 +166,7 @@ def test_resume_of_a_run_older_than_the_teacher_options_keeps_its_teacher(tmp_pa
     model_dir.mkdir()
     write_config(model_dir, tiny(guide="auto"), ["forward"], {})
     config = json.loads((model_dir / "config.json").read_text())
-    del config["train_options"]["guide_prefix"], config["train_options"]["guide_identical"]
+    before_teacher_options(config["train_options"])
     (model_dir / "config.json").write_text(json.dumps(config))
     seen = {}
 

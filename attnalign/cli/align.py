@@ -19,6 +19,7 @@ from ..decoding import (
     TEACHER_DECODING,
     TEACHER_DECODING_FIXED,
     TEACHER_DECODING_LARGE,
+    TEACHER_LARGE_PAIRS,
     TEACHER_MIN_PAIRS,
 )
 from ..nmt.options import DEVICE, AlignOptions
@@ -95,11 +96,9 @@ Teacher = choices("Teacher", TEACHER_CHOICES)
 TeacherOpt = option(Teacher, "--teacher", panel=TEACHER_PANEL, help=(
     "Combine the attention with the statistical teacher's soft matrices, the teacher trained first (see "
     f"--teacher-corpus); auto: on for a model trained with --guide auto, where the teacher has at least "
-    f"{TEACHER_MIN_PAIRS} pairs; decoding then --sym {TEACHER_DECODING['sym']} --decoder "
-    f"{TEACHER_DECODING['decoder']} --threshold {TEACHER_DECODING['threshold']}, from "
-    f"{TEACHER_DECODING_LARGE['pairs']:,} pairs --decoder {TEACHER_DECODING_LARGE['decoder']} --threshold "
-    f"{TEACHER_DECODING_LARGE['threshold']}; --decoder threshold alone takes --threshold "
-    f"{TEACHER_DECODING_FIXED['threshold']}."))
+    f"{TEACHER_MIN_PAIRS} pairs. Decoding then {TEACHER_DECODING.describe()}; from "
+    f"{TEACHER_LARGE_PAIRS:,} pairs {TEACHER_DECODING_LARGE.describe()}; with --decoder threshold "
+    f"below that {TEACHER_DECODING_FIXED.describe()}."))
 TeacherCorpus = choices("TeacherCorpus", TEACHER_CORPUS_CHOICES)
 TeacherCorpusOpt = option(TeacherCorpus, "--teacher-corpus", panel=TEACHER_PANEL, help=(
     "What the teacher trains on: aligned (the pairs being aligned), training (those and the model's "
@@ -109,9 +108,8 @@ TeacherCorpusOpt = option(TeacherCorpus, "--teacher-corpus", panel=TEACHER_PANEL
     "the model directory keeps it, else aligned. A pair the training corpus holds is not added again; where "
     "it holds every pair being aligned, the teacher train kept is read for them."))
 TeacherWeightOpt = option(float | None, "--teacher-weight", panel=TEACHER_PANEL,
-                          help="The teacher's share of each combined matrix, 0-1.", show_default=(
-                              f"{TEACHER_DECODING['weight']}; {TEACHER_DECODING_FIXED['weight']} with "
-                              f"--decoder threshold below {TEACHER_DECODING_LARGE['pairs']:,} pairs"))
+                          help="The teacher's share of each combined matrix, 0-1.",
+                          show_default="see --teacher")
 
 
 def _progress_bar(quiet: bool):

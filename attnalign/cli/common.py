@@ -224,15 +224,14 @@ def gold_options(gold_format: GoldFormat, gold_one_based: bool | None, reverse_g
 Decoder = choices("Decoder", ("auto", *DECODERS))
 Sym = choices("Sym", ("auto", *SYMMETRIZATIONS))
 DecoderOpt = option(Decoder, "--decoder", panel=DECODING, help=(
-    f"How a matrix becomes links; auto: {HEAD_DECODING['decoder']} for a bidirectional model with an "
-    f"alignment head (with --sym {HEAD_DECODING['sym']}), else argmax."))
+    f"How a matrix becomes links; auto: {HEAD_DECODING.decoder} for a bidirectional model with an "
+    f"alignment head (with --sym {HEAD_DECODING.sym}), else argmax; with the teacher, see --teacher."))
 SymOpt = option(Sym, "--sym", panel=DECODING, help=(
-    f"Combine both directions (model trained with --direction both); auto: {HEAD_DECODING['sym']} for a "
+    f"Combine both directions (model trained with --direction both); auto: {HEAD_DECODING.sym} for a "
     "model with both and an alignment head, grow-diag-final-and for other models with both, else none."))
-ThresholdOpt = option(float | None, "--threshold", panel=DECODING, help="Weight cut for --decoder threshold.",
-                      show_default=str(THRESHOLD) if HEAD_DECODING["threshold"] == THRESHOLD else
-                      f"{HEAD_DECODING['threshold']} for the alignment head's auto decoding, "
-                      f"else {THRESHOLD}")
+ThresholdOpt = option(float | None, "--threshold", panel=DECODING,
+                      help="Weight cut for --decoder threshold and relative.",
+                      show_default=f"{THRESHOLD}; with the teacher, see --teacher")
 LayerOpt = option(str | None, "--layer", panel=DECODING, help=(
     "align (the alignment head of a model trained with --align-head), or a Transformer layer: index "
     "(negative from the end) or mean."), show_default="align if the model has the head, else -2")

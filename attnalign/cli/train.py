@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from enum import Enum
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from ..nmt.configs import (
     TransformerConfig,
 )
 from ..nmt.options import MAX_LENGTH
+from ..statistical.options import TeacherOptions
 from ..training.options import (
     CPU_BATCH_TOKENS,
     EPOCHS,
@@ -238,8 +239,12 @@ def train_options(ctx: typer.Context, preset: str | None) -> TrainOptions:
     model_type = ctx.params["model_type"]
     config = network_options(model_type, value["layers"] if "layers" in typed else None,
                              **{k: value[k] for k in NETWORK & typed})
-    fields_ = {f.name for f in fields(TrainOptions)} - {"model_type", "model_config", "gpu_network"}
+    fields_ = {f.name for f in fields(TrainOptions)} - {"model_type", "model_config", "gpu_network",
+                                                        "teacher"}
     given = {k: PARSED.get(k, lambda v: v)(value[k]) for k in typed & fields_}
+    teacher = {f.name: value[f"guide_{f.name}"] for f in fields(TeacherOptions) if f"guide_{f.name}" in typed}
+    if teacher:
+        given["teacher"] = replace(TEACHER, **teacher)
     if "direction" not in typed and value["reverse_init_from"] is not None:
         given["direction"] = "both"
     return preset_options(preset, model_type=model_type.value, model_config=config, **given)

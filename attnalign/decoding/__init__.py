@@ -1,6 +1,6 @@
 """Soft attention matrices -> links: decoders (:mod:`.decoders`), link-set symmetrizations
-(:mod:`.symmetrize`), the pair-level registry that ``--sym`` reads (:mod:`.pair`) and the blend with the
-statistical teacher (:mod:`.teacher`). Torch-free.
+(:mod:`.symmetrize`), the pair-level registry that ``--sym`` reads (:mod:`.pair`) and the policy that
+chooses the decoding and the teacher of a run (:mod:`.policy`). Torch-free.
 
 Conventions: matrices are ``[T_tgt, S_src]``; links are ``(src_i, tgt_j)``, 0-based.
 """
@@ -17,25 +17,27 @@ from .decoders import (
            relative_links,
            threshold_links,
 )
-from .pair import HEAD_DECODING, SYMMETRIZATIONS, decode_pair, register_symmetrization
-from .symmetrize import LINK_METHODS, symmetrize
-from .teacher import (
+from .pair import SYMMETRIZATIONS, decode_pair, register_symmetrization
+from .policy import (
+           HEAD_DECODING,
            TEACHER_CHOICES,
            TEACHER_CORPUS_CHOICES,
            TEACHER_CORPUS_MAX_PAIRS,
            TEACHER_DECODING,
            TEACHER_DECODING_FIXED,
            TEACHER_DECODING_LARGE,
+           TEACHER_LARGE_PAIRS,
            TEACHER_MIN_PAIRS,
-           JoinedCorpus,
-           TeacherView,
-           blend,
+           Decoding,
+           TeacherPlan,
+           choose_decoding,
            teacher_decoding,
 )
+from .symmetrize import LINK_METHODS, symmetrize
 
 __all__ = ["DECODERS", "HEAD_DECODING", "LINK_METHODS", "RELATIVE_RATIO", "SYMMETRIZATIONS",
            "TEACHER_CHOICES", "TEACHER_CORPUS_CHOICES", "TEACHER_CORPUS_MAX_PAIRS", "TEACHER_DECODING",
-           "TEACHER_DECODING_FIXED", "TEACHER_DECODING_LARGE", "TEACHER_MIN_PAIRS", "THRESHOLD",
-           "JoinedCorpus", "TeacherView", "argmax_links", "argmax_src_links", "blend", "decode_matrix",
-           "decode_pair", "inter_links", "register_decoder", "register_symmetrization", "relative_links",
-           "symmetrize", "teacher_decoding", "threshold_links"]
+           "TEACHER_DECODING_FIXED", "TEACHER_DECODING_LARGE", "TEACHER_LARGE_PAIRS", "TEACHER_MIN_PAIRS",
+           "THRESHOLD", "Decoding", "TeacherPlan", "argmax_links", "argmax_src_links", "choose_decoding",
+           "decode_matrix", "decode_pair", "inter_links", "register_decoder", "register_symmetrization",
+           "relative_links", "symmetrize", "teacher_decoding", "threshold_links"]

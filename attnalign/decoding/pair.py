@@ -96,9 +96,3 @@ def decode_pair(fwd: np.ndarray, fwd_eos: np.ndarray | None, rev: np.ndarray | N
     entry = SYMMETRIZATIONS["none"] if rev is None else SYMMETRIZATIONS[sym]
     return entry.fn(fwd, fwd_eos, rev, rev_eos, decoder, threshold)
 
-
-# What "auto" decoding means for a bidirectional model with an alignment head (``train --preset
-# align``; see nmt.aligner.resolve_decoding): the decoding selected on the English-French trial set by
-# bench/quality.py (docs/benchmarks.md, "Configurations, one change at a time"). The threshold only
-# serves --decoder threshold. Kept here, torch-free, so that the CLI's help can quote it.
-HEAD_DECODING = {"sym": "soft", "decoder": "argmax", "threshold": THRESHOLD}

@@ -18,21 +18,12 @@ import numpy as np
 from .. import dist
 from ..data.alignments import Link
 from ..data.corpus import Pairs
-from ..decoding import (
-    HEAD_DECODING,
-    SYMMETRIZATIONS,
-    TEACHER_MIN_PAIRS,
-    THRESHOLD,
-    JoinedCorpus,
-    TeacherView,
-    blend,
-    decode_pair,
-    teacher_decoding,
-)
+from ..decoding import SYMMETRIZATIONS, decode_pair
+from ..decoding.policy import THRESHOLDED, Decoding, choose_decoding
 from ..errors import AttnAlignError, OptionError, warn
 from .checkpoint import LoadedModel, is_hf_model, load_model, read_model_config
 from .extract import AttentionSpec, default_layer, iter_attention, reduce_attention, uses_align_head
-from .options import AUTO, AlignOptions
+from .options import AlignOptions
 
 
 @dataclass
@@ -49,32 +40,19 @@ class AlignedPair:
     reverse: np.ndarray | None = None  # [T, S] reverse attention turned around, if used
     skipped: bool = False
     forward: np.ndarray | None = None  # [T, S] the forward attention (= matrix unless combined)
+    reverse_eos: np.ndarray | None = None  # [S] the reverse direction's EOS mass, per source word
 
 
-def resolve_decoding(options: AlignOptions, directions: Sequence[str], align_head: bool,
-                     teacher: int | None = None) -> AlignOptions:
-    """Fill in the "auto" choices for a model: combined with a teacher trained on ``teacher`` pairs,
-    :func:`teacher_decoding`; else a bidirectional model with an alignment head (read by
-    ``options.layer``) gets :data:`HEAD_DECODING`; any other bidirectional model grow-diag-final-and
-    with argmax; a one-direction model no symmetrization with argmax; the threshold is THRESHOLD."""
-    both = "forward" in directions and "reverse" in directions
-    if teacher is not None:
-        t = teacher_decoding(teacher, options.decoder)
-        sym = (t["sym"] if both else "none") if options.sym == AUTO else options.sym
-        decoder = t["decoder"] if options.decoder == AUTO else options.decoder
-        threshold = t["threshold"] if options.threshold is None else options.threshold
-        weight = t["weight"] if options.teacher_weight is None else options.teacher_weight
-        return replace(options, sym=sym, decoder=decoder, threshold=threshold, teacher_weight=weight)
-    head = align_head and options.layer in (None, "align") and both
-    sym, decoder, threshold = options.sym, options.decoder, options.threshold
-    if sym == AUTO:
-        sym = HEAD_DECODING["sym"] if head else ("grow-diag-final-and" if both else "none")
-    if decoder == AUTO:
-        decoder = HEAD_DECODING["decoder"] if head and sym == HEAD_DECODING["sym"] else "argmax"
-    if threshold is None:
-        same = head and (sym, decoder) == (HEAD_DECODING["sym"], HEAD_DECODING["decoder"])
-        threshold = HEAD_DECODING["threshold"] if same else THRESHOLD
-    return replace(options, sym=sym, decoder=decoder, threshold=threshold)
+def read_links(pair: AlignedPair, decoding: Decoding, forward: np.ndarray | None = None,
+               reverse: np.ndarray | None = None) -> AlignedPair:
+    """Decode ``pair``'s attention (or ``forward`` and ``reverse``, ``[T, S]``, read in its place: a
+    blend) with ``decoding``, setting its links, their scores and the matrix they were read from."""
+    if not pair.skipped:
+        fwd = pair.forward if forward is None else forward
+        rev = pair.reverse if reverse is None else reverse
+        pair.links, pair.scores, pair.matrix = decode_pair(fwd, pair.eos, rev, pair.reverse_eos,
+                                                           decoding.decoder, decoding.sym, decoding.threshold)
+    return pair
 
 
 def _reads_align(lm, spec: AttentionSpec) -> bool:
@@ -138,24 +116,24 @@ def load_directions(model: str | os.PathLike, options: AlignOptions, both: bool)
 
 
 class Aligner:
-    """Loads the model(s) a configuration needs and aligns pairs of word lists."""
+    """Loads the model(s) a configuration needs, extracts their attention over pairs of word lists and
+    decodes it with :attr:`decoding` (the options given, "auto" chosen for the model without a teacher:
+    :func:`~attnalign.decoding.policy.choose_decoding`; :mod:`attnalign.combine` blends in a teacher)."""
 
     def __init__(self, model_dir: str | os.PathLike, options: AlignOptions = AlignOptions()):
         options.check()
-        self._given = options  # before "auto" is resolved: fit_teacher resolves again
         meta = model_meta(model_dir, options)
-        self._head = bool(meta.get("model_config", {}).get("align_head"))
-        self.teacher = None  # a fitted statistical.SoftTeacher, once fit_teacher has run
-        self._teacher_pairs = 0  # the pairs the teacher learned from, kept counts' included
-        options = resolve_decoding(options, meta["directions"], self._head)
-        sym = options.sym
-        self.sym = sym
-        self.options = options
         self.meta = meta
+        self.options = options
         self.spec = AttentionSpec(options.layer, options.head, options.shift)
+        self.both = meta["directions"] == ["forward", "reverse"]
+        head = bool(meta.get("model_config", {}).get("align_head")) and options.layer in (None, "align")
+        self.head = head  # read through an alignment head, as far as the options say
+        self.decoding = choose_decoding(options.decoding, both=self.both, head=head)
+        sym = self.decoding.sym
         first = "forward" if "forward" in meta["directions"] else "reverse"
         both = SYMMETRIZATIONS[sym].both
-        if both and meta["directions"] != ["forward", "reverse"]:
+        if both and not self.both:
             raise OptionError(
                 f"--sym {sym} needs a model trained in both directions; this one has "
                 f"{', '.join(meta['directions'])}", path=model_dir,
@@ -165,75 +143,10 @@ class Aligner:
             raise AttnAlignError("the model has only the reverse direction", path=model_dir,
                                  hint="align with the corpus sides swapped, or train --direction forward")
         if dist.launched() and options.device.startswith("cuda"):  # one GPU per process of a machine
-            options = replace(options, device=dist.process_gpu())
-            self.options = options
+            self.options = options = replace(options, device=dist.process_gpu())
         self.forward, self.reverse = load_directions(model_dir, options, both)
         self.lowercase = self.forward.lowercase
         self._check_layer_head(self.forward)
-
-    @property
-    def _guided(self) -> bool:
-        """Whether the model was trained with ``--guide auto`` (the built-in teacher)."""
-        return (self.meta.get("train_options") or {}).get("guide") == "auto"
-
-    @property
-    def teacher_options(self):
-        """The statistical teacher to combine with: the one that guided the model (``train --guide
-        auto``'s ``--guide-*`` options), else the built-in default."""
-        from ..statistical.options import DEFAULT, saved_teacher
-
-        return saved_teacher(self.meta["train_options"]) if self._guided else DEFAULT
-
-    @property
-    def may_want_teacher(self) -> bool:
-        """Whether :meth:`wants_teacher` can be true for some corpus (before any data is read)."""
-        if self._given.teacher != AUTO:
-            return self._given.teacher == "on"
-        return self._guided and not dist.launched()
-
-    def wants_teacher(self, n_pairs: int) -> bool:
-        """Whether to combine with a teacher trained on ``n_pairs`` pairs (the corpus being aligned, and
-        the training corpus where it joins them): ``--teacher on``; ``auto``: for a model guided by the
-        built-in teacher, on at least :data:`TEACHER_MIN_PAIRS` pairs, in one process."""
-        if self._given.teacher != AUTO:
-            return self._given.teacher == "on"
-        return self.may_want_teacher and n_pairs >= TEACHER_MIN_PAIRS
-
-    def fit_teacher(self, pairs, extra=None, kept: tuple[dict, int] | None = None) -> None:
-        """Train the statistical teacher on ``extra`` pairs if given (the model's training corpus) and
-        the pairs of ``pairs`` (the corpus about to be aligned) that ``extra`` does not hold, each pair
-        once (:class:`~attnalign.decoding.teacher.JoinedCorpus`), and decode every later :meth:`align`
-        of ``pairs`` with it (:meth:`use_teacher`). ``kept``: the counts a teacher kept from the
-        training corpus and its number of pairs (``statistical.teacher_file.load_kept``), which the
-        teacher goes on from instead of starting from nothing."""
-        self.fit_joined(JoinedCorpus(pairs, extra), kept)
-
-    def fit_joined(self, corpus: JoinedCorpus, kept: tuple[dict, int] | None = None) -> None:
-        """:meth:`fit_teacher` on a corpus already joined."""
-        from ..statistical import SoftTeacher
-
-        if dist.launched():
-            raise OptionError("combining with the teacher runs in one process, not under torchrun",
-                              hint="give --teacher off, or align without torchrun")
-        o = self.teacher_options
-        soft = SoftTeacher(corpus, o.model, prefix=o.prefix, identical=o.identical, samplers=o.samplers,
-                           seed=o.seed, kept=kept[0] if kept else None)
-        self.use_teacher(TeacherView(soft, corpus.index), kept[1] if kept else 0)
-
-    def use_teacher(self, teacher, kept_pairs: int = 0) -> None:
-        """Decode every later :meth:`align` with ``teacher``'s matrices (a fitted
-        :class:`~attnalign.statistical.SoftTeacher`, one kept in the model directory, or a
-        :class:`~attnalign.decoding.teacher.TeacherView` of either), the "auto" decoding that of a
-        teacher of its pairs and ``kept_pairs`` (those of the counts it went on from):
-        :func:`~attnalign.decoding.teacher_decoding`."""
-        self.teacher = teacher if isinstance(teacher, TeacherView) else TeacherView(teacher)
-        self._teacher_pairs = teacher.pairs + kept_pairs
-        self.options = resolve_decoding(replace(self._given, device=self.options.device),
-                                        self.meta["directions"], self._head, teacher=self._teacher_pairs)
-        self.sym = self.options.sym
-        if SYMMETRIZATIONS[self.sym].both and self.reverse is None:
-            raise OptionError(f"--sym {self.sym} needs the reverse direction, which this run did not load",
-                              hint="give --sym explicitly")
 
     def _check_layer_head(self, lm: LoadedModel) -> None:
         if _reads_align(lm, self.spec):  # raises for --layer align without a head
@@ -249,26 +162,24 @@ class Aligner:
     @property
     def description(self) -> dict:
         """The settings, for titles, signatures and saved-attention metadata."""
-        o = self.options
+        o, d = self.options, self.decoding
         tf = self.forward.has_layers
         head_read = _reads_align(self.forward, self.spec)
         layer = "align" if head_read else o.layer
         if layer is None:
             layer = default_layer(self.forward.config.get("dec_layers", 1))
         return {"model_type": self.forward.model_type, "directions": self.meta["directions"],
-                "sym": self.sym, "decoder": o.decoder, "layer": layer if tf or head_read else None,
+                "sym": d.sym, "decoder": d.decoder, "layer": layer if tf or head_read else None,
                 "head": o.head if tf and not head_read else None, "shift": o.shift,
-                "threshold": o.threshold if o.decoder == "threshold" else None,
-                "teacher": o.teacher_weight if self.teacher is not None else None,
-                "teacher_pairs": self._teacher_pairs if self.teacher is not None else None}
+                "threshold": d.threshold if d.decoder in THRESHOLDED else None,
+                "teacher": None, "teacher_pairs": None}
 
     def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:
         return lm.token_count(words, side) > self.options.max_length
 
-    def align_pairs(self, pairs: Pairs, start: int = 0, teacher: Sequence[np.ndarray] | None = None
-                    ) -> list[AlignedPair]:
-        """Align a list of pairs (one chunk) and return them in order; ``start`` numbers them.
-        ``teacher``: each pair's teacher matrix ``[T, S]`` to blend into both directions."""
+    def extract(self, pairs: Pairs, start: int = 0) -> list[AlignedPair]:
+        """The attention of a list of pairs (one chunk), in order, not yet decoded; ``start`` numbers
+        them. A pair longer than ``--max-length`` is skipped (a warning; no links)."""
         o = self.options
         ok = [k for k, (s, t) in enumerate(pairs)
               if not (self._too_long(self.forward, s, "src") or self._too_long(self.forward, t, "tgt"))]
@@ -276,54 +187,45 @@ class Aligner:
             warn(f"pair {start + k + 1} (line {start + k + 1}) is longer than --max-length "
                  f"{o.max_length} tokens: skipped, its output line is empty")
         sub = [pairs[k] for k in ok]
-        fwd = [None] * len(sub)
-        for i, m, eos in iter_attention(self.forward, sub, self.spec, o.batch_tokens, o.device):
-            fwd[i] = (m, eos)
-        rev = [None] * len(sub)
+        out = [AlignedPair(start + k, list(s), list(t), [], skipped=True) for k, (s, t) in enumerate(pairs)]
+        for n, m, eos in iter_attention(self.forward, sub, self.spec, o.batch_tokens, o.device):
+            p = out[ok[n]]
+            p.forward, p.eos, p.skipped = m, eos, False
         if self.reverse is not None:
             swapped = [(t, s) for s, t in sub]
-            for i, m, eos in iter_attention(self.reverse, swapped, self.spec, o.batch_tokens, o.device):
-                rev[i] = (m.T, eos)  # reverse [S, T] -> [T, S]; its EOS mass is per source word
-        out = [AlignedPair(start + k, list(s), list(t), [], skipped=True) for k, (s, t) in enumerate(pairs)]
-        for n, k in enumerate(ok):
-            m, eos = fwd[n]
-            r, r_eos = rev[n] if rev[n] is not None else (None, None)
-            p = out[k]
-            p.forward, p.reverse, p.eos, p.skipped = m, r, eos, False  # the attention as read
-            if teacher is not None:
-                m = blend(m, teacher[k], o.teacher_weight)
-                r = None if r is None else blend(r, teacher[k], o.teacher_weight)
-            p.links, p.scores, p.matrix = decode_pair(m, eos, r, r_eos, o.decoder, self.sym, o.threshold)
+            for n, m, eos in iter_attention(self.reverse, swapped, self.spec, o.batch_tokens, o.device):
+                out[ok[n]].reverse, out[ok[n]].reverse_eos = m.T, eos  # [S, T] -> [T, S]; EOS per source word
         return out
 
-    def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]]) -> Iterator[AlignedPair]:
-        """Align any iterable of pairs, chunk by chunk, yielding results in corpus order. Under torchrun
-        each process aligns its slice of every chunk and rank 0 yields them all (the others nothing)."""
+    def align_pairs(self, pairs: Pairs, start: int = 0) -> list[AlignedPair]:
+        """Align a list of pairs (one chunk) and return them in order; ``start`` numbers them."""
+        return [read_links(p, self.decoding) for p in self.extract(pairs, start)]
+
+    def chunks(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]]) -> Iterator[list[AlignedPair]]:
+        """The attention of any iterable of pairs, a chunk at a time, in corpus order, not yet decoded.
+        Under torchrun each process extracts its slice of every chunk and rank 0 yields them all (the
+        others nothing)."""
         rank, procs = dist.world()
         it = iter(pairs)
         start = 0
-        checked = False
         while chunk := list(islice(it, self.options.chunk_size)):
-            if not checked and rank == 0:
+            if start == 0 and rank == 0:
                 self._check_coverage(chunk)
-                checked = True
             if procs == 1:
-                yield from self.align_pairs(chunk, start, self._teacher_matrices(start, len(chunk)))
+                yield self.extract(chunk, start)
             else:
                 size = -(-len(chunk) // procs)
                 lo = min(len(chunk), rank * size)
-                parts = dist.gather(self.align_pairs(chunk[lo : lo + size], start + lo))
-                for part in parts or ():
-                    yield from part
+                parts = dist.gather(self.extract(chunk[lo : lo + size], start + lo))
+                if parts:
+                    yield [p for part in parts for p in part]
             start += len(chunk)
 
-    def _teacher_matrices(self, start: int, n: int) -> list[np.ndarray] | None:
-        if self.teacher is None:
-            return None
-        if start + n > self.teacher.aligned:
-            raise AttnAlignError(f"the teacher was fitted for {self.teacher.aligned} pairs but the corpus "
-                                 f"being aligned has more", hint="align the corpus the teacher was fitted on")
-        return self.teacher.matrices(start, start + n)
+    def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]]) -> Iterator[AlignedPair]:
+        """Align any iterable of pairs, yielding results in corpus order (under torchrun: on rank 0)."""
+        for chunk in self.chunks(pairs):
+            for p in chunk:
+                yield read_links(p, self.decoding)
 
     def _check_coverage(self, pairs: Pairs) -> None:
         """Warn when the corpus looks like the wrong language order for the model."""

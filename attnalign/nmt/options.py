@@ -7,21 +7,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..decoding import DECODERS, SYMMETRIZATIONS, TEACHER_CHOICES, TEACHER_CORPUS_CHOICES
+from ..decoding.policy import AUTO, Decoding
 from ..errors import require
 
 BATCH_TOKENS = 4000  # padded tokens per batch when attention is extracted (align, plot, report)
 # padded tokens a batch may hold: far beyond any device's memory; a larger number is a typo
 MAX_BATCH_TOKENS = 10**7
 MAX_LENGTH = 250  # model tokens per side (EOS included): longer pairs are skipped in align, left out in train
-AUTO = "auto"  # --decoder / --sym / --teacher: chosen per model by resolve_decoding and Aligner.wants_teacher
 DEVICE = "auto"  # --device: cuda where torch sees a GPU, else cpu (nmt.device.resolve_device)
 
 
 @dataclass(frozen=True)
 class AlignOptions:
-    decoder: str = AUTO  # a name of decoding.DECODERS, or auto: see resolve_decoding
-    threshold: float | None = None  # None: see resolve_decoding
-    sym: str = AUTO  # a name of decoding.SYMMETRIZATIONS, or auto: see resolve_decoding
+    # the decoding as given (auto, None: decoding.policy.choose_decoding's): see decoding
+    decoder: str = AUTO  # a name of decoding.DECODERS
+    threshold: float | None = None
+    sym: str = AUTO  # a name of decoding.SYMMETRIZATIONS
     layer: int | str | None = None
     head: int | str = "mean"
     shift: int = 0
@@ -34,11 +35,16 @@ class AlignOptions:
     reverse_model: str | None = None
     src_lang: str | None = None
     tgt_lang: str | None = None
-    # combine the attention with the statistical teacher's soft matrices (align corpus): auto = for a
-    # model guided by the built-in teacher, where the teacher's corpus has at least TEACHER_MIN_PAIRS pairs
+    # combine the attention with the statistical teacher's soft matrices (align corpus), on what it
+    # trains, and its share of the blend: decoding.policy.plan_teacher and choose_decoding
     teacher: str = AUTO
-    teacher_weight: float | None = None  # None: decoding.teacher_decoding's, by the teacher's pairs
-    teacher_corpus: str = AUTO  # what the teacher trains on: decoding.TEACHER_CORPUS_CHOICES
+    teacher_weight: float | None = None
+    teacher_corpus: str = AUTO
+
+    @property
+    def decoding(self) -> Decoding:
+        """The decoding as the user gave it (``auto`` and None left for ``choose_decoding``)."""
+        return Decoding(self.sym, self.decoder, self.threshold, self.teacher_weight)
 
     def check(self) -> AlignOptions:
         """Raise an OptionError naming the option that is out of range or unknown."""

@@ -74,19 +74,6 @@ class TeacherOptions:
 
 
 DEFAULT = TeacherOptions()
-# The teacher of a model trained before --guide-prefix and --guide-identical existed, whose
-# train_options lack them: it saw whole words, with no identical-word prior.
-BEFORE_PREFIX = {"guide_prefix": 0, "guide_identical": 0.0}
-
-
-def saved_teacher(train_options: dict) -> TeacherOptions:
-    """The teacher that a model directory's ``train_options`` (``train --guide auto``'s ``--guide-*``)
-    name; DEFAULT's values for what they lack, BEFORE_PREFIX's for a run older than those options."""
-    t = {**BEFORE_PREFIX, **train_options}
-    return TeacherOptions(*(t.get(f"guide_{f}", getattr(DEFAULT, f))
-                            for f in ("model", "sym", "prefix", "identical", "samplers", "seed")))
-
-
 def check_choices(model: str, sym: str, syms: tuple[str, ...] = SYMS) -> None:
     """A clear error for an unknown statistical model or way of combining the directions."""
     if model not in MODELS or sym not in syms:

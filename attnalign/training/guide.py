@@ -31,7 +31,7 @@ def teacher_links(pairs: Pairs, options: TrainOptions, note=None) -> tuple[list[
 
     t0 = time.perf_counter()
     if note:
-        note(f"guide: aligning {len(pairs)} pairs with {options.guide_model} ...")
+        note(f"guide: aligning {len(pairs)} pairs with {options.teacher.model} ...")
     chosen = options.teacher
     teacher = None
     if dist.launched():

@@ -1,12 +1,12 @@
 """Training options: :class:`TrainOptions`, the named presets, and the checks that run before any work.
 
-``TrainOptions`` stays one flat record because it is an interface twice over: it is what users and
-bench/ construct (``TrainOptions(guide_model=..., model_config={...})``) and what a model directory's
-``config.json`` stores as ``train_options`` (so that ``--resume`` restarts exactly the run it resumes,
-old directories included). Its typed views are :meth:`TrainOptions.network` (the model's
-``RNNConfig`` / ``TransformerConfig``, with every default filled in) and :attr:`TrainOptions.teacher`
-(the :class:`~attnalign.statistical.TeacherOptions` of ``--guide auto``), and :meth:`TrainOptions.check`
-validates them all.
+``TrainOptions`` is what users and bench/ construct (``TrainOptions(teacher=TeacherOptions(...),
+model_config={...})``) and what a model directory's ``config.json`` stores as ``train_options`` (so that
+``--resume`` restarts exactly the run it resumes; :meth:`TrainOptions.from_saved` reads old directories
+too). Its parts are :meth:`TrainOptions.network` (the model's ``RNNConfig`` / ``TransformerConfig``,
+with every default filled in) and :attr:`TrainOptions.teacher` (the
+:class:`~attnalign.statistical.TeacherOptions` of ``--guide auto``, the ``--guide-*`` options), and
+:meth:`TrainOptions.check` validates them all.
 """
 
 from __future__ import annotations
@@ -16,10 +16,13 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 from ..errors import OptionError, require
 from ..nmt.options import MAX_BATCH_TOKENS, MAX_LENGTH
-from ..statistical.options import BEFORE_PREFIX, TeacherOptions
 from ..statistical.options import DEFAULT as TEACHER
+from ..statistical.options import TeacherOptions
 
 DIRECTIONS = ("forward", "reverse")
+# The teacher of a model trained before --guide-prefix and --guide-identical existed, whose
+# train_options lack them: it saw whole words, with no identical-word prior.
+BEFORE_PREFIX = {"prefix": 0, "identical": 0.0}
 PARALLEL_CHOICES = ("auto", "on", "off")  # --parallel-directions
 EPOCHS = 8  # --epochs auto: the passes over a corpus of up to EPOCHS_FULL_PAIRS pairs
 # up to here a corpus gets the full EPOCHS (measured at 40,447 pairs: docs/benchmarks.md, "The student's
@@ -111,12 +114,7 @@ class TrainOptions:
     subword: int | None = None  # sentencepiece vocabulary size per side; None or 0: words
     guide: str | None = None  # guided alignment: "auto" (built-in statistical aligner) or a file
     guide_weight: float = 1.0  # weight of the guided-alignment loss
-    guide_model: str = TEACHER.model  # the teacher of guide="auto": TeacherOptions, field by field
-    guide_sym: str = TEACHER.sym
-    guide_prefix: int = TEACHER.prefix
-    guide_identical: float = TEACHER.identical
-    guide_samplers: int = TEACHER.samplers
-    guide_seed: int = TEACHER.seed
+    teacher: TeacherOptions = TEACHER  # the statistical aligner of guide="auto" (--guide-*)
     subword_type: str = "unigram"  # unigram | bpe
     save_every: int | None = None  # steps between resumable checkpoints inside an epoch
     max_length: int = MAX_LENGTH  # model tokens per side (EOS included); longer pairs are left out
@@ -132,12 +130,6 @@ class TrainOptions:
     reverse_init_from: str | None = None  # the target-to-source model (--direction both)
     src_lang: str | None = None  # language codes of a multilingual model
     tgt_lang: str | None = None
-
-    @property
-    def teacher(self) -> TeacherOptions:
-        """The statistical aligner behind ``guide="auto"``."""
-        return TeacherOptions(self.guide_model, self.guide_sym, self.guide_prefix, self.guide_identical,
-                              self.guide_samplers, self.guide_seed)
 
     @property
     def directions(self) -> list[str]:
@@ -254,12 +246,19 @@ class TrainOptions:
 
     @classmethod
     def from_saved(cls, saved: dict) -> TrainOptions:
-        """The options a model directory recorded (``config.json``'s ``train_options``). A run started
-        before the teacher options existed saw whole words and had no identical-word prior; one before
-        --max-length had no length filter."""
-        saved = {**BEFORE_PREFIX, "max_length": 10**9, "parallel_directions": "off", **saved}
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in saved.items() if k in known})
+        """The options a model directory recorded (``config.json``'s ``train_options``). The teacher is
+        a ``teacher`` record, or (before it was) flat ``guide_*`` keys; a run started before the teacher
+        options existed saw whole words and had no identical-word prior; one before --max-length had no
+        length filter."""
+        saved = {"max_length": 10**9, "parallel_directions": "off", **saved}
+        teacher = saved.get("teacher")
+        if not isinstance(teacher, dict):
+            teacher = {**BEFORE_PREFIX, **{k[len("guide_"):]: v for k, v in saved.items()
+                                           if k.startswith("guide_") and k != "guide_weight"}}
+        known = {f.name for f in fields(TeacherOptions)}
+        teacher = TeacherOptions(**{k: v for k, v in teacher.items() if k in known})
+        known = {f.name for f in fields(cls)} - {"teacher"}
+        return cls(**{k: v for k, v in saved.items() if k in known}, teacher=teacher)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -324,12 +323,20 @@ _NETWORK = {"hidden": ("hidden",), "emb_dim": ("emb_dim",), "d_model": ("d_model
             "input_feeding": ("input_feeding",)}
 
 
+def flat_options(options: dict) -> dict:
+    """Recorded options (``TrainOptions.as_dict``, or an old ``config.json``'s) as the command line names
+    them: the teacher's fields as ``guide_*``."""
+    options = dict(options)
+    teacher = options.pop("teacher", None)
+    return {**options, **{f"guide_{k}": v for k, v in (teacher or {}).items()}}
+
+
 def resume_conflicts(given: TrainOptions, run: TrainOptions, network: dict, typed, preset: str | None = None
                      ) -> list[str]:
     """The options of ``typed`` (names, as the command line's parameters; ``preset``: every option that
     preset sets) whose values in ``given`` (the options a ``--resume`` command line makes) differ from
     the ``run``'s, whose network is ``network`` (``config.json``'s ``model_config``)."""
-    new, old = given.as_dict(), run.as_dict()
+    new, old = (flat_options(o.as_dict()) for o in (given, run))
     names = set(typed) - RESUME_FREE - {"preset"}
     if preset in PRESETS:
         sets = PRESETS[preset]

@@ -48,6 +48,8 @@ def self_guide(work_dir: Path, pairs: Pairs, keep: list[int], device, self_round
 def _model_links(model_dir: Path, pairs: Pairs, device) -> list[list[Link]]:
     """What ``align corpus`` writes for the model's own training ``pairs``: the model's attention
     blended with the teacher it kept (:mod:`attnalign.statistical.teacher_file`)."""
+    from ..combine import Combined, TeacherView
+    from ..decoding.policy import TeacherPlan
     from ..nmt.aligner import Aligner, AlignOptions
     from ..statistical.teacher_file import FILE, READ_ERRORS, SavedTeacher
 
@@ -57,5 +59,5 @@ def _model_links(model_dir: Path, pairs: Pairs, device) -> list[list[Link]]:
         raise AttnAlignError(f"the kept teacher cannot be read ({e})", path=model_dir / FILE,
                              hint="train the model again with --overwrite") from None
     aligner = Aligner(model_dir, AlignOptions(teacher="on", device=str(device)))
-    aligner.use_teacher(teacher)
-    return [sorted(p.links) for p in aligner.align(pairs)]
+    combined = Combined(aligner, TeacherView(teacher), TeacherPlan("kept", kept=teacher.pairs))
+    return [sorted(p.links) for p in combined.align(pairs)]

@@ -16,19 +16,16 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..data.alignments import Alignment, format_pharaoh_line
-from ..data.corpus import open_corpus, pair_keys, tokenize
+from ..data.corpus import open_corpus, tokenize
 from ..data.fileio import atomic_open, check_distinct, check_writable, is_stdio
-from ..decoding import TEACHER_CORPUS_MAX_PAIRS, TEACHER_MIN_PAIRS, JoinedCorpus, TeacherView
-from ..decoding.teacher import joined_index
 from ..dist import world
 from ..errors import AttnAlignError, OptionError, require, warn
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_gold_for
-from ..statistical import teacher_file
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import SYMS, TeacherOptions
 from ..statistical.progress import reporting
@@ -89,10 +86,10 @@ def align_corpus_files(
     teacher_progress: Callable[[str, str, int, int], None] | None = None,
 ) -> AlignSummary:
     """Align a corpus file to ``output`` (stdout when None) with ``threads`` CPU threads (None: torch's
-    default); see the module doc. When the options combine with the teacher
-    (:meth:`~attnalign.nmt.aligner.Aligner.wants_teacher`), it is first trained on the corpus (and the
-    model's training corpus: :func:`training_corpus`), ``teacher_progress(stage, step, done, total)``
-    hearing its passes."""
+    default); see the module doc. Where the options and the model call for the teacher
+    (:func:`attnalign.combine.combined_aligner`), it is read or trained first,
+    ``teacher_progress(stage, step, done, total)`` hearing its passes."""
+    from ..combine import combined_aligner
     from ..nmt.aligner import Aligner, AlignOptions
     from ..nmt.device import set_threads
     from ..statistical import kernels
@@ -115,7 +112,7 @@ def align_corpus_files(
     pairs = open_corpus(src, tgt, corpus, encoding=encoding,
                         lowercase=aligner.lowercase if lowercase is None else lowercase)
     golds, gold_info = read_gold_for(gold, gold_options, pairs) if gold else ([], None)
-    with_teacher(aligner, model, pairs, outputs, teacher_progress)
+    aligner, _ = combined_aligner(aligner, model, pairs, outputs, teacher_progress)
     summary = AlignSummary(settings=aligner.description)
     if world()[0] != 0:  # under torchrun: align this process's share; rank 0 writes
         for _ in aligner.align(pairs):
@@ -170,137 +167,6 @@ def _write_pairs(aligner, pairs, model, output, save_attention, json_lines: bool
         if output is None:
             out.flush()
     return per_sentence, eos_total, tgt_words
-
-
-def with_teacher(aligner, model, pairs, outputs: dict, progress) -> str | None:
-    """Combine the aligner with its teacher where it wants one. The teacher learns from each pair once
-    (:class:`~attnalign.decoding.JoinedCorpus`): where every pair being aligned is in the training
-    corpus of the teacher ``train --guide auto`` kept in the model directory, that teacher's matrices
-    are read pair by pair (any part of the training corpus gets the matrices of the whole); else one
-    is trained now, per ``--teacher-corpus``, on the model's training corpus followed by the pairs being
-    aligned that it does not hold (``training``, or ``auto`` where its files are there: an input too,
-    which no output may name), on the pairs being aligned going on from the counts the kept teacher
-    learned (``kept``, or ``auto`` where the files are not there), or on them alone (``aligned``).
-    Returns what the teacher learned from, in words (None: no teacher)."""
-    if not aligner.may_want_teacher:
-        return None
-    choice = aligner.options.teacher_corpus
-    if choice != "aligned":
-        kept = _kept_teacher(model, pairs, aligner)
-        if kept is not None:
-            if not aligner.wants_teacher(kept.pairs):
-                return None
-            aligner.use_teacher(kept)
-            return f"the one train kept, of the model's {kept.pairs:,} training pairs, read for these pairs"
-    going_on = _kept_counts(model, aligner) if choice in ("auto", "kept") else None  # to go on from
-    if choice == "kept" and going_on is None:
-        raise OptionError("--teacher-corpus kept: the model directory keeps no teacher counts for its "
-                          "teacher's options (train --guide auto keeps them)", path=model,
-                          hint="give --teacher-corpus auto, training or aligned, or train the model again")
-    extra = None  # the model's training corpus, where the teacher also learns from it
-    if choice != "kept":
-        extra = training_corpus(model, choice, "going on from the counts the model directory keeps"
-                                if going_on else "")
-        if extra is not None:
-            going_on = None
-            check_distinct(outputs, {"the training corpus": extra.src_path or extra.corpus_path,
-                                     "the training corpus's target side": extra.tgt_path})
-    corpus = JoinedCorpus(pairs, extra)
-    if not aligner.wants_teacher(len(corpus) + (going_on[1] if going_on else 0)):
-        return None
-    _fit_teacher(aligner, corpus, progress, going_on)
-    new = f"{len(corpus.added):,} distinct pairs being aligned"
-    if extra is not None:
-        return f"trained on the model's {len(extra):,} training pairs and {new} that they do not hold"
-    if going_on:
-        return f"trained on {new}, going on from what train's teacher learned of {going_on[1]:,} pairs"
-    return f"trained on {new}"
-
-
-def _kept_counts(model, aligner) -> tuple[dict, int] | None:
-    """What the teacher kept in the model directory learned, to go on from, if kept with the teacher's
-    options (:func:`attnalign.statistical.teacher_file.load_kept`)."""
-    from ..nmt.checkpoint import is_hf_model
-
-    return None if is_hf_model(model) else teacher_file.load_kept(model, asdict(aligner.teacher_options))
-
-
-def _kept_teacher(model, pairs, aligner) -> TeacherView | None:
-    """The teacher ``train --guide auto`` kept in the model directory, read for ``pairs``, if it was kept
-    with the aligner's teacher options and its training corpus holds every pair of ``pairs``
-    (:mod:`attnalign.statistical.teacher_file`); else None. A file kept before pairs' keys were (it
-    holds the training corpus's fingerprint only) serves ``pairs`` that are the whole training corpus."""
-    from ..nmt.checkpoint import is_hf_model
-    from ..training.model_dir import pairs_fingerprint
-
-    if is_hf_model(model):
-        return None
-    options = asdict(aligner.teacher_options)
-    saved = teacher_file.load_keyed(model, options)
-    if saved is not None:
-        added, index = joined_index(pair_keys(pairs), saved.keys)
-        return None if added else TeacherView(saved, index)
-    old = teacher_file.load_matching(model, options, len(pairs), lambda: pairs_fingerprint(pairs))
-    return None if old is None else TeacherView(old)
-
-
-def _fit_teacher(aligner, corpus: JoinedCorpus, progress, going_on: tuple[dict, int] | None = None) -> None:
-    """Train the aligner's statistical teacher on ``corpus``, going on from ``going_on`` (kept counts,
-    and the pairs they were learned from) if given (a warning where they are small)."""
-    n = len(corpus) + (going_on[1] if going_on else 0)
-    if n < TEACHER_MIN_PAIRS:
-        warn(f"the teacher is trained on {n} pairs; under {TEACHER_MIN_PAIRS} pairs its matrices are weak: "
-             "align them inside a larger corpus, or give --teacher off")
-    with reporting(progress):
-        aligner.fit_joined(corpus, going_on)
-
-
-def training_corpus(model, choice: str, instead: str = ""):
-    """The model's training corpus for the teacher to train on (``--teacher-corpus``;
-    :data:`~attnalign.decoding.TEACHER_CORPUS_CHOICES`), opened lazily, or None: for ``aligned``; and
-    for ``auto`` where the files ``train`` recorded are
-    gone or changed (a warning says so, and what the teacher does ``instead``: by default, train on
-    the pairs being aligned only), were never recorded (a model trained from the library), or hold more
-    than :data:`~attnalign.decoding.TEACHER_CORPUS_MAX_PAIRS` pairs. ``training`` makes those cases
-    errors."""
-    from ..nmt.checkpoint import is_hf_model, read_model_config
-    from ..training.model_dir import pairs_fingerprint
-
-    if choice == "aligned":
-        return None
-    must = choice == "training"
-    config = {} if is_hf_model(model) else read_model_config(model)
-    data = config.get("data") or {}
-    recorded = data.get("files") or {}
-    files = {k: v for k, v in recorded.items() if k in ("src", "tgt", "corpus") and v}
-
-    def give_up(why: str, hint: str, quiet: bool = False):
-        if must:
-            raise AttnAlignError(f"--teacher-corpus training: {why}", path=model, hint=hint)
-        if not quiet:
-            warn(f"{why}: the teacher trains on the pairs being aligned, "
-                 f"{instead or 'and only them (--teacher-corpus aligned)'}")
-        return None
-
-    if not files or not data.get("fingerprint"):
-        return give_up("the model records no training files (attnalign train records them)",
-                       "give --teacher-corpus aligned", quiet=True)
-    if not must and data.get("pairs", 0) > TEACHER_CORPUS_MAX_PAIRS:
-        return None
-    lowercase = bool((config.get("train_options") or {}).get("lowercase"))
-    encoding = (recorded.get("gold_options") or {}).get("encoding", "utf-8")
-    try:
-        training = open_corpus(files.get("src"), files.get("tgt"), files.get("corpus"), encoding=encoding,
-                               lowercase=lowercase)
-        same = pairs_fingerprint(training) == data["fingerprint"]
-    except AttnAlignError as e:
-        where = f"{e.path}: " if e.path else ""
-        return give_up(f"the model's training corpus cannot be read ({where}{e.message})",
-                       "put the training files back where train read them, or give --teacher-corpus aligned")
-    if not same:
-        return give_up(f"the model's training corpus ({training.name}) has changed since training",
-                       "give --teacher-corpus aligned")
-    return training
 
 
 def align_statistical_files(

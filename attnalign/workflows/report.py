@@ -160,7 +160,9 @@ def _model_info(model, options) -> str:
         return (f"<p>Model: pretrained Hugging Face model <code>{html.escape(cfg['pretrained'])}</code>"
                 + (f", reverse direction <code>{html.escape(rev)}</code>" if rev else ", one direction")
                 + ".</p>")
-    train = {k: v for k, v in (cfg.get("train_options") or {}).items() if k not in ("model_config",)}
+    from ..training.options import flat_options
+
+    train = {k: v for k, v in flat_options(cfg.get("train_options") or {}).items() if k != "model_config"}
     return (f"<p>Model: {html.escape(str(cfg.get('model_type')))}, directions "
             f"{html.escape(', '.join(cfg.get('directions', [])))}; architecture "
             f"<code>{html.escape(settings_text(cfg.get('model_config') or {}))}</code>; trained with "

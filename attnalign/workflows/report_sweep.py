@@ -155,17 +155,17 @@ DEFAULT_OUTPUT = "align corpus default output"
 
 def default_output(model_dir, pairs: Pairs, gold: Sequence[Alignment], options) -> Result:
     """What ``align corpus`` writes for ``pairs`` with its defaults and ``options``' device and models:
-    the student combined with its teacher where it has one (as ``align corpus`` makes it:
-    :func:`~.align_files.with_teacher`), scored against ``gold``."""
+    the student combined with its teacher where it has one (:func:`attnalign.combine.combined_aligner`),
+    scored against ``gold``."""
+    from ..combine import combined_aligner
     from ..nmt.aligner import Aligner
-    from .align_files import with_teacher
 
-    aligner = Aligner(model_dir, options)
-    teacher = with_teacher(aligner, model_dir, pairs, {}, None)
+    aligner, plan = combined_aligner(Aligner(model_dir, options), model_dir, pairs)
+    teacher = plan.describe()
     links = [[]] * len(pairs)
     for p in aligner.align(pairs):
         links[p.index] = list(p.links)
     per = [alignment_counts(Alignment.from_links(lk), g) for lk, g in zip(links, gold, strict=True)]
-    o = aligner.options
-    label = f"{DEFAULT_OUTPUT}: {'student + teacher' if aligner.teacher is not None else 'student'}"
-    return Result(Config(None, 0, o.decoder, aligner.sym, label=label), per, links, teacher)
+    d = aligner.decoding
+    label = f"{DEFAULT_OUTPUT}: {'student + teacher' if teacher is not None else 'student'}"
+    return Result(Config(None, 0, d.decoder, d.sym, label=label), per, links, teacher)

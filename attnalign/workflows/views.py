@@ -14,6 +14,7 @@ from ..data.alignments import Alignment
 from ..data.attnfile import read_attention
 from ..data.fileio import path_text
 from ..decoding import DECODERS, SYMMETRIZATIONS, argmax_src_links, decode_matrix, decode_pair
+from ..decoding.policy import AUTO, Decoding, choose_decoding
 from ..errors import AttnAlignError, OptionError
 from ..eval.plot import Panel
 from ..nmt.options import MAX_LENGTH
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # the models' modules import torch: only the panels of a mode
 COMPARE_SYM = "grow-diag-final-and"  # the hard symmetrization --compare shows beside a soft one
 
 
-def _compare_panels(fwd, eos, rev, rev_eos, src, tgt, gold, opts: AlignOptions, sym: str, settings: dict,
+def _compare_panels(fwd, eos, rev, rev_eos, src, tgt, gold, opts: Decoding, settings: dict,
                     show_eos: bool) -> list[Panel]:
     e = eos if show_eos else None
     if rev is None:  # one direction: the decoders side by side
@@ -34,7 +35,7 @@ def _compare_panels(fwd, eos, rev, rev_eos, src, tgt, gold, opts: AlignOptions, 
             name = f"threshold {opts.threshold}" if dec == "threshold" else dec
             out.append(Panel(fwd, src, tgt, links, gold, e, f"forward, {name}", settings))
         return out
-    sym_name = sym if SYMMETRIZATIONS[sym].hard else COMPARE_SYM
+    sym_name = opts.sym if SYMMETRIZATIONS[opts.sym].hard else COMPARE_SYM
     sym_links, _, _ = decode_pair(fwd, eos, rev, rev_eos, opts.decoder, sym_name, opts.threshold)
     soft_links, _, soft = decode_pair(fwd, eos, rev, rev_eos, opts.decoder, "soft", opts.threshold)
     # each panel says its own direction and symmetrization, so the figure's title keeps only what
@@ -64,7 +65,7 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
     grid = all_layers or all_heads
     aligner = Aligner(model_dir, replace(options, layer=None if all_layers else options.layer,
                                          head="mean" if all_heads else options.head))
-    options = aligner.options  # "auto" choices resolved for this model
+    options, dec = aligner.options, aligner.decoding  # "auto" choices resolved for this model
     settings = {**aligner.description, "model": os.path.basename(os.path.normpath(model_dir))}  # name last
     if grid:
         fwd = aligner.forward
@@ -79,7 +80,7 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
             for head in heads:
                 spec = AttentionSpec(layer, head, options.shift)
                 ((m, eos),) = corpus_attention(fwd, [(src, tgt)], spec, device=options.device)
-                links = decode_matrix(m, options.decoder, eos, options.threshold)
+                links = decode_matrix(m, dec.decoder, eos, dec.threshold)
                 panels.append(Panel(m, src, tgt, links, gold, eos if show_eos else None,
                                     f"layer {layer} head {head}", settings))
         return panels
@@ -89,10 +90,10 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
         if aligner.reverse is not None:
             ((_, rev_eos),) = corpus_attention(aligner.reverse, [(tgt, src)], aligner.spec,
                                                device=options.device)
-        return _compare_panels(pair.forward, pair.eos, pair.reverse, rev_eos, src, tgt, gold, options,
-                               aligner.sym, settings, show_eos)
+        return _compare_panels(pair.forward, pair.eos, pair.reverse, rev_eos, src, tgt, gold, dec, settings,
+                               show_eos)
     # what the picture is comes first; the model's folder name last (it is often just "model")
-    title = f"{_background(aligner.sym)}\n{settings_line(settings)}, model {settings['model']}"
+    title = f"{_background(dec.sym)}\n{settings_line(settings)}, model {settings['model']}"
     where = predicted_positions(aligner.forward, src, tgt, options.device)
     if where is not None:
         title += "\ndashed: the forward local-p attention's predicted position"
@@ -117,19 +118,15 @@ def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
         side = "source" if not p.src else "target"
         raise AttnAlignError(f"pair {index} has an empty {side} side: there is no matrix to draw", path=path,
                              hint="choose another --index")
-    from ..nmt.aligner import resolve_decoding
-
     _check_saved_options(path, p, options)
     settings = {k: v for k, v in p.meta.items() if k in ("model", "sym", "layer", "head", "shift")}
-    directions = ["forward", "reverse"] if p.reverse is not None else ["forward"]
-    options = resolve_decoding(replace(options, layer=None), directions, p.meta.get("layer") == "align")
-    sym = options.sym
+    dec = choose_decoding(options.decoding, both=p.reverse is not None, head=p.meta.get("layer") == "align")
+    sym = dec.sym
     if compare:
-        return _compare_panels(p.matrix, p.eos, p.reverse, None, p.src, p.tgt, gold, options, sym,
-                               settings, show_eos)
-    links, _, m = decode_pair(p.matrix, p.eos, p.reverse, None, options.decoder,
-                              sym if p.reverse is not None else "none", options.threshold)
-    line = settings_line({**settings, "decoder": options.decoder, "sym": sym})
+        return _compare_panels(p.matrix, p.eos, p.reverse, None, p.src, p.tgt, gold, dec, settings, show_eos)
+    links, _, m = decode_pair(p.matrix, p.eos, p.reverse, None, dec.decoder,
+                              sym if p.reverse is not None else "none", dec.threshold)
+    line = settings_line({**settings, "decoder": dec.decoder, "sym": sym})
     title = f"index {index}: {_background(sym if p.reverse is not None else None)}\n{line}" + (
         f", model {settings['model']}" if settings.get("model") else "")
     return [Panel(m, p.src, p.tgt, links, gold, p.eos if show_eos else None, title, settings)]
@@ -138,8 +135,6 @@ def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
 def _check_saved_options(path, pair, options: AlignOptions) -> None:
     """A saved file holds the matrices that align corpus read: options that would read others (a layer,
     a head, a shift) or a reverse matrix it lacks do not apply, rather than mislabel the figure."""
-    from ..nmt.aligner import AUTO
-
     for flag, value, default in (("--layer", options.layer, None), ("--head", options.head, "mean"),
                                  ("--shift", options.shift, 0)):
         if value != default:

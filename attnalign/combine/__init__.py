@@ -1,0 +1,48 @@
+"""The student and its statistical teacher, combined: above both :mod:`attnalign.nmt` (the student's
+attention) and :mod:`attnalign.statistical` (the teacher), neither of which imports the other.
+
+:func:`find_teacher` carries out the plan of :func:`attnalign.decoding.policy.plan_teacher` (read the
+teacher ``train`` kept, or train one), and :class:`Combined` blends the student's attention with the
+teacher's matrices and decodes the blend as :func:`attnalign.decoding.policy.choose_decoding` says.
+:func:`combined_aligner` does both for a model and a corpus, as ``align corpus`` does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from ..data.corpus import Pairs
+from ..decoding.policy import TeacherPlan
+from ..nmt.aligner import Aligner
+from .blend import Combined, blend
+from .corpus import JoinedCorpus, TeacherView, joined_index
+from .teacher import find_teacher, fit_teacher, gather_teacher, guided, teacher_options
+
+
+def combined_aligner(aligner: Aligner, model: str | os.PathLike, pairs: Pairs, outputs: dict | None = None,
+                     progress: Callable[[str, str, int, int], None] | None = None
+                     ) -> tuple[Aligner | Combined, TeacherPlan]:
+    """What aligns ``pairs`` with ``aligner`` (of the model ``model``) as ``align corpus`` does: the
+    aligner itself, or the aligner combined with the teacher its options and the model name
+    (:func:`find_teacher`, whose ``outputs`` and ``progress`` these are); and the teacher's plan."""
+    o = aligner.options
+    plan, teacher = find_teacher(model, aligner.meta, pairs, o.teacher, o.teacher_corpus, outputs, progress)
+    return (aligner if teacher is None else Combined(aligner, teacher, plan)), plan
+
+
+def combine_fitted(aligner: Aligner, pairs: Pairs, extra: Pairs | None = None,
+                   kept: tuple[dict, int] | None = None) -> Combined:
+    """``aligner`` combined with a teacher (the model's: :func:`teacher_options`) trained now on
+    ``extra`` (the model's training corpus) and the pairs of ``pairs`` it does not hold, going on from
+    ``kept`` (counts, and their pairs) if given: what ``align corpus --teacher on`` does, whatever the
+    model directory keeps (for studies and tests)."""
+    corpus = JoinedCorpus(pairs, extra)
+    view = fit_teacher(corpus, teacher_options(aligner.meta), kept)
+    plan = TeacherPlan("train", training=len(corpus.learned), added=len(corpus.added),
+                       going_on=kept[1] if kept else 0)
+    return Combined(aligner, view, plan)
+
+
+__all__ = ["Combined", "JoinedCorpus", "TeacherView", "blend", "combine_fitted", "combined_aligner",
+           "find_teacher", "fit_teacher", "gather_teacher", "guided", "joined_index", "teacher_options"]

@@ -1,0 +1,77 @@
+"""The student's attention and its teacher's matrices, blended and decoded: :class:`Combined`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from ..decoding import SYMMETRIZATIONS
+from ..decoding.policy import THRESHOLDED, Decoding, TeacherPlan, choose_decoding
+from ..errors import AttnAlignError, OptionError
+from ..nmt.aligner import AlignedPair, Aligner, read_links
+from .corpus import TeacherView
+
+
+def blend(student: np.ndarray, teacher: np.ndarray, weight: float) -> np.ndarray:
+    """``(1 - weight) * student + weight * teacher``, both ``[T, S]``."""
+    if student.shape != teacher.shape:
+        raise ValueError(f"the student's matrix is {student.shape} but the teacher's {teacher.shape}")
+    return (1 - weight) * student + weight * teacher
+
+
+class Combined:
+    """An :class:`~attnalign.nmt.aligner.Aligner`'s attention blended with a teacher's matrices
+    (``teacher``: read for the pairs being aligned, the ``plan`` that found it) and decoded with
+    :attr:`decoding`: the options given, "auto" chosen for a teacher of the plan's pairs, or ``tuned``
+    (the blend a model directory keeps). Aligns as the aligner does (:meth:`align`), in one process."""
+
+    def __init__(self, aligner: Aligner, teacher: TeacherView, plan: TeacherPlan,
+                 tuned: Decoding | None = None):
+        self.aligner, self.teacher, self.plan = aligner, teacher, plan
+        self.decoding = choose_decoding(aligner.options.decoding, both=aligner.both, head=aligner.head,
+                                        teacher_pairs=plan.pairs, tuned=tuned)
+        if SYMMETRIZATIONS[self.decoding.sym].both and aligner.reverse is None:
+            raise OptionError(f"--sym {self.decoding.sym} needs the reverse direction, which this run did "
+                              "not load", hint="give --sym explicitly")
+
+    @property
+    def lowercase(self) -> bool:
+        return self.aligner.lowercase
+
+    @property
+    def description(self) -> dict:
+        """The aligner's settings with this decoding and the teacher's weight and pairs."""
+        d = self.decoding
+        return {**self.aligner.description, "sym": d.sym, "decoder": d.decoder,
+                "threshold": d.threshold if d.decoder in THRESHOLDED else None,
+                "teacher": d.teacher_weight, "teacher_pairs": self.plan.pairs}
+
+    def blended(self, pair: AlignedPair, teacher: np.ndarray) -> AlignedPair:
+        """``pair`` decoded from the blend of its attention with ``teacher`` (``[T, S]``)."""
+        if pair.skipped:
+            return pair
+        w = self.decoding.teacher_weight
+        rev = None if pair.reverse is None else blend(pair.reverse, teacher, w)
+        return read_links(pair, self.decoding, blend(pair.forward, teacher, w), rev)
+
+    def align_pairs(self, pairs: Sequence, start: int = 0) -> list[AlignedPair]:
+        """Align a list of pairs (one chunk) that are pairs ``start...`` of the corpus the teacher was
+        read for."""
+        chunk = self.aligner.extract(pairs, start)
+        return [self.blended(p, t) for p, t in zip(chunk, self._matrices(start, len(chunk)), strict=True)]
+
+    def align(self, pairs: Iterable) -> Iterator[AlignedPair]:
+        """Align the corpus the teacher was read for, yielding results in corpus order."""
+        start = 0
+        for chunk in self.aligner.chunks(pairs):
+            teacher = self._matrices(start, len(chunk))
+            yield from (self.blended(p, t) for p, t in zip(chunk, teacher, strict=True))
+            start += len(chunk)
+
+    def _matrices(self, start: int, n: int) -> list[np.ndarray]:
+        if start + n > self.teacher.aligned:
+            raise AttnAlignError(f"the teacher was fitted for {self.teacher.aligned} pairs but the corpus "
+                                 f"being aligned has more", hint="align the corpus the teacher was fitted on")
+        return self.teacher.matrices(start, start + n)
+
