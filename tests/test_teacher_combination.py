@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers import SAMPLE, before_teacher_options
+from helpers import SAMPLE, before_teacher_options, invoke
 from typer.testing import CliRunner
 
 from attnalign.cli import app
@@ -448,3 +448,91 @@ def test_an_empty_side_is_reported_once(recorded, tmp_path):
                                  "--src", str(tmp_path / "e.en"), "--tgt", str(tmp_path / "e.fr")])
     assert r.exit_code == 0, r.output
     assert r.stderr.count("have an empty side") == 1
+
+
+def test_a_tuning_keeps_its_best_only_where_the_paired_test_prefers_it():
+    from attnalign.combine import Tuning
+    from attnalign.eval.significance import Interval, PairedResult
+
+    best, default = Decoding("soft", "threshold", 0.35, 0.8), TEACHER_DECODING
+    scores = [(best, 0.05), (default, 0.07)]
+    won = Tuning("g", 40, scores, default, 0.07, best, PairedResult(-0.02, Interval(-0.03, -0.01), 0.004))
+    assert won.chosen == best and "later runs of this model use it" in won.describe()
+    tie = Tuning("g", 40, scores, default, 0.07, best, PairedResult(-0.02, Interval(-0.05, 0.01), 0.2))
+    assert tie.chosen is None and "the default stays" in tie.describe()
+    assert Tuning.from_json(json.loads(json.dumps(won.as_json()))) == won
+
+
+def test_tune_gold_chooses_the_blend_on_the_user_s_gold_and_keeps_it(guided, tmp_path):
+    """A gold made of one candidate's own links: that candidate (or one as good) wins with AER 0, the
+    paired test prefers it to the default, it is kept in blend.json, and a later run uses it."""
+    import shutil
+
+    from attnalign.combine import kept_tuning
+
+    d, _ = guided
+    m = tmp_path / "m"
+    shutil.copytree(d, m)
+    test = read_corpus(SAMPLE / "test.en", SAMPLE / "test.fr")[:60]
+    for name, k in (("t.en", 0), ("t.fr", 1)):
+        (tmp_path / name).write_text("".join(" ".join(p[k]) + "\n" for p in test), encoding="utf-8")
+    target = Decoding("soft", "threshold", 0.35, 0.8)
+    combined = combine_fitted(Aligner(m, AlignOptions(teacher="on", decoder="threshold", threshold=0.35,
+                                                      teacher_weight=0.8)), test)
+    assert combined.decoding == target
+    gold = tmp_path / "g.align"
+    gold.write_text("".join(" ".join(f"{i}-{j}" for i, j in p.links) + "\n" for p in combined.align(test)))
+    base = ["align", "corpus", "--model", m, "--src", tmp_path / "t.en", "--tgt", tmp_path / "t.fr",
+            "--teacher", "on", "--teacher-corpus", "aligned", "--quiet"]
+    r = invoke(*base, "--tune-gold", gold, "-o", tmp_path / "tuned.align")
+    assert r.exit_code == 0, r.output
+    tuning = kept_tuning(m)
+    assert tuning.sentences == 60 and tuning.scores[0][1] == 0.0 and tuning.chosen is not None
+    assert target in [c for c, aer in tuning.scores if aer == 0.0]
+    assert "blend tuned on" in r.stderr and "later runs of this model use it" in r.stderr
+    later = invoke(*base, "-o", tmp_path / "later.align")
+    assert later.exit_code == 0, later.output
+    c = tuning.chosen
+    assert f"decoder={c.decoder}" in later.stderr and f"teacher={c.teacher_weight}" in later.stderr
+    tuned = (tmp_path / "tuned.align").read_text()
+    assert (tmp_path / "later.align").read_text() == tuned == gold.read_text()
+    # the gold's own text, after the corpus: the teacher reads both, the same choice
+    r = invoke("align", "corpus", "--model", m, "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+               "--teacher", "on", "--teacher-corpus", "aligned", "--quiet", "--tune-gold", gold,
+               "--tune-src", tmp_path / "t.en", "--tune-tgt", tmp_path / "t.fr",
+               "-o", tmp_path / "other.align")
+    assert r.exit_code == 0, r.output
+    assert kept_tuning(m).sentences == 60
+    # the report shows the candidates' scores on that gold
+    r = invoke("report", "--model", m, "--src", tmp_path / "t.en", "--tgt", tmp_path / "t.fr", "--gold", gold,
+               "-o", tmp_path / "report", "--gallery", "0")
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "blend tuned on" in page and kept_tuning(m).chosen.describe() in page
+
+
+def test_tune_gold_errors(guided, tmp_path):
+    import shutil
+
+    d, _ = guided
+    m = tmp_path / "m"
+    shutil.copytree(d, m)
+    few = tmp_path / "few.align"
+    few.write_text("0-0\n" * 5)
+    base = ["align", "corpus", "--model", m, "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+            "--teacher", "on", "--quiet", "-o", tmp_path / "o.align"]
+    r = invoke(*base, "--tune-gold", few)
+    assert r.exit_code == 2 and "needs at least 20" in r.stderr and r.stderr.count("error:") == 1
+    r = invoke(*base, "--tune-gold", SAMPLE / "test.gold.naacl", "--teacher-weight", "0.5")
+    assert r.exit_code == 2 and "--tune-gold chooses" in r.stderr
+    r = invoke(*base, "--tune-src", SAMPLE / "dev.en")
+    assert r.exit_code == 2 and "add --tune-gold" in r.stderr
+    r = invoke(*base, "--tune-gold", SAMPLE / "dev.gold.pharaoh", "--tune-src", SAMPLE / "dev.en")
+    assert r.exit_code == 2 and "go together" in r.stderr
+    r = invoke(*[x if x != "on" else "off" for x in base], "--tune-gold", SAMPLE / "test.gold.naacl")
+    assert r.exit_code == 2 and "no teacher" in r.stderr
+    # a gold that does not fit its text: one error naming the file
+    r = invoke(*base, "--tune-gold", SAMPLE / "test.gold.naacl", "--tune-src", SAMPLE / "dev.en",
+               "--tune-tgt", SAMPLE / "dev.fr")
+    assert r.exit_code != 0 and r.stderr.count("error:") == 1 and "test.gold.naacl" in r.stderr
+    assert not (m / "blend.json").exists()  # nothing chosen, nothing kept

@@ -22,6 +22,8 @@ from ..decoding import (
     TEACHER_LARGE_PAIRS,
     TEACHER_MIN_PAIRS,
 )
+from ..decoding.policy import TUNE_MIN_SENTENCES, TUNE_P
+from ..errors import OptionError
 from ..nmt.options import DEVICE, AlignOptions
 from .common import (
     INPUT,
@@ -107,6 +109,13 @@ TeacherCorpusOpt = option(TeacherCorpus, "--teacher-corpus", panel=TEACHER_PANEL
     f"where those files are unchanged and hold at most {TEACHER_CORPUS_MAX_PAIRS:,} pairs, else kept where "
     "the model directory keeps it, else aligned. A pair the training corpus holds is not added again; where "
     "it holds every pair being aligned, the teacher train kept is read for them."))
+TuneGoldOpt = option(Path | None, "--tune-gold", panel=TEACHER_PANEL, help=(
+    "Choose the blend with the teacher on this gold (of the corpus's first lines, or of --tune-src/"
+    f"--tune-tgt; at least {TUNE_MIN_SENTENCES} sentences, in --gold-format): every decoder, threshold and "
+    "teacher weight is scored on it, and the best replaces the default where the paired bootstrap finds it "
+    f"better (p < {TUNE_P}); the choice is kept in the model directory (blend.json) for later runs."))
+TuneSrcOpt = option(Path | None, "--tune-src", panel=TEACHER_PANEL, help="Source side of --tune-gold's text.")
+TuneTgtOpt = option(Path | None, "--tune-tgt", panel=TEACHER_PANEL, help="Target side of --tune-gold's text.")
 TeacherWeightOpt = option(float | None, "--teacher-weight", panel=TEACHER_PANEL,
                           help="The teacher's share of each combined matrix, 0-1.",
                           show_default="see --teacher")
@@ -193,6 +202,7 @@ def align_corpus(
     layer: LayerOpt = ALIGN.layer, head: HeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
     teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = ALIGN.teacher_weight,
     teacher_corpus: TeacherCorpusOpt = TeacherCorpus.auto,
+    tune_gold: TuneGoldOpt = None, tune_src: TuneSrcOpt = None, tune_tgt: TuneTgtOpt = None,
     output: OutputOpt = None, scores: ScoresOpt = False, json_lines: JsonLinesOpt = False,
     save_attention: SaveAttentionOpt = None,
     batch_tokens: BatchTokensOpt = ALIGN.batch_tokens, max_length: MaxLengthOpt = ALIGN.max_length,
@@ -205,7 +215,7 @@ def align_corpus(
     from dataclasses import replace
 
     from ..dist import world
-    from ..workflows.align_files import align_corpus_files
+    from ..workflows.align_files import TuneGold, align_corpus_files
     from .render import align_summary_text
 
     options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=batch_tokens,
@@ -213,6 +223,8 @@ def align_corpus(
                             src_lang=src_lang, tgt_lang=tgt_lang)
     options = replace(options, teacher=teacher.value, teacher_weight=teacher_weight,
                       teacher_corpus=teacher_corpus.value)
+    if tune_gold is None and (tune_src or tune_tgt):
+        raise OptionError("--tune-src and --tune-tgt are the text of --tune-gold", hint="add --tune-gold")
     rank = world()[0]  # under torchrun rank 0 writes and reports
     bar, progress = _progress_bar(quiet or rank != 0)
     with bar:
@@ -221,10 +233,13 @@ def align_corpus(
             json_lines=json_lines, save_attention=save_attention, gold=gold,
             gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
             lowercase=lowercase, encoding=encoding, progress=progress, threads=threads,
-            teacher_progress=_stage_bar(quiet or rank != 0, bar)[1])
+            teacher_progress=_stage_bar(quiet or rank != 0, bar)[1],
+            tune=None if tune_gold is None else TuneGold(tune_gold, tune_src, tune_tgt))
     if rank:
         return
     e = err()
+    if summary.tuning is not None:
+        e.print(Text(summary.tuning.describe()))
     e.print(Text(align_summary_text(summary)))
     _written(output, summary.report)
 

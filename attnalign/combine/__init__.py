@@ -4,7 +4,8 @@ attention) and :mod:`attnalign.statistical` (the teacher), neither of which impo
 :func:`find_teacher` carries out the plan of :func:`attnalign.decoding.policy.plan_teacher` (read the
 teacher ``train`` kept, or train one), and :class:`Combined` blends the student's attention with the
 teacher's matrices and decodes the blend as :func:`attnalign.decoding.policy.choose_decoding` says.
-:func:`combined_aligner` does both for a model and a corpus, as ``align corpus`` does.
+:func:`combined_aligner` does both for a model and a corpus, as ``align corpus`` does; :func:`tune_blend`
+chooses the blend on the user's gold (``--tune-gold``).
 """
 
 from __future__ import annotations
@@ -16,19 +17,24 @@ from ..data.corpus import Pairs
 from ..decoding.policy import TeacherPlan
 from ..nmt.aligner import Aligner
 from .blend import Combined, blend
-from .corpus import JoinedCorpus, TeacherView, joined_index
+from .corpus import Followed, JoinedCorpus, TeacherView, joined_index
 from .teacher import find_teacher, fit_teacher, gather_teacher, guided, teacher_options
+from .tune import Tuning, kept_blend, kept_tuning, save_tuning, tune_blend
 
 
 def combined_aligner(aligner: Aligner, model: str | os.PathLike, pairs: Pairs, outputs: dict | None = None,
-                     progress: Callable[[str, str, int, int], None] | None = None
+                     progress: Callable[[str, str, int, int], None] | None = None, kept: bool = True
                      ) -> tuple[Aligner | Combined, TeacherPlan]:
     """What aligns ``pairs`` with ``aligner`` (of the model ``model``) as ``align corpus`` does: the
     aligner itself, or the aligner combined with the teacher its options and the model name
-    (:func:`find_teacher`, whose ``outputs`` and ``progress`` these are); and the teacher's plan."""
+    (:func:`find_teacher`, whose ``outputs`` and ``progress`` these are), decoded with the blend
+    ``--tune-gold`` kept in the model directory where there is one (and ``kept``); and the plan."""
     o = aligner.options
     plan, teacher = find_teacher(model, aligner.meta, pairs, o.teacher, o.teacher_corpus, outputs, progress)
-    return (aligner if teacher is None else Combined(aligner, teacher, plan)), plan
+    if teacher is None:
+        return aligner, plan
+    return Combined(aligner, teacher, plan, kept_blend(model) if kept and "train_options" in aligner.meta
+                    else None), plan
 
 
 def combine_fitted(aligner: Aligner, pairs: Pairs, extra: Pairs | None = None,
@@ -44,5 +50,6 @@ def combine_fitted(aligner: Aligner, pairs: Pairs, extra: Pairs | None = None,
     return Combined(aligner, view, plan)
 
 
-__all__ = ["Combined", "JoinedCorpus", "TeacherView", "blend", "combine_fitted", "combined_aligner",
-           "find_teacher", "fit_teacher", "gather_teacher", "guided", "joined_index", "teacher_options"]
+__all__ = ["Combined", "Followed", "JoinedCorpus", "TeacherView", "Tuning", "blend", "combine_fitted",
+           "combined_aligner", "find_teacher", "fit_teacher", "gather_teacher", "guided", "joined_index",
+           "kept_blend", "kept_tuning", "save_tuning", "teacher_options", "tune_blend"]

@@ -82,3 +82,18 @@ class TeacherView:
             out += self.teacher.matrices(int(ids[k]), int(ids[end - 1]) + 1)
             k = end
         return out
+
+
+class Followed:
+    """The pairs ``first`` followed by ``then``, as one sized iterable (the corpus being aligned and a
+    gold's own text, for one teacher to read both)."""
+
+    def __init__(self, first, then):
+        self.first, self.then = first, then
+
+    def __len__(self) -> int:
+        return len(self.first) + len(self.then)
+
+    def __iter__(self) -> Iterator:
+        yield from self.first
+        yield from self.then

@@ -30,9 +30,10 @@ from typing import IO
 from ..errors import AttnAlignError, OptionError
 
 STDIO = "-"
-# What train writes in a model directory (training/model_dir.py): no command's output replaces one.
-TEACHER_FILE, SELF_GUIDE = "teacher.npz", "self_guide.align"
-MODEL_DIR_FILES = frozenset({"config.json", "log.csv", TEACHER_FILE, SELF_GUIDE} | {
+# What train writes in a model directory (training/model_dir.py), and the blend align corpus --tune-gold
+# chose for it (combine/tune.py): no command's output replaces one, train --overwrite replaces them all.
+TEACHER_FILE, SELF_GUIDE, BLEND_FILE = "teacher.npz", "self_guide.align", "blend.json"
+MODEL_DIR_FILES = frozenset({"config.json", "log.csv", TEACHER_FILE, SELF_GUIDE, BLEND_FILE} | {
     f"{d}{ext}" for d in ("forward", "reverse") for ext in (".pt", ".last.pt", ".start.pt")})
 
 

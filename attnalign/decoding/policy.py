@@ -105,6 +105,23 @@ def choose_decoding(given: Decoding, *, both: bool, head: bool, teacher_pairs: i
     return Decoding(sym, decoder, threshold)
 
 
+# align corpus --tune-gold: the blends scored on the user's gold (both decoders of the teacher's
+# defaults over these weights and cuts; w 1 reads the teacher's matrix alone), the fewest sentences
+# that may choose, and the paired test's level below which the gold's best replaces the default.
+TUNE_WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+TUNE_FLOORS = (0.1, 0.2, 0.3)  # --decoder relative
+TUNE_THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)  # --decoder threshold
+TUNE_MIN_SENTENCES = 20
+TUNE_P = 0.05
+
+
+def blend_candidates(both: bool) -> list[Decoding]:
+    """Every blend ``--tune-gold`` scores, for a model read in ``both`` directions or one."""
+    sym = TEACHER_DECODING.sym if both else "none"
+    cuts = {"relative": TUNE_FLOORS, "threshold": TUNE_THRESHOLDS}
+    return [Decoding(sym, decoder, t, w) for decoder, ts in cuts.items() for w in TUNE_WEIGHTS for t in ts]
+
+
 # --teacher auto combines only where the teacher's corpus is at least this large: EM on a few hundred
 # pairs learns little.
 TEACHER_MIN_PAIRS = 1000

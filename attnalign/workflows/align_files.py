@@ -31,6 +31,7 @@ from ..statistical.options import SYMS, TeacherOptions
 from ..statistical.progress import reporting
 
 if TYPE_CHECKING:
+    from ..combine import Tuning
     from ..nmt.aligner import AlignedPair, AlignOptions
 
 
@@ -44,6 +45,7 @@ class AlignSummary:
     eos_argmax: int = 0  # target words whose argmax landed on EOS (no link)
     report: ScoreReport | None = None
     settings: dict = field(default_factory=dict)
+    tuning: Tuning | None = None  # align corpus --tune-gold: the blends scored on that gold, the choice
 
     @property
     def pairs_per_s(self) -> float:
@@ -84,11 +86,13 @@ def align_corpus_files(
     progress: Callable[[int, int], None] | None = None,
     threads: int | None = None,
     teacher_progress: Callable[[str, str, int, int], None] | None = None,
+    tune: TuneGold | None = None,
 ) -> AlignSummary:
     """Align a corpus file to ``output`` (stdout when None) with ``threads`` CPU threads (None: torch's
     default); see the module doc. Where the options and the model call for the teacher
     (:func:`attnalign.combine.combined_aligner`), it is read or trained first,
-    ``teacher_progress(stage, step, done, total)`` hearing its passes."""
+    ``teacher_progress(stage, step, done, total)`` hearing its passes. ``tune`` (a gold in
+    ``gold_options``' format): the blend is chosen on that gold first (:func:`_tuned`)."""
     from ..combine import combined_aligner
     from ..nmt.aligner import Aligner, AlignOptions
     from ..nmt.device import set_threads
@@ -101,6 +105,7 @@ def align_corpus_files(
     outputs = {"--output": output, "--save-attention": save_attention}
     reverse_model = options.reverse_model if options is not None else None
     check_distinct(outputs, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold,
+                             **(tune.inputs if tune else {}),
                              **model_files(model), **model_files(reverse_model, "--reverse-model")})
     for path, what in ((output, "output file"), (save_attention, "attention file")):
         if path is not None:
@@ -112,8 +117,15 @@ def align_corpus_files(
     pairs = open_corpus(src, tgt, corpus, encoding=encoding,
                         lowercase=aligner.lowercase if lowercase is None else lowercase)
     golds, gold_info = read_gold_for(gold, gold_options, pairs) if gold else ([], None)
-    aligner, _ = combined_aligner(aligner, model, pairs, outputs, teacher_progress)
-    summary = AlignSummary(settings=aligner.description)
+    if tune is None:
+        aligner, _ = combined_aligner(aligner, model, pairs, outputs, teacher_progress)
+        tuning = None
+    else:
+        text = tune.text(encoding, aligner.lowercase)
+        tune_golds, _ = read_gold_for(tune.gold, gold_options, pairs if text is None else text)
+        aligner, tuning = _tuned(aligner, model, pairs, text, tune_golds, str(tune.gold), outputs,
+                                 teacher_progress)
+    summary = AlignSummary(settings=aligner.description, tuning=tuning)
     if world()[0] != 0:  # under torchrun: align this process's share; rank 0 writes
         for _ in aligner.align(pairs):
             pass
@@ -126,6 +138,55 @@ def align_corpus_files(
     if gold is not None:
         summary.report = _report(gold_info, output, per_sentence)
     return summary
+
+
+@dataclass(frozen=True)
+class TuneGold:
+    """``align corpus --tune-gold``: a gold to choose the blend on, of the corpus's first lines, or of its
+    own text ``src`` / ``tgt``."""
+
+    gold: str | os.PathLike
+    src: str | os.PathLike | None = None
+    tgt: str | os.PathLike | None = None
+
+    @property
+    def inputs(self) -> dict:
+        return {"--tune-gold": self.gold, "--tune-src": self.src, "--tune-tgt": self.tgt}
+
+    def text(self, encoding: str, lowercase: bool):
+        """The gold's own text (None: the corpus's first lines)."""
+        if (self.src is None) != (self.tgt is None):
+            raise OptionError("--tune-src and --tune-tgt go together (the gold's own text)",
+                              hint="give both, or neither: the gold's sentences are then the corpus's first "
+                                   "lines")
+        return None if self.src is None else open_corpus(self.src, self.tgt, encoding=encoding,
+                                                         lowercase=lowercase)
+
+
+def _tuned(aligner, model, pairs, text, golds, name: str, outputs, progress):
+    """The aligner combined with its teacher, the blend chosen on ``golds`` (named ``name``) of ``text``
+    (None: of the first lines of ``pairs``; else the teacher reads ``text`` after ``pairs``), and the
+    :class:`~attnalign.combine.Tuning`, kept in the model directory."""
+    from ..combine import Combined, Followed, combined_aligner, save_tuning, tune_blend
+    from ..nmt.checkpoint import is_hf_model
+
+    o = aligner.options
+    if o.decoder != "auto" or o.threshold is not None or o.teacher_weight is not None:
+        raise OptionError("--tune-gold chooses the decoder, the threshold and the teacher's weight",
+                          hint="give --tune-gold, or --decoder, --threshold and --teacher-weight, not both")
+    if is_hf_model(model):
+        raise OptionError("--tune-gold keeps its choice in an attnalign model directory", path=model,
+                          hint="fine-tune it with attnalign train --init-from, or leave --tune-gold out")
+    combined, _ = combined_aligner(aligner, model, pairs if text is None else Followed(pairs, text), outputs,
+                                   progress, kept=False)
+    if not isinstance(combined, Combined):
+        raise OptionError("--tune-gold chooses how the student is blended with its teacher, and this run has "
+                          "no teacher", hint="give --teacher on (a model trained with --guide auto gets one "
+                                             "from 1,000 pairs), or leave --tune-gold out")
+    tuning = tune_blend(combined, pairs if text is None else text, golds, 0 if text is None else len(pairs),
+                        name)
+    save_tuning(model, tuning)
+    return Combined(combined.aligner, combined.teacher, combined.plan, tuning.chosen), tuning
 
 
 def _write_pairs(aligner, pairs, model, output, save_attention, json_lines: bool, scores: bool, golds,

@@ -166,7 +166,31 @@ def _model_info(model, options) -> str:
     return (f"<p>Model: {html.escape(str(cfg.get('model_type')))}, directions "
             f"{html.escape(', '.join(cfg.get('directions', [])))}; architecture "
             f"<code>{html.escape(settings_text(cfg.get('model_config') or {}))}</code>; trained with "
-            f"<code>{html.escape(settings_text(train))}</code>.</p>")
+            f"<code>{html.escape(settings_text(train))}</code>.</p>" + _tuning_info(model))
+
+
+TUNING_ROWS = 12  # the best candidates the report lists of a --tune-gold run (and the default)
+
+
+def _tuning_info(model) -> str:
+    """The blend ``align corpus --tune-gold`` chose for the model (its candidates' scores on that gold),
+    as HTML; empty where it was never tuned."""
+    import pandas as pd
+
+    from ..combine.tune import kept_tuning
+    from .report_page import html_table
+
+    tuning = kept_tuning(model)
+    if tuning is None:
+        return ""
+    shown = tuning.scores[:TUNING_ROWS]
+    if tuning.default not in [d for d, _ in shown]:
+        shown.append((tuning.default, tuning.default_aer))
+    frame = pd.DataFrame([{"decoding": d.describe(), "AER": 100 * aer,
+                           "": "default" if d == tuning.default else ("kept" if d == tuning.chosen else "")}
+                          for d, aer in shown])
+    return (f"<p>{html.escape(tuning.describe())}.</p>"
+            + html_table(frame, highlight=0 if tuning.chosen is not None else None, sorted_by="AER"))
 
 
 def report_files(

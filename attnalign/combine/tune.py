@@ -1,0 +1,133 @@
+"""The blend chosen on the user's gold (``align corpus --tune-gold``): every candidate of
+:func:`~attnalign.decoding.policy.blend_candidates` scored on the gold's sentences, the best kept only
+where the paired bootstrap finds it better than the default at :data:`~attnalign.decoding.policy.TUNE_P`,
+and the choice written to the model directory (``blend.json``), where later runs read it
+(:func:`kept_blend`) and ``report`` shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..data.alignments import Alignment
+from ..data.fileio import BLEND_FILE, atomic_open, path_text
+from ..decoding import decode_pair
+from ..decoding.policy import TUNE_MIN_SENTENCES, TUNE_P, Decoding, blend_candidates
+from ..errors import OptionError, warn
+from ..eval.metrics import Counts, alignment_counts
+from ..eval.significance import Bootstrap, Interval, PairedResult, paired_test
+from .blend import Combined, blend
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What ``--tune-gold`` found: each candidate's AER (fraction) on the gold's ``sentences``, best
+    first; the ``default`` it was measured against and the ``best`` one's paired test against it; and
+    ``chosen``, what later runs use (the best where the test prefers it, else None: the default)."""
+
+    gold: str
+    sentences: int
+    scores: list[tuple[Decoding, float]]
+    default: Decoding
+    default_aer: float
+    best: Decoding
+    paired: PairedResult
+
+    @property
+    def chosen(self) -> Decoding | None:
+        better = self.paired.delta < 0 and self.paired.p_value < TUNE_P
+        return self.best if better and self.best != self.default else None
+
+    def describe(self) -> str:
+        """One paragraph for stderr and the report."""
+        p = self.paired
+        head = (f"blend tuned on {self.gold} ({self.sentences} sentences, {len(self.scores)} candidates): "
+                f"the best, {self.best.describe()}, AER {100 * self.scores[0][1]:.2f} against the default's "
+                f"{100 * self.default_aer:.2f} ({self.default.describe()}): {100 * p.delta:+.2f} "
+                f"[{100 * p.interval.low:+.2f}, {100 * p.interval.high:+.2f}], p {p.p_value:.3f}")
+        if self.chosen is not None:
+            return head + "; later runs of this model use it"
+        return head + f"; not significantly better (p < {TUNE_P} wanted): the default stays"
+
+    def as_json(self) -> dict:
+        p = self.paired
+        return {"chosen": None if self.chosen is None else asdict(self.chosen), "gold": self.gold,
+                "sentences": self.sentences, "default": asdict(self.default), "default_aer": self.default_aer,
+                "best": asdict(self.best), "paired": {"delta": p.delta, "p_value": p.p_value,
+                                                      "interval": [p.interval.low, p.interval.high]},
+                "scores": [[asdict(d), aer] for d, aer in self.scores]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Tuning:
+        p = data["paired"]
+        scores = [(Decoding(**d), float(a)) for d, a in data["scores"]]
+        return cls(data["gold"], int(data["sentences"]), scores, Decoding(**data["default"]),
+                   float(data["default_aer"]), Decoding(**data["best"]),
+                   PairedResult(float(p["delta"]), Interval(*map(float, p["interval"])), float(p["p_value"])))
+
+
+def tune_blend(combined: Combined, pairs, gold: list[Alignment], start: int, name: str) -> Tuning:
+    """Score every blend candidate on ``pairs`` (the gold's text: pairs ``start...`` of the corpus the
+    teacher was read for) against ``gold`` (named ``name``); see the module doc."""
+    if len(gold) < TUNE_MIN_SENTENCES:
+        raise OptionError(f"--tune-gold has {len(gold)} sentences; choosing the blend needs at least "
+                          f"{TUNE_MIN_SENTENCES}", path=name,
+                          hint="give a larger gold, or leave --tune-gold out")
+    pairs = list(pairs)[: len(gold)]
+    read = combined.aligner.extract(pairs, start)
+    teacher = combined.teacher.matrices(start, start + len(read))
+    candidates = blend_candidates(combined.aligner.both)
+    default = combined.decoding
+    if default not in candidates:
+        candidates.append(default)
+    per: dict[Decoding, list[Counts]] = {}
+    mixed: dict[float, list] = {}  # per weight, each pair's blended matrices (computed once)
+
+    def links(p, m, d: Decoding):
+        if p.skipped:
+            return []
+        return decode_pair(m[0], p.eos, m[1], p.reverse_eos, d.decoder, d.sym, d.threshold)[0]
+
+    for d in candidates:
+        w = d.teacher_weight
+        if w not in mixed:
+            mixed[w] = [None if p.skipped else (blend(p.forward, t, w),
+                                                None if p.reverse is None else blend(p.reverse, t, w))
+                        for p, t in zip(read, teacher, strict=True)]
+        per[d] = [alignment_counts(Alignment.from_links(links(p, m, d)), g)
+                  for p, m, g in zip(read, mixed[w], gold, strict=True)]
+    aer = {d: sum(c, Counts()).aer for d, c in per.items()}
+    ranked = sorted(candidates, key=lambda d: (aer[d], d != default))
+    best = ranked[0]
+    paired = paired_test(per[default], per[best], Bootstrap().resamples(len(gold)))
+    return Tuning(name, len(gold), [(d, aer[d]) for d in ranked], default, aer[default], best, paired)
+
+
+def save_tuning(model: str | os.PathLike, tuning: Tuning) -> Path:
+    """Write ``tuning`` to the model directory's ``blend.json`` (atomically); its path."""
+    path = Path(model) / BLEND_FILE
+    with atomic_open(path) as f:
+        json.dump(tuning.as_json(), f, indent=1)
+    return path
+
+
+def kept_tuning(model: str | os.PathLike) -> Tuning | None:
+    """The tuning ``--tune-gold`` kept in the model directory, if any (a damaged file: a warning, None)."""
+    path = Path(model) / BLEND_FILE
+    if not path.is_file():
+        return None
+    try:
+        return Tuning.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        warn(f"{path_text(path)} cannot be read ({e}): the default blend is used; run align corpus "
+             "--tune-gold again to choose one")
+        return None
+
+
+def kept_blend(model: str | os.PathLike) -> Decoding | None:
+    """The blend ``--tune-gold`` chose for the model, where it chose one."""
+    tuning = kept_tuning(model)
+    return None if tuning is None else tuning.chosen
