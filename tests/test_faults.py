@@ -105,8 +105,11 @@ def test_killed_parallel_training_leaves_no_process_and_resumes_to_the_same_weig
     model = data / "pkilled"
     args = [a if a != data / "pfull" else model for a in args]
     p = subprocess.Popen(cli(*args), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.7 * wall)
-    kids = children(p.pid)
+    deadline = time.time() + 2 * wall + 30
+    kids = []
+    while len(kids) < 2 and p.poll() is None and time.time() < deadline:  # until both directions run
+        time.sleep(0.05)
+        kids = [k for k in children(p.pid) if running(k)]
     p.send_signal(signal.SIGKILL)
     p.wait()
     deadline = time.time() + 10
