@@ -106,7 +106,7 @@ def test_a_registered_decoder_reaches_the_report(models, tmp_path, monkeypatch):
     from attnalign.decoding import DECODERS, decode_matrix
     from attnalign.decoding.decoders import Decoder
     from attnalign.nmt.aligner import AlignOptions
-    from attnalign.workflows.report import report_files
+    from attnalign.report import ReportRequest, report_files
 
     def first_word(m, eos, threshold):  # every target word to source word 0
         return sorted((0, j) for j in range(m.shape[0]))
@@ -114,8 +114,9 @@ def test_a_registered_decoder_reaches_the_report(models, tmp_path, monkeypatch):
     monkeypatch.setitem(DECODERS, "first-word", Decoder("first-word", first_word, "toy"))
     assert decode_matrix(np.ones((3, 2)), "first-word") == [(0, 0), (0, 1), (0, 2)]
     sample = PACKAGE.parent / "sample_data"
-    report_files(tmp_path / "r", sample / "test.gold.pharaoh", model=models / "rnn", src=sample / "test.en",
-                 tgt=sample / "test.fr", options=AlignOptions(device="cpu"), gallery=1)
+    report_files(ReportRequest(tmp_path / "r", sample / "test.gold.pharaoh", model=models / "rnn",
+                               src=sample / "test.en", tgt=sample / "test.fr",
+                               options=AlignOptions(device="cpu"), gallery=1))
     scores = pd.read_csv(tmp_path / "r" / "scores.csv")
     assert "first-word" in set(scores.decoder)
 

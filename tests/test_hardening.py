@@ -14,8 +14,8 @@ import torch
 from helpers import SAMPLE, invoke, tiny, write
 
 from attnalign.data.corpus import read_corpus
+from attnalign.report import build as report_mod
 from attnalign.training import train
-from attnalign.workflows import report as report_mod
 
 
 def one_error(r, code: int, *needles: str) -> None:

@@ -140,7 +140,7 @@ def test_the_attention_statistics_label_their_log_axis_in_plain_numbers():
     import numpy as np
 
     from attnalign.eval.plot import _mpl
-    from attnalign.workflows.report_plots import attention_stats_figure
+    from attnalign.report.plots import attention_stats_figure
 
     plt = _mpl()
     rng = np.random.default_rng(0)

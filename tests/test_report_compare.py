@@ -13,8 +13,8 @@ import pytest
 from helpers import ROOT, SAMPLE, invoke, write
 
 from attnalign.eval.metrics import Counts
-from attnalign.workflows.report_sweep import Config, Result
-from attnalign.workflows.report_systems import disagreement_order
+from attnalign.report.sweep import Config, Result
+from attnalign.report.systems import disagreement_order
 
 DIAGONAL = SAMPLE / "test.diagonal.align"
 TEXT = ["--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr", "--gold", SAMPLE / "test.gold.naacl"]
@@ -60,6 +60,10 @@ def test_files_alone_import_no_torch(tmp_path):
             "assert r.exit_code == 0, r.output\nassert 'torch' not in sys.modules\nprint('ok')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+    # one system alone: its worst sentences, its links over the gold
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "Its worst sentences" in page and "disagree_1.png" in page
+    assert (tmp_path / "r" / "disagree_1.png").is_file()
 
 
 def test_with_a_model_the_files_sit_beside_its_default_output(models, tmp_path):

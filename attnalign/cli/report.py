@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from ..data.fileio import path_text
-from ..nmt.options import DEVICE
+from ..errors import OptionError
+from ..nmt.options import DEVICE, AlignOptions
+from ..report import GALLERY, ReportRequest, report_files
 from .common import (
     INPUT,
     OUTPUT,
@@ -65,7 +67,7 @@ def report(
     pred_format: PredFormatOpt = GoldFormat.auto,
     pred_one_based: PredBaseOpt = None,
     reverse_pred: ReversePredOpt = False,
-    gallery: option(int, "--gallery", panel=OUTPUT, help="Worst and best sentences to draw.") = 4,
+    gallery: option(int, "--gallery", panel=OUTPUT, help="Worst and best sentences to draw.") = GALLERY,
     device: DeviceOpt = DEVICE,
 ) -> None:
     """Write an HTML report of a model's alignments, or compare alignment files (--pred), against a gold.
@@ -79,23 +81,18 @@ def report(
     Other aligners: attnalign report --pred eflomal.align --pred-name eflomal --pred ours.align
     --pred-name attnalign --src test.en --tgt test.fr --gold test.gold -o report/
     """
-    from ..errors import OptionError
-    from ..workflows.report import report_files
-
     if pred_name and not pred:
         raise OptionError("--pred-name names --pred files; give them", hint="--pred FILE --pred-name NAME")
     reading = None
-    if model is not None or attention is not None:  # the models' module imports torch
-        from ..nmt.aligner import AlignOptions
-
+    if model is not None or attention is not None:
         reading = AlignOptions(device=device, src_lang=src_lang, tgt_lang=tgt_lang,
                                reverse_model=None if reverse_model is None else str(reverse_model))
-    summary = report_files(output, gold, gold_options(gold_format, gold_one_based, reverse_gold, encoding),
-                           model=model, src=src, tgt=tgt, corpus=corpus, attention=attention,
-                           lowercase=lowercase, options=reading, gallery=gallery,
-                           command=shlex.join(["attnalign", *sys.argv[1:]]), preds=pred or (),
-                           pred_names=pred_name or (),
-                           pred_options=gold_options(pred_format, pred_one_based, reverse_pred, encoding))
+    summary = report_files(ReportRequest(
+        output, gold, gold_options(gold_format, gold_one_based, reverse_gold, encoding), model=model,
+        attention=attention, src=src, tgt=tgt, corpus=corpus, lowercase=lowercase, options=reading,
+        preds=tuple(pred or ()), pred_names=tuple(pred_name or ()),
+        pred_options=gold_options(pred_format, pred_one_based, reverse_pred, encoding), gallery=gallery,
+        command=shlex.join(["attnalign", *sys.argv[1:]])))
     out().print(
         f"best: {summary['best']}: AER {100 * summary['aer']:.2f}, P {100 * summary['precision']:.2f}, "
         f"R {100 * summary['recall']:.2f} ({summary['configurations']} "

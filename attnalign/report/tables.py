@@ -9,7 +9,7 @@ from pathlib import Path
 from ..data.corpus import Pairs
 from ..eval.metrics import Counts
 from ..eval.significance import Bootstrap, intervals
-from .report_sweep import Result
+from .sweep import Result
 
 
 def write_tables(out: Path, results: list[Result], best: Result, pairs: Pairs, gold, top: int) -> dict:

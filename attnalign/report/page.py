@@ -12,7 +12,7 @@ import numpy as np
 from .._version import __version__
 from ..data.corpus import Pairs
 from ..decoding import DECODERS, SYMMETRIZATIONS
-from .report_sweep import Result
+from .sweep import Result
 
 REPORT_TITLE = "<title>attnalign report</title>"  # how a folder shows it holds an attnalign report
 # the score table's column headers on the page (scores.csv keeps the names of the library's Counts)
@@ -137,7 +137,7 @@ def write_page(out: Path, title: str, n_gold: int, best: Result, tables: dict, i
                 systems: str = "") -> None:
     """index.html: the summary, the tables and the pictures. ``default``: the default output of
     ``align corpus`` (student and teacher), scored beside the readings of the attention; ``systems``: the
-    comparison's section (:func:`~.report_systems.systems_html`)."""
+    comparison's section (:func:`~.systems.systems_html`)."""
 
     total = best.total
     ent, eos = stats
@@ -205,8 +205,8 @@ def _write(out: Path, body: str) -> None:
 
 def write_systems_page(out: Path, n_gold: int, frames: dict, command: str | None,
                        signature: str | None) -> None:
-    """index.html of a report without a model: the systems compared (:mod:`.report_systems`)."""
-    from .report_systems import systems_html
+    """index.html of a report without a model: the systems compared (:mod:`.systems`)."""
+    from .systems import systems_html
 
     best = frames["report"].systems
     body = f"""<!doctype html><html><head><meta charset="utf-8">{REPORT_TITLE}

@@ -8,7 +8,7 @@ Files written (beside index.html):
 * ``systems.csv``: each system's scores, their 95% intervals and its paired test against the first;
 * ``systems_per_sentence.csv``, ``systems_wrong_pairs.csv``, ``systems_missed_pairs.csv``: by system;
 * ``breakdown.csv``: each system's scores by band (:mod:`attnalign.eval.breakdown`);
-* ``disagree_N.png``: the gallery, one panel per system over the gold.
+* ``disagree_N.png``: the gallery, one panel per system over the gold (one system: its worst sentences).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from ..eval.metrics import alignment_counts
 from ..eval.plot import Panel, html_heatmap, save_figure
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_prediction
 from ..eval.significance import LEVEL, SAMPLES, Bootstrap
-from .report_sweep import Config, Result
-from .report_tables import word_pairs
+from .sweep import Config, Result
+from .tables import gallery_order, word_pairs
 
 
 def pred_results(preds: Sequence[str | os.PathLike], names: Sequence[str], gold: Sequence[Alignment],
@@ -61,7 +61,7 @@ def pred_results(preds: Sequence[str | os.PathLike], names: Sequence[str], gold:
 def check_unique_names(rows: Sequence[str], preds: Sequence[str]) -> None:
     """Every row of the page has a name of its own: a ``--pred`` named like one of the model's ``rows``
     (or like the default output, which every model's page has) would merge with it in the tables."""
-    from .report_sweep import DEFAULT_OUTPUT
+    from .sweep import DEFAULT_OUTPUT
 
     for name in preds:
         if name in rows or name.startswith(DEFAULT_OUTPUT):
@@ -91,7 +91,7 @@ def write_systems(out: Path, systems: Sequence[Result], gold, pairs: Pairs, freq
     sentence`` options that draw a gallery sentence, less ``--index``."""
     import pandas as pd
 
-    from .views import sentence_figure
+    from ..workflows.views import sentence_figure
 
     report = ScoreReport(info, [SystemScore(r.config.name, r.total, r.per_sentence) for r in systems])
     report.resample(Bootstrap(), paired=len(systems) > 1)
@@ -121,7 +121,10 @@ def write_systems(out: Path, systems: Sequence[Result], gold, pairs: Pairs, freq
     frames["breakdown"] = bd
     frames["breakdown"].round(6).to_csv(out / "breakdown.csv", index=False)
     images = []
-    for n, k in enumerate(disagreement_order(systems, pairs, gallery) if len(systems) > 1 else []):
+    # several systems: where they disagree; one: its worst sentences, as the model's gallery draws them
+    order = (disagreement_order(systems, pairs, gallery) if len(systems) > 1
+             else gallery_order(systems[0], pairs, gallery)["worst"])
+    for n, k in enumerate(order):
         src, tgt = list(pairs[k][0]), list(pairs[k][1])
         matrix, eos = under(k) if under is not None else (np.zeros((len(tgt), len(src))), None)
         panels = [Panel(matrix, src, tgt, r.links[k], gold[k], eos, r.config.name, {},
@@ -186,7 +189,10 @@ def systems_html(frames: dict, html_table, readable) -> str:
         for name, grp in df.groupby("system", sort=False):
             sections.append(f"<details><summary>{html.escape(str(name))}: most frequently {title}</summary>"
                             f"{html_table(grp.drop(columns=['system']))}</details>")
-    if gallery:
+    if gallery and len(frames["scores"]) > 1:
         sections.append("<h2>Where the systems disagree</h2><p>The sentences whose links differ most between "
                         "the systems, each system's links over the gold on the same grid.</p>" + gallery)
+    elif gallery:
+        sections.append("<h2>Its worst sentences</h2><p>The sentences with the most wrong and missed links, "
+                        "the system's links over the gold.</p>" + gallery)
     return "\n".join(sections)
