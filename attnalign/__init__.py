@@ -13,6 +13,8 @@ Conventions: attention matrices are ``[T_tgt, S_src]``; links are ``(src_i, tgt_
 source first (Pharaoh order).
 """
 
+import importlib
+
 from ._version import __version__
 from .data.alignments import Alignment, read_alignments, write_naacl, write_pharaoh  # noqa: E402
 from .data.corpus import open_corpus, read_corpus  # noqa: E402
@@ -31,8 +33,6 @@ _LAZY = {"Aligner": "nmt.aligner", "AlignOptions": "nmt.aligner", "combined_alig
 
 def __getattr__(name: str):
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'attnalign' has no attribute {name!r}")
 

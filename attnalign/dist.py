@@ -14,6 +14,8 @@ import contextlib
 import os
 import sys
 
+from .errors import OptionError
+
 _state: dict = {}
 
 
@@ -25,8 +27,6 @@ def _env_int(name: str, default: int) -> int:
     try:
         return int(value)
     except ValueError:
-        from .errors import OptionError
-
         raise OptionError(f"the environment variable {name}={value!r} is not a whole number",
                           hint=f"torchrun sets it; unset {name} to run one process") from None
 
@@ -40,8 +40,6 @@ def _check_launcher() -> None:
     """WORLD_SIZE above 1 without the rest of what torchrun sets: one error naming the variables."""
     missing = [v for v in ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT") if v not in os.environ]
     if missing:
-        from .errors import OptionError
-
         raise OptionError(f"WORLD_SIZE={os.environ['WORLD_SIZE']} asks for several processes, but "
                           f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set",
                           hint="start the command with torchrun --nproc-per-node N, or unset WORLD_SIZE")
@@ -82,8 +80,6 @@ def process_gpu(visible: int | None = None) -> str:
         visible = torch.cuda.device_count()
     local = max(local_processes(), local_rank() + 1)
     if local > visible:
-        from .errors import OptionError
-
         raise OptionError(
             f"torchrun started {local} processes on this machine, but torch sees {visible} CUDA GPU"
             f"{'s' if visible != 1 else ''} (one per process)",

@@ -167,7 +167,7 @@ def test_progress_reports_every_pass_in_order(tmp_path):
 
 
 def test_running_out_of_memory_is_one_error_and_keeps_the_old_output(tmp_path, monkeypatch):
-    import attnalign.statistical as statistical
+    from attnalign.workflows import align_files
 
     def no_memory(*args, **kw):
         raise MemoryError
@@ -175,7 +175,7 @@ def test_running_out_of_memory_is_one_error_and_keeps_the_old_output(tmp_path, m
 
     out = tmp_path / "old.align"
     out.write_text("0-0\n")
-    monkeypatch.setattr(statistical, "iter_links", no_memory)
+    monkeypatch.setattr(align_files, "iter_links", no_memory)
     r = CliRunner().invoke(app, ["align", "statistical", "--src", str(SAMPLE / "test.en"),
                                  "--tgt", str(SAMPLE / "test.fr"), "-o", str(out)])
     assert r.exit_code == 1

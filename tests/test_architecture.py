@@ -212,7 +212,8 @@ def test_help_text_is_never_read_as_markup():
 @pytest.mark.parametrize("command", ["", "train", "align", "align corpus", "align sentence",
                                      "align statistical", "plot", "plot sentence", "score", "report"])
 def test_help_reads_at_80_columns(command):
-    """In an 80-column terminal no help text is cut ("…") and no flag shows a value type."""
+    """In an 80-column terminal no help text is cut ("…"), no flag shows a value type and an argument's
+    shows as an option's (PATH, not Typer's <path> or <list[Path]>)."""
     from typer.testing import CliRunner
 
     from attnalign.cli import app
@@ -221,6 +222,7 @@ def test_help_reads_at_80_columns(command):
     assert r.exit_code == 0, r.output
     assert max(map(len, r.output.splitlines())) <= 80
     assert "…" not in r.output and "<bool>" not in r.output, r.output
+    assert "<path>" not in r.output and "<list[" not in r.output, r.output
     if command == "train":  # a choice of long names shows as NAME, its choices ending its help
         text = " ".join(r.output.replace("│", " ").split())
         assert "--guide-sym NAME" in text and "One of: intersection, union, grow-diag," in text

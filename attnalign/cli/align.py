@@ -6,6 +6,7 @@ import json
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -23,8 +24,11 @@ from ..decoding import (
     TEACHER_MIN_PAIRS,
 )
 from ..decoding.policy import TUNE_MIN_SENTENCES, TUNE_P
+from ..dist import world
 from ..errors import OptionError
 from ..nmt.options import DEVICE, AlignOptions
+from ..workflows.align_files import TuneGold, align_corpus_files, align_statistical_files, pair_json
+from ..workflows.align_files import align_sentence as align_one
 from .common import (
     INPUT,
     ONE_PAIR_MAX_LENGTH,
@@ -77,6 +81,7 @@ from .common import (
     option,
     out,
 )
+from .render import align_summary_text, links_table, score_table
 
 app = typer.Typer(help="Align a corpus or one sentence pair with a trained model.", no_args_is_help=True,
                   cls=Group)
@@ -181,8 +186,6 @@ def _stage_bar(quiet: bool, bar=None):
 
 def _written(output: Path | None, report) -> None:
     """Say where the alignment went; the scores go to stdout unless the alignment itself went there."""
-    from .render import score_table
-
     to_file = output is not None and str(output) != "-"
     if to_file:
         err().print(Text(f"alignment written to {path_text(output)}"))
@@ -212,12 +215,6 @@ def align_corpus(
 
     Example: attnalign align corpus --model runs/sample --src sample_data/test.en --tgt sample_data/test.fr
     """
-    from dataclasses import replace
-
-    from ..dist import world
-    from ..workflows.align_files import TuneGold, align_corpus_files
-    from .render import align_summary_text
-
     options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=batch_tokens,
                             device=device, max_length=max_length, reverse_model=reverse_model,
                             src_lang=src_lang, tgt_lang=tgt_lang)
@@ -263,9 +260,6 @@ def align_statistical_cmd(
 
     Example: attnalign align statistical --src sample_data/train.en --tgt sample_data/train.fr -o guide.align
     """
-    from ..dist import world
-    from ..workflows.align_files import align_statistical_files
-
     rank = world()[0]  # under torchrun only rank 0 shows progress and reports
     bar, progress = _stage_bar(quiet or rank != 0)
     with bar:
@@ -298,10 +292,6 @@ def align_sentence(
 
     Example: attnalign align sentence --model runs/sample --src "the red car ." --tgt "la voiture rouge ."
     """
-    from ..workflows.align_files import align_sentence as align_one
-    from ..workflows.align_files import pair_json
-    from .render import links_table
-
     pair, settings = align_one(model, src, tgt, align_options(
         decoder, sym, threshold, layer, head, shift, device=device, reverse_model=reverse_model,
         src_lang=src_lang, tgt_lang=tgt_lang, max_length=ONE_PAIR_MAX_LENGTH))

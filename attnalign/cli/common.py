@@ -27,6 +27,8 @@ from rich.text import Text
 
 from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, THRESHOLD
 from ..errors import AttnAlignError, AttnAlignWarning, OptionError
+from ..eval.scoring import GoldOptions
+from ..nmt.options import AlignOptions
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import POSTERIOR_THRESHOLD
 from ..statistical.options import SYMS as TEACHER_SYMS
@@ -127,13 +129,22 @@ LONG_CHOICES = 12  # characters of "a|b|c" past which the choices are named in t
 
 
 class _FlagHelp:
-    """``--help`` is a flag: its help shows no value type, as no flag's does (see METAVARS)."""
+    """What ``--help`` shows of a value's type, as METAVARS says: none for ``--help`` (a flag, as no flag
+    shows one), and an argument's as an option's (``PATH``, where Typer would write ``<list[Path]>``)."""
 
     def get_help_option(self, ctx):
         help_option = super().get_help_option(ctx)
         if help_option is not None:
             help_option.metavar = ""
         return help_option
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for p in params:
+            if isinstance(p, typer.core.TyperArgument):
+                label = METAVARS.get(_base(p.type_descriptor.annotation), "")
+                p.display_type_rich = lambda ctx, label=label: label
+        return params
 
 
 class Command(_FlagHelp, typer.core.TyperCommand):
@@ -215,8 +226,6 @@ ReversePredOpt = option(bool, "--reverse-pred", panel=INPUT, help="Predictions l
 
 
 def gold_options(gold_format: GoldFormat, gold_one_based: bool | None, reverse_gold: bool, encoding: str):
-    from ..eval.scoring import GoldOptions
-
     return GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding)
 
 
@@ -257,11 +266,9 @@ ONE_PAIR_MAX_LENGTH = 10**6
 
 def align_options(decoder, sym, threshold, layer, head, shift, *, device: str, resolve: bool = True,
                   reverse_model=None, src_lang=None, tgt_lang=None, **more):
-    """The :class:`~attnalign.nmt.aligner.AlignOptions` of the parsed decoding options and ``device``
+    """The :class:`~attnalign.nmt.options.AlignOptions` of the parsed decoding options and ``device``
     (``--device``); ``more``: other fields, given (the rest keep AlignOptions' defaults); ``resolve``:
     the device named for torch (imports torch)."""
-    from ..nmt.aligner import AlignOptions
-
     if resolve:
         from ..nmt.device import resolve_device
 

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import typer
 
+from ..data.fileio import check_distinct, check_writable, path_text
 from ..errors import OptionError
+from ..eval.plot import FigureStyle, save_figure, terminal_view
 from ..nmt.options import DEVICE, AlignOptions
+from ..workflows.views import sentence_figure, sentence_panels
 from .common import (
     DECODING,
     INPUT,
@@ -104,10 +107,6 @@ def plot_sentence(
     Other aligners' output: attnalign plot sentence --pred eflomal.align --pred ours.align --src test.en
     --tgt test.fr --index 3 --gold test.gold -o pair3.png
     """
-    from ..data.fileio import check_distinct, check_writable, path_text
-    from ..eval.plot import FigureStyle, save_figure, terminal_view
-    from ..workflows.views import sentence_figure, sentence_panels
-
     style = FigureStyle(title, width, font_size).check()
     if output is None and not terminal:
         raise OptionError("give --output FILE (.png, .svg, .pdf) or --terminal")

@@ -9,7 +9,9 @@ from typing import Annotated
 
 import typer
 
-from ..eval.significance import LEVEL, SAMPLES, SEED
+from ..data.fileio import atomic_open, check_distinct, check_writable, path_text
+from ..eval.scoring import score_files
+from ..eval.significance import LEVEL, SAMPLES, SEED, Bootstrap
 from .common import (
     OUTPUT,
     CorpusOpt,
@@ -29,6 +31,7 @@ from .common import (
     option,
     out,
 )
+from .render import breakdown_table, score_table
 
 JsonOpt = option(bool, "--json", panel=OUTPUT, help="Print one JSON object per prediction file.")
 PerSentenceOpt = option(Path | None, "--per-sentence", panel=OUTPUT,
@@ -53,9 +56,11 @@ BreakdownOpt = option(bool, "--breakdown", panel=SIGNIFICANCE, help=(
 
 @handle_errors
 def score(
-    gold: Annotated[Path, typer.Argument(help="Gold alignment file (pharaoh/talp or naacl).")],
+    gold: Annotated[Path, typer.Argument(help="Gold alignment file (pharaoh/talp or naacl).",
+                                         metavar="GOLD")],
     pred: Annotated[
-        list[Path], typer.Argument(help="Predicted alignments (Pharaoh, 0-based); several allowed.")],
+        list[Path], typer.Argument(help="Predicted alignments (Pharaoh, 0-based); several allowed.",
+                                   metavar="PRED")],
     gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False,
@@ -80,11 +85,6 @@ def score(
 
     Compare two systems: attnalign score GOLD baseline.align new.align --paired --confidence
     """
-    from ..data.fileio import atomic_open, check_distinct, check_writable, path_text
-    from ..eval.scoring import score_files
-    from ..eval.significance import Bootstrap
-    from .render import breakdown_table, score_table
-
     bootstrap = Bootstrap(samples, seed).check()
     check_distinct({"--per-sentence": per_sentence},
                    {"GOLD": gold, **{f"PRED {p}": p for p in pred}, "--src": src, "--tgt": tgt,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from ..dist import own_rank
 from ..errors import OptionError
 from ..nmt.configs import (
     ATTENTION_SPANS,
@@ -71,6 +72,8 @@ from .common import (
     option,
     out,
 )
+from .progress import RichTrainReporter
+from .render import train_table
 
 
 class ModelType(str, Enum):
@@ -307,10 +310,7 @@ def train(
 
     Example: attnalign train --src sample_data/train.en --tgt sample_data/train.fr --model runs/sample
     """
-    from ..dist import own_rank
     from ..workflows.train_files import train_files
-    from .progress import RichTrainReporter
-    from .render import train_table
 
     options = train_options(ctx, preset)
     rank = own_rank()  # read before the process group exists: training chooses its backend

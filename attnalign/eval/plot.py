@@ -11,13 +11,17 @@ Overlay legend (shape carries the meaning; colour only repeats it):
 
 from __future__ import annotations
 
+import html
 import os
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..data.alignments import Alignment, Link
+from ..data.fileio import atomic_open
+from ..errors import require
 from .metrics import alignment_counts
 
 
@@ -55,8 +59,6 @@ class FigureStyle:
     font_size: float | None = None
 
     def check(self) -> FigureStyle:
-        from ..errors import require
-
         require("--width", self.width, low=1.0, high=MAX_INCHES, optional=True)
         require("--font-size", self.font_size, low=2.0, high=72.0, optional=True)
         return self
@@ -225,8 +227,6 @@ def _sizes(panels: Sequence[Panel], cols: int, rows: int, compact: bool, style: 
 def wrap_title(text: str, chars: int) -> str:
     """``text`` in lines of at most ``chars`` characters, broken at spaces, and inside words (a path)
     longer than a line."""
-    import textwrap
-
     return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) or line for line in text.split("\n"))
 
 
@@ -252,8 +252,6 @@ def _legend(fig, panels: Sequence[Panel], fs: float) -> None:
 def save_figure(fig, path: str | os.PathLike, exact: bool = False) -> None:
     """Save by the file's extension (png, svg, pdf), atomically: cropped to what is drawn, or with
     ``exact`` at the figure's own size (a width the user asked for)."""
-    from ..data.fileio import atomic_open
-
     ext = os.path.splitext(str(path))[1].lower().lstrip(".") or "png"
     with atomic_open(path, "wb") as f:
         fig.savefig(f, format=ext, dpi=150, bbox_inches=None if exact else "tight")
@@ -331,8 +329,6 @@ def html_heatmap(p: Panel) -> str:
     marks as characters, gold links as cell borders (solid sure, dashed possible), and on every cell a
     tooltip (``title``) with the source word, the target word,
     the weight and the link's status. Self-contained: no script, no external file."""
-    import html
-
     import matplotlib
 
     cmap = matplotlib.colormaps["Blues"]

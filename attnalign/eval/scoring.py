@@ -8,7 +8,9 @@ Torch-free; pandas is imported only for the tabular exports.
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -158,8 +160,6 @@ def read_gold_for(path: str | os.PathLike, options: GoldOptions, pairs) -> tuple
     """Read the gold of the first sentences of the corpus ``pairs`` (a sized iterable of token pairs,
     read as far as the gold goes) and range-check every link against those sentences, as ``score
     --src/--tgt`` does: a gold that does not fit its text is an error, not a silent score."""
-    import itertools
-
     gold, _ = read_gold(path, options, corpus_size=len(pairs))
     head = list(itertools.islice(iter(pairs), len(gold)))
     return read_gold(path, options, pairs=head)
@@ -182,8 +182,6 @@ def load_gold(
     """
     text = None
     if src is not None or tgt is not None or corpus is not None:
-        from collections import Counter
-
         text = GoldText([], [], [] if words else None, Counter() if words else None)
         for s, t in open_corpus(src, tgt, corpus, encoding=options.encoding):
             text.src_lengths.append(len(s))

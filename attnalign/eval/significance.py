@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import require
 from .metrics import Counts
 
 SAMPLES = 1000  # bootstrap resamples
@@ -43,8 +44,6 @@ class Bootstrap:
     seed: int = SEED
 
     def check(self) -> Bootstrap:
-        from ..errors import require
-
         require("--samples", self.samples, low=MIN_SAMPLES, high=100_000)
         require("--seed", self.seed, low=0, high=2**63 - 1)
         return self

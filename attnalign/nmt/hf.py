@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import AttnAlignError, OptionError
 from .checkpoint import HF_PREFIX
 from .options import BATCH_TOKENS
+from .words import tokens_to_words
 
 INSTALL_HINT = 'install the optional dependencies: pip install "attnalign[hf]"'
 
@@ -225,7 +226,6 @@ class HFModel:
 
         from .batching import bucket_batches
         from .extract import reduce_attention
-        from .words import tokens_to_words
 
         spec = self.resolve_spec(spec)
         enc = self.encode(pairs)

@@ -28,7 +28,6 @@ import shlex
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..data.alignments import Alignment
 from ..data.attnfile import read_attention, saved_indices
@@ -37,15 +36,15 @@ from ..data.fileio import atomic_dir, inside, is_stdio
 from ..errors import AttnAlignError, OptionError
 from ..eval.plot import settings_text
 from ..eval.scoring import GoldOptions, gold_signature, read_gold, read_gold_for
+from ..nmt.options import AlignOptions
+from ..training.options import flat_options
+from ..workflows.views import model_panels, saved_panels
 from .page import REPORT_TITLE, html_table, readable, write_page, write_systems_page
 from .plots import write_plots
 from .sweep import Config, Result, attention_stats, default_output, model_results, saved_results
 from .systems import check_unique_names, pred_results, systems_html, write_systems
 from .systems import plot_args as systems_plot_args
 from .tables import eos_losses, write_tables
-
-if TYPE_CHECKING:
-    from ..nmt.aligner import AlignOptions
 
 GALLERY = 4  # worst and best sentences drawn
 TOP = 20  # rows of the most frequent wrong and missed word pairs
@@ -200,8 +199,6 @@ def _readings_report(out: Path, request: ReportRequest, inputs: ReportInputs) ->
         results, mats, pairs = saved_results(r.attention, gold)
         layered, title = False, f"attention file {r.attention}"
     else:
-        from ..nmt.aligner import AlignOptions
-
         pairs = inputs.pairs
         options = r.options or AlignOptions()
         results, mats, layered = model_results(r.model, pairs, gold, options, options.batch_tokens)
@@ -235,11 +232,6 @@ def _gallery_panel(cfg: Config, model, attention, options, pairs: Pairs, gold):
     """``draw(k)``: sentence k's picture as its caption's ``plot sentence ... --eos --index k`` draws
     it (the same function, so the same matrix, marks and title): the matrix the best configuration's
     links were decoded from, with the EOS column."""
-    from dataclasses import replace
-
-    from ..nmt.aligner import AlignOptions
-    from ..workflows.views import model_panels, saved_panels
-
     if attention is not None:
         opts = AlignOptions(decoder=cfg.decoder, sym=cfg.sym)
         return lambda k: saved_panels(attention, k, opts, gold=gold[k], show_eos=True)[0]
@@ -258,7 +250,6 @@ def _model_info(model, options) -> str:
         return (f"<p>Model: pretrained Hugging Face model <code>{html.escape(cfg['pretrained'])}</code>"
                 + (f", reverse direction <code>{html.escape(rev)}</code>" if rev else ", one direction")
                 + ".</p>")
-    from ..training.options import flat_options
 
     train = {k: v for k, v in flat_options(cfg.get("train_options") or {}).items() if k != "model_config"}
     return (f"<p>Model: {html.escape(str(cfg.get('model_type')))}, directions "
@@ -276,7 +267,6 @@ def _tuning_info(model) -> str:
     import pandas as pd
 
     from ..combine.tune import kept_tuning
-    from .page import html_table
 
     tuning = kept_tuning(model)
     if tuning is None:

@@ -11,8 +11,10 @@ import numpy as np
 
 from .._version import __version__
 from ..data.corpus import Pairs
+from ..data.fileio import atomic_open, path_text
 from ..decoding import DECODERS, SYMMETRIZATIONS
 from .sweep import Result
+from .systems import systems_html
 
 REPORT_TITLE = "<title>attnalign report</title>"  # how a folder shows it holds an attnalign report
 # the score table's column headers on the page (scores.csv keeps the names of the library's Counts)
@@ -197,8 +199,6 @@ sure gold link):</p>
 
 
 def _write(out: Path, body: str) -> None:
-    from ..data.fileio import atomic_open, path_text
-
     with atomic_open(out / "index.html") as f:
         f.write(path_text(body))  # a file name's bytes that are not UTF-8, as \xNN
 
@@ -206,8 +206,6 @@ def _write(out: Path, body: str) -> None:
 def write_systems_page(out: Path, n_gold: int, frames: dict, command: str | None,
                        signature: str | None) -> None:
     """index.html of a report without a model: the systems compared (:mod:`.systems`)."""
-    from .systems import systems_html
-
     best = frames["report"].systems
     body = f"""<!doctype html><html><head><meta charset="utf-8">{REPORT_TITLE}
 <style>{CSS}</style></head><body>

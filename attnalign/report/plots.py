@@ -8,6 +8,7 @@ import numpy as np
 
 from ..data.corpus import Pairs
 from ..eval.plot import html_heatmap, save_figure
+from ..workflows.views import sentence_figure
 from .sweep import Result
 from .tables import gallery_order
 
@@ -49,7 +50,6 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
     fig = attention_stats_figure(*stats)
     save_figure(fig, out / "attention_stats.png")
     images["attention_stats"] = "attention_stats.png"
-    from ..workflows.views import sentence_figure
 
     images["gallery"] = gallery_order(best, pairs, gallery)
     for kind, ks in images["gallery"].items():

@@ -30,7 +30,8 @@ from ..eval.metrics import alignment_counts
 from ..eval.plot import Panel, html_heatmap, save_figure
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_prediction
 from ..eval.significance import LEVEL, SAMPLES, Bootstrap
-from .sweep import Config, Result
+from ..workflows.views import sentence_figure
+from .sweep import DEFAULT_OUTPUT, Config, Result
 from .tables import gallery_order, word_pairs
 
 
@@ -61,8 +62,6 @@ def pred_results(preds: Sequence[str | os.PathLike], names: Sequence[str], gold:
 def check_unique_names(rows: Sequence[str], preds: Sequence[str]) -> None:
     """Every row of the page has a name of its own: a ``--pred`` named like one of the model's ``rows``
     (or like the default output, which every model's page has) would merge with it in the tables."""
-    from .sweep import DEFAULT_OUTPUT
-
     for name in preds:
         if name in rows or name.startswith(DEFAULT_OUTPUT):
             raise OptionError(f"--pred name {name!r} is the name of one of the model's rows",
@@ -90,8 +89,6 @@ def write_systems(out: Path, systems: Sequence[Result], gold, pairs: Pairs, freq
     column to draw sentence ``k``'s links over (None: a blank grid); ``plot_args``: the ``plot
     sentence`` options that draw a gallery sentence, less ``--index``."""
     import pandas as pd
-
-    from ..workflows.views import sentence_figure
 
     report = ScoreReport(info, [SystemScore(r.config.name, r.total, r.per_sentence) for r in systems])
     report.resample(Bootstrap(), paired=len(systems) > 1)

@@ -16,6 +16,7 @@ import numpy as np
 from ..data.alignments import Link
 from ..data.corpus import Pairs
 from ..decoding.symmetrize import symmetrize
+from .decode_kernels import union_cells
 from .ids import CHUNK_PAIRS, IdCorpus, chunks
 from .links import posterior_links, viterbi_links
 from .options import DEFAULT, FERTILITY_PREFIX, FERTILITY_THRESHOLD, POSTERIOR_THRESHOLD, SYMS
@@ -106,8 +107,6 @@ def union_links(agree, fertility, lo: int, hi: int) -> list[list[Link]]:
     :class:`.hmm.HMMAgreement`) posterior links united with the fertility model's (a trained
     :class:`.fertility.FertilityModel`) links sampled in at least :data:`FERTILITY_THRESHOLD` of the
     sweeps in both directions; all pairs at once (:func:`.decode_kernels.union_cells`), none as a matrix."""
-    from .decode_kernels import union_cells
-
     (f, f_at), (r, r_at) = agree.flat_posteriors(lo, hi)
     fwd, rev = fertility.marginals
     (fc, fc_at), (rc, rc_at) = fwd.flat(lo, hi), rev.flat(lo, hi)

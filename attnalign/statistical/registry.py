@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .fertility import FertilityModel
+from .hmm import HMMAgreement, fit_hmm
+from .ibm2 import IBM2
 from .ids import IdCorpus
 
 
@@ -25,28 +28,20 @@ class _Independent:
 
 
 def _ibm2(corpus: IdCorpus, iterations: int, identical: float, **kw):
-    from .ibm2 import IBM2
-
     return _Independent(*(IBM2(c, iterations, identical=identical, stage=f"ibm2 {name}", **kw)
                           for c, name in ((corpus, "forward"), (corpus.swapped(), "reverse"))))
 
 
 def _hmm(corpus: IdCorpus, iterations: int, identical: float, **kw):
-    from .hmm import fit_hmm
-
     return _Independent(*(fit_hmm(c, iterations, identical=identical, stage=f"hmm {name}", **kw)
                           for c, name in ((corpus, "forward"), (corpus.swapped(), "reverse"))))
 
 
 def _hmm_agree(corpus: IdCorpus, iterations: int, identical: float, **kw):
-    from .hmm import HMMAgreement
-
     return HMMAgreement(corpus, iterations, identical=identical, **kw)
 
 
 def _fertility(corpus: IdCorpus, iterations: int, identical: float, **kw):
-    from .fertility import FertilityModel
-
     return FertilityModel(corpus, **kw)  # sampled, not EM: no iterations, no identical prior
 
 

@@ -26,7 +26,9 @@ import torch.nn.functional as F
 
 from ..data.alignments import Alignment, Link
 from ..data.corpus import Pairs
+from ..decoding import argmax_links
 from ..errors import AttnAlignError, OptionError, warn
+from ..eval.metrics import Counts, corpus_counts
 from ..nmt.batching import bucket_batches
 from ..nmt.device import resolve_device, set_threads
 from .guide import guide_loss, pieces_links, teacher_links
@@ -216,8 +218,6 @@ class _HeadRun:
                 "elapsed_s": time.perf_counter() - t0, "layer": self.layer, "head": self.head}
 
     def _dev_aer(self, dev) -> float:
-        from ..decoding import argmax_links
-        from ..eval.metrics import Counts, corpus_counts
         from ..nmt.extract import AttentionSpec
 
         spec = AttentionSpec(self.layer, self.head, 0)

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .. import statistical
+from .. import dist, statistical
 from ..data.alignments import Link
 from ..data.corpus import Pairs, pair_keys
 from ..nmt.subword import Segmenter
+from ..statistical import teacher_file
+from ..statistical.ids import CHUNK_PAIRS, chunks
 from .options import TrainOptions
 
 
@@ -26,9 +29,6 @@ def teacher_links(pairs: Pairs, options: TrainOptions, note=None) -> tuple[list[
     to ``note`` (a callable taking a message) if given, and the fitted teacher
     (:class:`~attnalign.statistical.SoftTeacher`, whose matrices the model directory keeps; None under
     torchrun, where each process holds a share of it)."""
-    from .. import dist
-    from ..statistical.ids import CHUNK_PAIRS, chunks
-
     t0 = time.perf_counter()
     if note:
         note(f"guide: aligning {len(pairs)} pairs with {options.teacher.model} ...")
@@ -51,10 +51,6 @@ def keep_teacher(model_dir, teacher, keep: list[int], pairs: Pairs, options: Tra
     """Write the teacher's matrices of the training corpus (``teacher`` was fitted on its pairs
     ``keep``) and the counts it learned into the model directory
     (:mod:`attnalign.statistical.teacher_file`)."""
-    from dataclasses import asdict
-
-    from ..statistical import teacher_file
-
     shapes = [(len(t), len(s)) for s, t in pairs]
     teacher_file.save_matrices(Path(model_dir) / teacher_file.FILE, teacher, keep, shapes,
                                teacher_file.teacher_meta(asdict(options.teacher), fingerprint, len(pairs)),

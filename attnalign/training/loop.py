@@ -23,6 +23,7 @@ from ..data.corpus import Pairs
 from ..errors import AttnAlignError, OptionError, warn
 from ..nmt.checkpoint import read_model_config
 from ..nmt.device import cuda_memory, resolve_device, set_threads
+from ..statistical import kernels
 from . import parallel
 from .dev import DevSet, swap
 from .guide import keep_teacher, teacher_links
@@ -93,7 +94,6 @@ def _train(pairs: Pairs, model_dir: Path, options: TrainOptions, dev: DevSet | N
                           hint="run it without torchrun, or leave --self-train out")
     device = _device(options.device)
     set_threads(options.threads)
-    from ..statistical import kernels
 
     kernels.set_threads(options.threads)  # the teacher's loops
     data = _data_record(pairs, dev, files)

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from .. import dist
@@ -186,8 +187,6 @@ def libraries() -> dict[str, str | None]:
     """The versions of the libraries a run's result depends on: another sentencepiece can cut the same
     corpus into other pieces, so the same options, seed and data give another model (docs/benchmarks.md,
     "The student on a GPU")."""
-    from importlib.metadata import PackageNotFoundError, version
-
     found = {}
     for name in ("torch", "sentencepiece", "numpy", "numba"):
         try:

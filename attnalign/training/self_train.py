@@ -18,7 +18,9 @@ from pathlib import Path
 from ..data.alignments import GUIDE_ROLE, Alignment, Link, format_pharaoh_line, read_alignments
 from ..data.corpus import Pairs
 from ..data.fileio import SELF_GUIDE, atomic_open
+from ..decoding.policy import TeacherPlan
 from ..errors import AttnAlignError
+from ..statistical.teacher_file import FILE, READ_ERRORS, SavedTeacher
 from .model_dir import start_round
 
 
@@ -49,9 +51,7 @@ def _model_links(model_dir: Path, pairs: Pairs, device) -> list[list[Link]]:
     """What ``align corpus`` writes for the model's own training ``pairs``: the model's attention
     blended with the teacher it kept (:mod:`attnalign.statistical.teacher_file`)."""
     from ..combine import Combined, TeacherView
-    from ..decoding.policy import TeacherPlan
     from ..nmt.aligner import Aligner, AlignOptions
-    from ..statistical.teacher_file import FILE, READ_ERRORS, SavedTeacher
 
     try:
         teacher = SavedTeacher(model_dir / FILE)

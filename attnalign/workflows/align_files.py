@@ -20,19 +20,24 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..data.alignments import Alignment, format_pharaoh_line
+from ..data.attnfile import AttentionWriter
 from ..data.corpus import open_corpus, tokenize
 from ..data.fileio import atomic_open, check_distinct, check_writable, is_stdio
 from ..dist import world
 from ..errors import AttnAlignError, OptionError, require, warn
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_gold_for
+from ..nmt.options import AlignOptions
+from ..statistical import iter_links, kernels
+from ..statistical.ids import IdCorpus
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import SYMS, TeacherOptions
 from ..statistical.progress import reporting
+from ..statistical.settings import MAX_WORDS
 
 if TYPE_CHECKING:
     from ..combine import Tuning
-    from ..nmt.aligner import AlignedPair, AlignOptions
+    from ..nmt.aligner import AlignedPair
 
 
 @dataclass
@@ -94,9 +99,8 @@ def align_corpus_files(
     ``teacher_progress(stage, step, done, total)`` hearing its passes. ``tune`` (a gold in
     ``gold_options``' format): the blend is chosen on that gold first (:func:`_tuned`)."""
     from ..combine import combined_aligner
-    from ..nmt.aligner import Aligner, AlignOptions
+    from ..nmt.aligner import Aligner
     from ..nmt.device import set_threads
-    from ..statistical import kernels
 
     set_threads(threads)
     kernels.set_threads(threads)  # the teacher's loops
@@ -193,8 +197,6 @@ def _write_pairs(aligner, pairs, model, output, save_attention, json_lines: bool
                  progress, summary: AlignSummary) -> tuple[list[Counts], float, int]:
     """Align ``pairs`` and write each line (and its matrices with ``save_attention``) as it comes,
     counting into ``summary``; each gold sentence's counts, the EOS mass and the target words."""
-    from ..data.attnfile import AttentionWriter
-
     per_sentence: list[Counts] = []
     eos_total, tgt_words = 0.0, 0
     with contextlib.ExitStack() as stack:
@@ -256,11 +258,9 @@ def align_statistical_files(
     (:mod:`attnalign.statistical.progress`). ``threads``: the cores its compiled loops use (None: every
     core). Under torchrun every process trains and rank 0 writes."""
 
-    from ..statistical.kernels import set_threads
-
     require("--threads", threads, low=1, optional=True)
     teacher = TeacherOptions(model, sym, prefix, identical, samplers, seed).check((*SYMS, "none"))
-    set_threads(threads)
+    kernels.set_threads(threads)
     check_distinct({"--output": output}, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold})
     writer = world()[0] == 0
     if output is not None and writer:
@@ -291,10 +291,6 @@ def _write_statistical(pairs, teacher: TeacherOptions, output, writer: bool, gol
                        ) -> tuple[int, list[Counts]]:
     """Train, then write the links as they are decoded (rank 0); return the number of links and the
     gold sentences' counts."""
-    from ..statistical import iter_links
-    from ..statistical.ids import IdCorpus
-    from ..statistical.settings import MAX_WORDS
-
     long = [0]
 
     def short(pairs):  # a pair too long to be a sentence is left out: an empty line, counted
@@ -329,7 +325,7 @@ def _write_statistical(pairs, teacher: TeacherOptions, output, writer: bool, gol
 def align_sentence(model: str | os.PathLike, src: str, tgt: str, options: AlignOptions | None = None
                    ) -> tuple[AlignedPair, dict]:
     """One pair given as whitespace-tokenized strings, aligned by ``model``; the settings used."""
-    from ..nmt.aligner import Aligner, AlignOptions
+    from ..nmt.aligner import Aligner
 
     aligner = Aligner(model, options or AlignOptions())
     s, t = tokenize(src, aligner.lowercase), tokenize(tgt, aligner.lowercase)

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..data.alignments import Alignment
 from ..data.attnfile import read_attention
+from ..data.corpus import open_corpus, tokenize
 from ..data.fileio import path_text
 from ..decoding import DECODERS, SYMMETRIZATIONS, argmax_src_links, decode_matrix, decode_pair
 from ..decoding.policy import AUTO, Decoding, choose_decoding
 from ..errors import AttnAlignError, OptionError
-from ..eval.plot import Panel
-from ..nmt.options import MAX_LENGTH
-
-if TYPE_CHECKING:  # the models' modules import torch: only the panels of a model need them
-    from ..nmt.aligner import AlignOptions
+from ..eval.plot import Panel, figure_for, settings_text, shared_settings
+from ..eval.scoring import GoldOptions, read_gold, read_prediction_line
+from ..nmt.options import MAX_LENGTH, AlignOptions
 
 COMPARE_SYM = "grow-diag-final-and"  # the hard symmetrization --compare shows beside a soft one
 
@@ -157,10 +157,6 @@ def pred_panels(preds, index: int, src: list[str], tgt: list[str], gold: Alignme
     """One panel per prediction file: its links for pair ``index`` over ``under``'s matrix (a model's
     attention), or on a blank grid; each titled with its file; ``options``: how to read the files (a
     :class:`~attnalign.eval.scoring.GoldOptions`)."""
-    import numpy as np
-
-    from ..eval.scoring import GoldOptions, read_prediction_line
-
     panels = []
     for path in preds:
         links = sorted(read_prediction_line(path, index, len(src), len(tgt), options or GoldOptions()).links)
@@ -195,8 +191,6 @@ def sentence_panels(
     ``attention`` file; with ``gold`` (and ``index``) that gold sentence overlaid; with ``preds``
     (alignment files) the links of their line ``index`` beside, over the model's attention where a model
     or an attention file is given, else on the pair's blank grid."""
-    from ..data.corpus import open_corpus, tokenize
-    from ..eval.scoring import GoldOptions, read_gold
     gold_pair = None
     if gold is not None:
         if index is None:
@@ -249,8 +243,6 @@ def sentence_panels(
 def sentence_figure(panels: list[Panel], grid: bool, style=None):
     """The matplotlib figure of ``plot sentence``'s panels (a layer x head grid when ``grid``) in
     ``style`` (:class:`~attnalign.eval.plot.FigureStyle`; None: the defaults)."""
-    from ..eval.plot import figure_for, settings_text, shared_settings
-
     cols = panels[0].settings.get("grid_cols") if grid else (2 if len(panels) == 4 else None)
     return figure_for(panels, cols=cols, compact=grid,
                       suptitle=settings_text(shared_settings(panels)) if len(panels) > 1 else "", style=style)
