@@ -4,6 +4,7 @@ and the combined teacher (hmm-agree+fertility)."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -113,6 +114,33 @@ def test_samplers_pool_the_counts_of_chains_seeded_one_after_another():
     assert all(np.allclose(m.sum(1), 1) for m in fwd)  # still frequencies: rows sum to 1
     with pytest.raises(ValueError, match="samplers"):
         FertilityModel(corpus, samplers=MAX_SAMPLERS + 1, **kw)
+
+
+def test_a_larger_corpus_samples_fewer_sweeps(monkeypatch):
+    """Hand-computed: 40 * sqrt(28,000 / n) sweeps beyond 28,000 pairs, at least 12, the fertility
+    model and the counted sweeps at the same shares (10/40 and 20/40); the model samples that schedule."""
+    from attnalign.statistical import fertility
+    from attnalign.statistical.fertility import FertilityModel
+    from attnalign.statistical.ids import IdCorpus
+    from attnalign.statistical.settings import SAMPLER
+
+    def schedule(n):
+        s = SAMPLER.for_pairs(n)
+        return s.sweeps, s.fertility_from, s.collect
+
+    assert schedule(28_000) == (40, 10, 20)  # every sweep up to full_pairs
+    assert schedule(112_000) == (20, 5, 10)  # 40 * sqrt(1/4)
+    assert schedule(160_484) == (17, 4, 8)  # 16.7
+    assert schedule(310_484) == (12, 3, 6)  # 12.01
+    assert schedule(2_000_000) == (12, 3, 6)  # 4.7: the floor
+    seen = []
+    real = fertility.sample_marginals
+    monkeypatch.setattr(fertility, "sample_marginals", lambda *a, **k: seen.append(
+        (k["sweeps"], k["fertility_from"], k["collect"])) or real(*a, **k))
+    monkeypatch.setattr(fertility, "SAMPLER", replace(SAMPLER, full_pairs=15, min_sweeps=2))
+    pairs, _ = _dictionary_corpus(60)  # 60 pairs: 40 * sqrt(15 / 60) = 20 sweeps
+    FertilityModel(IdCorpus.encode(pairs))
+    assert seen == [(20, 5, 10)] * 2  # both directions
 
 
 def test_cells_of_two_or_four_bytes_sample_the_same_links(monkeypatch):

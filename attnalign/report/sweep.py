@@ -41,7 +41,7 @@ class Result:
     config: Config
     per_sentence: list[Counts]
     links: list[list[tuple[int, int]]]
-    teacher: str | None = None  # what the default output's teacher learned from, in words
+    teacher: str | None = None  # the default output's teacher and its decoding, in words
 
     @property
     def total(self) -> Counts:
@@ -162,6 +162,8 @@ def default_output(model_dir, pairs: Pairs, gold: Sequence[Alignment], options) 
 
     aligner, plan = combined_aligner(Aligner(model_dir, options), model_dir, pairs)
     teacher = plan.describe()
+    if teacher is not None:
+        teacher += f"; the blend read with {aligner.decoding.describe()}"
     links = [[]] * len(pairs)
     for p in aligner.align(pairs):
         links[p.index] = list(p.links)

@@ -333,6 +333,9 @@ class FertilityModel:
         draws, and the pool's vary less (eflomal samples several chains for the same reason)."""
         if not 1 <= samplers <= MAX_SAMPLERS:
             raise ValueError(f"samplers must be in 1..{MAX_SAMPLERS}, not {samplers}")
+        schedule = SAMPLER.for_pairs(len(corpus))
+        kw = {"sweeps": schedule.sweeps, "fertility_from": schedule.fertility_from,
+              "collect": schedule.collect, **kw}
         fwd_kept, rev_kept = kept or (None, None)
         sides = ((corpus, "forward", fwd_kept), (corpus.swapped(), "reverse", rev_kept))
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())

@@ -6,7 +6,8 @@ defaults; what the user chooses (which aligner, how its directions combine) is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 MAX_WORDS = 1000  # words on a side: a longer pair (a broken line, not a sentence) is left unaligned
 
@@ -39,6 +40,21 @@ class SamplerSettings:
     max_jump: int = 10
     max_fertility: int = 8
     seed: int = 1
+    # a larger corpus's counts settle in fewer sweeps (eflomal's iterations also fall with the corpus):
+    # beyond full_pairs pairs the sweeps fall as 1/sqrt(pairs), to min_sweeps at the least
+    full_pairs: int = 28_000
+    min_sweeps: int = 12
+
+    def for_pairs(self, pairs: int) -> SamplerSettings:
+        """The schedule for a corpus of ``pairs`` pairs: every sweep up to ``full_pairs``; beyond,
+        ``sweeps * sqrt(full_pairs / pairs)``, at least ``min_sweeps``, the fertility model coming in
+        and the counted sweeps beginning at the same shares of them."""
+        if pairs <= self.full_pairs:
+            return self
+        sweeps = max(self.min_sweeps, round(self.sweeps * math.sqrt(self.full_pairs / pairs)))
+        share = sweeps / self.sweeps
+        return replace(self, sweeps=sweeps, fertility_from=round(self.fertility_from * share),
+                       collect=max(1, round(self.collect * share)))
 
 
 EM, SAMPLER = EMSettings(), SamplerSettings()
