@@ -125,6 +125,9 @@ def _cell_type(table: LexTable) -> type:
     return np.uint16 if len(table.starts) < 2 or np.diff(table.starts).max() <= 2**16 else np.int32
 
 
+MIN_CELL_BYTES = 3  # the least a sampler's state takes per cell (:func:`_bytes_per_cell`)
+
+
 def _bytes_per_cell(table: LexTable) -> int:
     """A sampler's state per cell: its place in the row and its link count (uint8, :class:`Marginals`)."""
     return np.dtype(_cell_type(table)).itemsize + 1
@@ -340,9 +343,10 @@ class FertilityModel:
         sides = ((corpus, "forward", fwd_kept), (corpus.swapped(), "reverse", rev_kept))
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
         firsts = [functools.partial(_ibm2_links, side, name, chunk, k) for side, name, k in sides]
-        # at once where both directions' cells fit in what one IBM2 may cache: beyond it, their two
-        # caches would raise the run's peak
-        firsts = at_once(firsts, possible() and 2 * cells <= CACHE_CELLS)
+        # at once where both directions' cells fit in what one IBM2 may cache, or where the two samplers
+        # will run at once: their state, which comes after, outweighs the two IBM2s' caches
+        samplers_at_once = 2 * MIN_CELL_BYTES * cells <= parallel_budget()
+        firsts = at_once(firsts, possible() and (2 * cells <= CACHE_CELLS or samplers_at_once))
         starts = [(side, name, k, *first) for (side, name, k), first in zip(sides, firsts, strict=True)]
         jobs = [functools.partial(_chains, samplers, side, init, seed=seed, stage=f"fertility {name}", kept=k,
                                   keep=keep, table=table, **kw)
