@@ -30,13 +30,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 from scale import N_TEST, WORK, aer, build  # noqa: E402
 
+from attnalign.statistical.settings import SAMPLER  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 N_TRIAL = 37
 
 
 def schedule(sweeps: int) -> dict:
     """The sampler's settings for ``sweeps`` sweeps, in the default's proportions (40: 10, 20)."""
-    return {"sweeps": sweeps, "fertility_from": max(1, round(sweeps / 4)), "collect": max(1, sweeps // 2)}
+    s = SAMPLER.with_sweeps(sweeps)
+    return {"sweeps": s.sweeps, "fertility_from": s.fertility_from, "collect": s.collect}
 
 
 def worker(src: str, tgt: str, out: str, sweeps: int, seed: int) -> None:

@@ -244,8 +244,8 @@ def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
     test = open_corpus(SAMPLE / "test.en", SAMPLE / "test.fr")
     found = gather_teacher(m, meta, test, "auto", teacher_options(meta))
     assert (found.facts.training, found.facts.added) == (len(pairs), len(test))
-    assert len(found.training) == len(pairs)
-    assert gather_teacher(m, meta, test, "aligned", teacher_options(meta)).training is None
+    assert len(found.joined.learned) == len(pairs)
+    assert gather_teacher(m, meta, test, "aligned", teacher_options(meta)).joined is None
     base = ["align", "corpus", "--model", str(m), "--src", str(SAMPLE / "test.en"), "--tgt",
             str(SAMPLE / "test.fr"), "--quiet", "--teacher", "on"]
     runner = CliRunner()
@@ -258,7 +258,7 @@ def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
     # a changed training file: training is an error
     (tmp_path / "train.fr").write_text("changed\n" * len(pairs), encoding="utf-8")
     changed = gather_teacher(m, meta, test, "training", teacher_options(meta))
-    assert changed.training is None and "has changed since training" in changed.facts.problem
+    assert changed.joined is None and "has changed since training" in changed.facts.problem
     gone = runner.invoke(app, [*base, "--teacher-corpus", "training"])
     assert gone.exit_code == 1 and "error:" in gone.stderr and "has changed" in gone.stderr
     bad = runner.invoke(app, [*base, "--teacher-corpus", "everything"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .. import dist
 from ..data.corpus import Pairs, open_corpus, pair_keys
@@ -43,12 +43,13 @@ def teacher_options(meta: dict) -> TeacherOptions:
 @dataclass
 class TeacherSources:
     """What :func:`gather_teacher` found: the facts the plan reads and the things they describe (the
-    kept teacher read for the pairs, the kept counts and their pairs, the training corpus)."""
+    kept teacher read for the pairs, the kept counts and their pairs, the training corpus joined with
+    the pairs being aligned)."""
 
     facts: TeacherFacts
     kept: TeacherView | None = None
     counts: tuple[dict, int] | None = None
-    training: Pairs | None = None
+    joined: JoinedCorpus | None = None
 
 
 def gather_teacher(model, meta: dict, pairs: Pairs, corpus: str, options: TeacherOptions) -> TeacherSources:
@@ -77,13 +78,13 @@ def gather_teacher(model, meta: dict, pairs: Pairs, corpus: str, options: Teache
     except AttnAlignError as e:
         where = f"{e.path}: " if e.path else ""
         problem = f"the model's training corpus cannot be read ({where}{e.message})"
-        return TeacherSources(TeacherFacts(**{**asdict(facts), "problem": problem}), counts=counts)
+        return TeacherSources(replace(facts, problem=problem), counts=counts)
     if not same:
         problem = f"the model's training corpus ({training.name}) has changed since training"
-        return TeacherSources(TeacherFacts(**{**asdict(facts), "problem": problem}), counts=counts)
-    added, _ = joined_index(pair_keys(pairs), pair_keys(training))
-    facts = TeacherFacts(**{**asdict(facts), "training": len(training), "added": len(added)})
-    return TeacherSources(facts, counts=counts, training=training)
+        return TeacherSources(replace(facts, problem=problem), counts=counts)
+    joined = JoinedCorpus(pairs, training)
+    return TeacherSources(replace(facts, training=len(training), added=len(joined.added)), counts=counts,
+                          joined=joined)
 
 
 def _kept_view(model, pairs: Pairs, options: dict) -> TeacherView | None:
@@ -120,12 +121,12 @@ def find_teacher(model: str | os.PathLike, meta: dict, pairs: Pairs, teacher: st
         warn(line)
     if plan.source != "train":
         return plan, sources.kept if plan.source == "kept" else None
-    extra = sources.training if plan.training else None
-    if extra is not None:
+    if plan.training:
+        extra = sources.joined.learned
         check_distinct(outputs or {}, {"the training corpus": extra.src_path or extra.corpus_path,
                                        "the training corpus's target side": extra.tgt_path})
-    return plan, fit_teacher(JoinedCorpus(pairs, extra), options,
-                             sources.counts if plan.going_on else None, progress)
+    corpus = sources.joined if plan.training else JoinedCorpus(pairs)
+    return plan, fit_teacher(corpus, options, sources.counts if plan.going_on else None, progress)
 
 
 def fit_teacher(corpus: JoinedCorpus, options: TeacherOptions = DEFAULT, kept: tuple[dict, int] | None = None,

@@ -7,6 +7,7 @@ and the choice written to the model directory (``blend.json``), where later runs
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -76,7 +77,7 @@ def tune_blend(combined: Combined, pairs, gold: list[Alignment], start: int, nam
         raise OptionError(f"--tune-gold has {len(gold)} sentences; choosing the blend needs at least "
                           f"{TUNE_MIN_SENTENCES}", path=name,
                           hint="give a larger gold, or leave --tune-gold out")
-    pairs = list(pairs)[: len(gold)]
+    pairs = list(itertools.islice(pairs, len(gold)))  # the gold's sentences, not the whole corpus
     read = combined.aligner.extract(pairs, start)
     teacher = combined.teacher.matrices(start, start + len(read))
     candidates = blend_candidates(combined.aligner.both)

@@ -47,11 +47,14 @@ class SamplerSettings:
 
     def for_pairs(self, pairs: int) -> SamplerSettings:
         """The schedule for a corpus of ``pairs`` pairs: every sweep up to ``full_pairs``; beyond,
-        ``sweeps * sqrt(full_pairs / pairs)``, at least ``min_sweeps``, the fertility model coming in
-        and the counted sweeps beginning at the same shares of them."""
+        ``sweeps * sqrt(full_pairs / pairs)``, at least ``min_sweeps`` (:meth:`with_sweeps`)."""
         if pairs <= self.full_pairs:
             return self
-        sweeps = max(self.min_sweeps, round(self.sweeps * math.sqrt(self.full_pairs / pairs)))
+        return self.with_sweeps(max(self.min_sweeps, round(self.sweeps * math.sqrt(self.full_pairs / pairs))))
+
+    def with_sweeps(self, sweeps: int) -> SamplerSettings:
+        """``sweeps`` sweeps, the fertility model coming in and the counted sweeps beginning at the same
+        shares of them as in this schedule."""
         share = sweeps / self.sweeps
         return replace(self, sweeps=sweeps, fertility_from=round(self.fertility_from * share),
                        collect=max(1, round(self.collect * share)))
