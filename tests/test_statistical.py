@@ -258,21 +258,24 @@ def test_a_batch_holds_each_cells_table_entry():
     assert b.idx[2].tolist() == [[pad, pad, entry[x]], [pad] * 3, [pad] * 3]  # no source: NULL only
 
 
-def test_ibm2_viterbi_is_the_argmax_of_each_pairs_posteriors():
+def test_ibm2_viterbi_is_the_argmax_of_each_pairs_posteriors(monkeypatch):
     """The sampler's start: IBM2's best source position per target word (S for NULL), computed batch by
     batch, equals the argmax of each pair's posteriors, empty sides and sentences of every length
     included."""
+    from attnalign.statistical import em
     from attnalign.statistical.ibm2 import IBM2
     from attnalign.statistical.ids import IdCorpus
 
     pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:300]
     pairs += [([], ["a", "b"]), (["a"], []), (["x"] * 30, ["y"]), (["the"], ["la", "le", "les"])]
     corpus = IdCorpus.encode(pairs)
-    ibm2 = IBM2(corpus, 2)
-    for lo, hi in ((0, len(pairs)), (5, 17), (300, len(pairs))):
-        expect = [p.argmax(axis=1) for p in ibm2.posteriors(lo, hi)]
-        got = ibm2.viterbi(lo, hi)
-        assert got.tolist() == np.concatenate(expect).tolist()
+    for cache in (0, 10**9):  # every batch rebuilt, or every batch kept from training
+        monkeypatch.setattr(em, "cache_cells", lambda cache=cache: cache)
+        ibm2 = IBM2(corpus, 2, hold=True)
+        assert len(ibm2.batches.cached) == (0 if cache == 0 else len(ibm2.batches.groups))
+        expect = [p.argmax(axis=1) for p in ibm2.posteriors(0, len(pairs))]
+        assert ibm2.viterbi().tolist() == np.concatenate(expect).tolist()
+        assert not ibm2.batches.cached  # released
 
 
 def test_union_cells_by_hand():
@@ -292,3 +295,24 @@ def test_union_cells_by_hand():
     # (1,1) posteriors 0.1 no, counts 3/4 and 2/4 yes; pair 2: (0,0) posteriors 0.9 and 0.2 yes
     assert list(zip(li.tolist(), lj.tolist(), strict=True)) == [(0, 0), (1, 1), (0, 0)]
     assert starts.tolist() == [0, 2, 2, 3]
+
+
+def test_the_em_cache_changes_no_table(monkeypatch):
+    """EM keeps its batches' cells between passes up to CACHE_SHARE of the machine's memory (4 bytes a
+    cell) and rebuilds the rest every pass: the agreement HMMs trained with every batch kept, some or
+    none have the same tables."""
+    from attnalign.statistical import em
+    from attnalign.statistical.hmm import HMMAgreement
+    from attnalign.statistical.ids import IdCorpus
+
+    assert em.cache_cells(8 * 2**30) == int(0.1 * 8 * 2**30) // 4
+    assert em.cache_cells(0) == em.CACHE_CELLS  # the system does not say
+    corpus = IdCorpus.encode(read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:200])
+    tables = []
+    for cache in (0, 5_000, 10**9):
+        monkeypatch.setattr(em, "cache_cells", lambda cache=cache: cache)
+        m = HMMAgreement(corpus, 2, ibm2_iterations=2, max_cells=20_000)
+        tables.append((m.fwd.t, m.rev.t, m.fwd.jump))
+    for t in tables[1:]:
+        for a, b in zip(tables[0], t, strict=True):
+            np.testing.assert_array_equal(a, b)

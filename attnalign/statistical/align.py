@@ -76,7 +76,7 @@ def iter_links(pairs: Pairs | IdCorpus, sym: str = DEFAULT.sym, iterations: int 
     yields all the links, the others none. Progress goes to :func:`.progress.reporting`'s listener."""
     _check(sym, model)
     words = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
-    models = _fit_models(words, model, iterations, prefix, identical, chunk, **kw)
+    models = _fit_models(words, model, iterations, prefix, identical, **kw)
     n = len(words)
 
     def links(lo: int, hi: int) -> list[list[Link]]:
@@ -118,7 +118,7 @@ def union_links(agree, fertility, lo: int, hi: int) -> list[list[Link]]:
     return [links[a:b] for a, b in itertools.pairwise(starts.tolist())]
 
 
-def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, identical: float, chunk: int,
+def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, identical: float,
                 kept: dict | None = None, keep: bool = False, samplers: int = DEFAULT.samplers,
                 seed: int = DEFAULT.seed, **kw) -> tuple:
     """``model``'s trained models on the whole-word corpus ``words``: (the model, None), or for
@@ -136,7 +136,7 @@ def _fit_models(words: IdCorpus, model: str, iterations: int, prefix: int, ident
     first = fit(words.cut(prefix), name, iterations, prefix, identical, **going_on(name), **kw)
     if not combined:
         return first, None
-    return first, fit(words.cut(FERTILITY_PREFIX), "fertility", prefix=FERTILITY_PREFIX, chunk=chunk,
+    return first, fit(words.cut(FERTILITY_PREFIX), "fertility", prefix=FERTILITY_PREFIX,
                       **going_on("fertility"))
 
 
@@ -157,11 +157,11 @@ class SoftTeacher:
 
     def __init__(self, pairs: Pairs | IdCorpus, model: str = DEFAULT.model, iterations: int = EM.iterations,
                  prefix: int = DEFAULT.prefix, identical: float = DEFAULT.identical,
-                 chunk: int = CHUNK_PAIRS, keep: bool = False, kept: dict | None = None, **kw):
+                 keep: bool = False, kept: dict | None = None, **kw):
         if model not in MODELS:
             raise ValueError(f"unknown statistical model {model!r}; choose {', '.join(MODELS)}")
         words = pairs if isinstance(pairs, IdCorpus) else IdCorpus.encode(pairs)
-        self._fitted = _fit_models(words, model, iterations, prefix, identical, chunk, kept, keep, **kw)
+        self._fitted = _fit_models(words, model, iterations, prefix, identical, kept, keep, **kw)
         self.models = [m for m in self._fitted if m]
         self.pairs = len(words)
         names = ("hmm-agree", "fertility") if model == COMBINED else (model,)

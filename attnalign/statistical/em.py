@@ -6,7 +6,7 @@ A cell is one (sentence, target word, source word or NULL) triple. A :class:`Cel
 group of sentences of similar (S, T), the index of every cell's (source type, target type) entry in
 the table, ``idx [B, Tm, Sm + 1]`` (column Sm is NULL; padding points one past the table's end, where
 the probabilities are 0). EM passes over a corpus batch by batch: memory holds one batch's cells,
-plus a cache of batches' indices up to :data:`CACHE_CELLS` cells, never every pair's matrices.
+plus a cache of batches' indices up to :func:`cache_cells` cells, never every pair's matrices.
 
 With ``identical > 0`` every pair of identical source and target types (names, numbers, shared
 loanwords and cognates cut to the same prefix) gets that many extra counts in every M-step: a prior
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..data.npz import machine_memory
 from . import count_kernels, decode_kernels, kernels
 from .ids import IdCorpus, LexTable
 from .learned import OnTable
@@ -29,7 +30,18 @@ from .processes import all_reduce, world
 from .progress import report
 
 IBM2_CELLS = 1_000_000  # cells of an IBM2 batch
-CACHE_CELLS = 60_000_000  # cell indices kept between EM passes (4 bytes each); more are rebuilt per pass
+# A direction's EM keeps its batches' cell indices (4 bytes a cell) between passes up to this share of
+# the machine's memory and rebuilds the rest every pass, which costs about three times the pass itself;
+# CACHE_CELLS cells where the system does not say how much memory it has.
+CACHE_SHARE = 0.1
+CACHE_CELLS = 60_000_000
+
+
+def cache_cells(memory: int | None = None) -> int:
+    """The cells one direction's EM keeps between passes on a machine of ``memory`` bytes (None: this
+    machine's, :func:`~attnalign.data.npz.machine_memory`)."""
+    memory = machine_memory() if memory is None else memory
+    return int(CACHE_SHARE * memory) // 4 if memory else CACHE_CELLS
 
 
 def digamma(x: np.ndarray) -> np.ndarray:
@@ -115,13 +127,15 @@ class Batches:
     (:mod:`.processes`). Cell indices are kept between passes up to ``cache`` cells and rebuilt beyond."""
 
     def __init__(self, corpus: IdCorpus, table: LexTable, limit: int = IBM2_CELLS,
-                 cost: Callable[[int, int, int], int] = ibm2_cost, cache: int = CACHE_CELLS,
+                 cost: Callable[[int, int, int], int] = ibm2_cost, cache: int | None = None,
                  groups: list[np.ndarray] | None = None):
-        """``groups``: this process's groups of pairs, as another direction's :attr:`groups` (the same
-        pairs batch by batch)."""
+        """``cache``: the cells kept between passes (None: :func:`cache_cells`); ``groups``: this
+        process's groups of pairs, as another direction's :attr:`groups` (the same pairs batch by
+        batch)."""
         self.groups = my_groups(corpus, limit, cost) if groups is None else groups
         self.pairs = sum(map(len, self.groups))  # this process's share
-        self.corpus, self.table, self.room = corpus, table, cache
+        self.corpus, self.table = corpus, table
+        self.room = cache_cells() if cache is None else cache
         self.cached: dict[int, CellBatch] = {}
 
     def release(self) -> None:

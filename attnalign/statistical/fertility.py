@@ -48,11 +48,11 @@ from ..data.corpus import Pairs
 from ..data.npz import machine_memory
 from ..errors import warn
 from . import gibbs, kernels
-from .em import CACHE_CELLS, padded, trim_heap
+from .em import cache_cells, padded, trim_heap
 from .ibm2 import IBM2
-from .ids import CHUNK_PAIRS, IdCorpus, LexTable
+from .ids import IdCorpus, LexTable
 from .learned import KeptCounts
-from .processes import all_reduce, my_chunks, world
+from .processes import all_reduce, world
 from .progress import report
 from .settings import MAX_SAMPLERS, SAMPLER
 from .threads import at_once, possible
@@ -326,7 +326,7 @@ class FertilityModel:
     (:class:`_Cores`); else, and under torchrun (each direction exchanges counts with the other
     processes), one after the other on all of them."""
 
-    def __init__(self, corpus: IdCorpus, seed: int = SAMPLER.seed, chunk: int = CHUNK_PAIRS,
+    def __init__(self, corpus: IdCorpus, seed: int = SAMPLER.seed,
                  kept: tuple[KeptCounts, KeptCounts] | None = None, keep: bool = False, samplers: int = 1,
                  **kw):
         """``kept``: both directions' link counts kept from sampling another corpus (:mod:`.learned`),
@@ -342,11 +342,11 @@ class FertilityModel:
         fwd_kept, rev_kept = kept or (None, None)
         sides = ((corpus, "forward", fwd_kept), (corpus.swapped(), "reverse", rev_kept))
         cells = int((np.diff(corpus.tgt_off) * (np.diff(corpus.src_off) + 1)).sum())
-        firsts = [functools.partial(_ibm2_links, side, name, chunk, k) for side, name, k in sides]
+        firsts = [functools.partial(_ibm2_links, side, name, k) for side, name, k in sides]
         # at once where both directions' cells fit in what one IBM2 may cache, or where the two samplers
         # will run at once: their state, which comes after, outweighs the two IBM2s' caches
         samplers_at_once = 2 * MIN_CELL_BYTES * cells <= parallel_budget()
-        firsts = at_once(firsts, possible() and (2 * cells <= CACHE_CELLS or samplers_at_once))
+        firsts = at_once(firsts, possible() and (2 * cells <= cache_cells() or samplers_at_once))
         starts = [(side, name, k, *first) for (side, name, k), first in zip(sides, firsts, strict=True)]
         jobs = [functools.partial(_chains, samplers, side, init, seed=seed, stage=f"fertility {name}", kept=k,
                                   keep=keep, table=table, **kw)
@@ -381,16 +381,12 @@ class FertilityModel:
         return self.marginals[0].frequencies(lo, hi), self.marginals[1].frequencies(lo, hi)
 
 
-def _ibm2_links(side: IdCorpus, name: str, chunk: int, kept: KeptCounts | None = None
-                ) -> tuple[np.ndarray, LexTable]:
+def _ibm2_links(side: IdCorpus, name: str, kept: KeptCounts | None = None) -> tuple[np.ndarray, LexTable]:
     """One direction's IBM2 Viterbi links, flat over the target words (S: NULL): the sampler's start
     (``kept``: link counts kept from another corpus join IBM2's counts); and IBM2's lexical table of
     ``side``, which the sampler reads too."""
-    ibm2 = IBM2(side, 5, stage=f"fertility {name}", kept=kept)
-    init = np.zeros(len(side.tgt), dtype=np.int32)
-    for lo, hi in my_chunks(len(side), chunk):
-        init[side.tgt_off[lo]:side.tgt_off[hi]] = ibm2.viterbi(lo, hi)  # S: NULL
-    table = ibm2.table
+    ibm2 = IBM2(side, 5, stage=f"fertility {name}", kept=kept, hold=True)
+    init, table = ibm2.viterbi(), ibm2.table
     del ibm2
     trim_heap()  # before the samplers' state comes on top
     return all_reduce(init.astype(np.float64)).astype(np.int32), table

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .em import IBM2_CELLS, Batches, em, ibm2_cost, ibm2_posteriors, in_order, make_batch, plan, trim_heap
+from .em import Batches, em, ibm2_posteriors, in_order
 from .ids import IdCorpus, LexTable
 from .learned import KeptCounts
 from .settings import EM
@@ -29,14 +29,16 @@ class IBM2:
 
     def __init__(self, corpus: IdCorpus, iterations: int = EM.iterations, p0: float = EM.ibm2_p0,
                  tension: float = EM.tension, alpha: float = EM.alpha, identical: float = 0.0,
-                 stage: str = "ibm2", kept: KeptCounts | None = None):
+                 stage: str = "ibm2", kept: KeptCounts | None = None, hold: bool = False):
         """``kept``: lexical counts kept from training on another corpus (:mod:`.learned`), added in every
-        M-step."""
+        M-step; ``hold``: keep training's batches (their cached cells) for :meth:`viterbi`."""
         self.corpus, self.p0, self.tension = corpus, p0, tension
         self.table = LexTable(corpus)
-        self.t = em(Batches(corpus, self.table), iterations, alpha, p0, tension, self.table.bonus(identical),
+        self.batches = Batches(corpus, self.table)
+        self.t = em(self.batches, iterations, alpha, p0, tension, self.table.bonus(identical),
                     stage=stage, base=kept.on(corpus, self.table) if kept is not None else None)
-        trim_heap()  # the batches' cells
+        if not hold:
+            self.batches.release()
 
     def posteriors(self, lo: int, hi: int) -> list[np.ndarray]:
         """Posteriors ``[T, S + 1]`` (NULL last) of pairs ``lo..hi``."""
@@ -44,20 +46,21 @@ class IBM2:
         return in_order(self.corpus, self.table, lo, hi,
                         lambda b: ibm2_posteriors(b, t_ext, self.p0, self.tension))
 
-    def viterbi(self, lo: int, hi: int) -> np.ndarray:
-        """Each target word's most probable source position in pairs ``lo..hi`` (S: NULL; the first of
-        equals, as ``posteriors(lo, hi)[k].argmax(axis=1)`` gives), flat over their target words, batch
-        by batch without a matrix per pair."""
+    def viterbi(self) -> np.ndarray:
+        """Each target word's most probable source position (S: NULL; the first of equals, as
+        ``posteriors(0, len(corpus))[k].argmax(axis=1)`` gives), flat over the corpus's target words,
+        over training's batches (cells cached there are not rebuilt), which it then releases. Under
+        torchrun only this process's pairs are filled (0 elsewhere; the processes' sum is the whole)."""
         t_ext = np.append(self.t, 0.0)
         c = self.corpus
-        out = np.zeros(int(c.tgt_off[hi] - c.tgt_off[lo]), dtype=np.int32)  # an empty source: NULL (0)
-        for rows in plan(c, np.arange(lo, hi), IBM2_CELLS, ibm2_cost):
-            b = make_batch(c, self.table, rows)
+        out = np.zeros(len(c.tgt), dtype=np.int32)  # an empty source: NULL (0)
+        for b in self.batches:
             Tm = b.idx.shape[1]
             # padded source columns hold 0, so they never win over a real one or NULL (column Sm)
             best = ibm2_posteriors(b, t_ext, self.p0, self.tension).argmax(axis=2)
             best = np.minimum(best, b.S[:, None])  # NULL -> S
             live = np.arange(Tm)[None, :] < b.T[:, None]
-            at = (c.tgt_off[rows] - c.tgt_off[lo])[:, None] + np.arange(Tm)[None, :]
+            at = c.tgt_off[b.rows][:, None] + np.arange(Tm)[None, :]
             out[at[live]] = best[live]
+        self.batches.release()
         return out
