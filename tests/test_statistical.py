@@ -307,6 +307,9 @@ def test_the_em_cache_changes_no_table(monkeypatch):
 
     assert em.cache_cells(8 * 2**30) == int(0.1 * 8 * 2**30) // 4
     assert em.cache_cells(0) == em.CACHE_CELLS  # the system does not say
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")  # torchrun's processes on this machine share it
+    assert em.cache_cells(8 * 2**30) == int(0.1 * 8 * 2**30 / 4) // 4
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
     corpus = IdCorpus.encode(read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:200])
     tables = []
     for cache in (0, 5_000, 10**9):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.npz import machine_memory
+from ..dist import local_processes
 from . import count_kernels, decode_kernels, kernels
 from .ids import IdCorpus, LexTable
 from .learned import OnTable
@@ -31,17 +32,18 @@ from .progress import report
 
 IBM2_CELLS = 1_000_000  # cells of an IBM2 batch
 # A direction's EM keeps its batches' cell indices (4 bytes a cell) between passes up to this share of
-# the machine's memory and rebuilds the rest every pass, which costs about three times the pass itself;
-# CACHE_CELLS cells where the system does not say how much memory it has.
+# the machine's memory (divided among the processes torchrun started on it) and rebuilds the rest every
+# pass, which costs about three times the pass itself; CACHE_CELLS cells where the system does not say
+# how much memory it has.
 CACHE_SHARE = 0.1
 CACHE_CELLS = 60_000_000
 
 
 def cache_cells(memory: int | None = None) -> int:
-    """The cells one direction's EM keeps between passes on a machine of ``memory`` bytes (None: this
-    machine's, :func:`~attnalign.data.npz.machine_memory`)."""
+    """The cells one direction's EM keeps between passes in one process on a machine of ``memory``
+    bytes (None: this machine's, :func:`~attnalign.data.npz.machine_memory`)."""
     memory = machine_memory() if memory is None else memory
-    return int(CACHE_SHARE * memory) // 4 if memory else CACHE_CELLS
+    return int(CACHE_SHARE * memory / local_processes()) // 4 if memory else CACHE_CELLS
 
 
 def digamma(x: np.ndarray) -> np.ndarray:
