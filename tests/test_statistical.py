@@ -319,3 +319,24 @@ def test_the_em_cache_changes_no_table(monkeypatch):
     for t in tables[1:]:
         for a, b in zip(tables[0], t, strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+def test_counts_are_summed_across_processes_a_slice_at_a_time(monkeypatch):
+    """Under torchrun the fertility model's link counts (uint8, a cell each) are summed in place a slice
+    at a time, never as one float64 copy of the whole; every element is summed once, the last slice
+    short; with one process nothing is reduced."""
+    from attnalign.statistical import processes
+
+    calls = []
+
+    def doubled(x):  # two processes holding the same counts
+        calls.append((x.dtype, len(x)))
+        return 2 * x
+
+    monkeypatch.setattr(processes, "all_reduce", doubled)
+    x = np.arange(10, dtype=np.uint8)
+    assert processes.summed_in_place(x, step=4) is x and calls == []  # one process
+    monkeypatch.setattr(processes, "world", lambda: (0, 2))
+    assert processes.summed_in_place(x, step=4) is x
+    assert x.tolist() == [2 * k for k in range(10)] and x.dtype == np.uint8
+    assert calls == [(np.float64, 4), (np.float64, 4), (np.float64, 2)]

@@ -52,7 +52,7 @@ from .em import cache_cells, padded, trim_heap
 from .ibm2 import IBM2
 from .ids import IdCorpus, LexTable
 from .learned import KeptCounts
-from .processes import all_reduce, world
+from .processes import all_reduce, summed_in_place, world
 from .progress import report
 from .settings import MAX_SAMPLERS, SAMPLER
 from .threads import at_once, possible
@@ -277,7 +277,7 @@ def sample_marginals(pairs: Pairs | IdCorpus, init: Sequence[np.ndarray] | np.nd
             for b in buckets:
                 marg.add(b)
     if procs > 1:
-        marg.counts = all_reduce(marg.counts.astype(np.float64)).astype(np.uint8)
+        summed_in_place(marg.counts)
     if keep:
         jumps, fert = _tables(buckets, n_src, max_jump, max_fertility)
         marg.kept = KeptCounts.of(corpus, table, n_pair - base.pair, jump=jumps, fert=fert)
@@ -389,4 +389,4 @@ def _ibm2_links(side: IdCorpus, name: str, kept: KeptCounts | None = None) -> tu
     init, table = ibm2.viterbi(), ibm2.table
     del ibm2
     trim_heap()  # before the samplers' state comes on top
-    return all_reduce(init.astype(np.float64)).astype(np.int32), table
+    return summed_in_place(init), table

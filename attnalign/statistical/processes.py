@@ -36,6 +36,20 @@ def all_reduce(x: np.ndarray) -> np.ndarray:
     return t.numpy()
 
 
+SLICE = 1 << 24  # elements summed at once by summed_in_place: their float64 copy takes 128 MiB
+
+
+def summed_in_place(x: np.ndarray, step: int = SLICE) -> np.ndarray:
+    """``x`` (1-D counts of any dtype that holds their sum) summed over all processes, in place, ``step``
+    elements at a time: a float64 copy of the whole would take 8 bytes an element (gigabytes for the
+    fertility model's link counts of a large corpus). ``x`` itself with one process."""
+    if world()[1] == 1:
+        return x
+    for lo in range(0, len(x), step):
+        x[lo:lo + step] = all_reduce(x[lo:lo + step].astype(np.float64))
+    return x
+
+
 def gather_chunks(mine: list[tuple[int, object]]) -> list[object] | None:
     """Rank 0: every process's ``(chunk start, result)`` pairs, results in corpus order; other ranks:
     None. One process: the results in order."""
