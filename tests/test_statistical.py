@@ -340,3 +340,24 @@ def test_counts_are_summed_across_processes_a_slice_at_a_time(monkeypatch):
     assert processes.summed_in_place(x, step=4) is x
     assert x.tolist() == [2 * k for k in range(10)] and x.dtype == np.uint8
     assert calls == [(np.float64, 4), (np.float64, 4), (np.float64, 2)]
+
+
+def test_the_memory_shares_read_a_containers_limit(monkeypatch, tmp_path):
+    """The memory the caches and the samplers take a share of is the container's limit where it is
+    below the machine's memory; "max", a limit beyond the machine's, or no file at all mean the
+    machine's."""
+    import os
+
+    from attnalign.data import npz
+
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    v2, v1 = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes"
+    monkeypatch.setattr(npz, "CGROUP_LIMITS", (str(v2), str(v1)))
+    assert npz.machine_memory() == physical  # neither file
+    v2.write_text("max\n")
+    v1.write_text(f"{physical * 4}\n")
+    assert npz.machine_memory() == physical
+    v1.write_text(f"{2**30}\n")
+    assert npz.machine_memory() == 2**30
+    v2.write_text(f"{2**29}\n")
+    assert npz.machine_memory() == 2**29

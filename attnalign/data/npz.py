@@ -12,13 +12,26 @@ import numpy as np
 
 from ..errors import AttnAlignError
 
+# A container's memory limit (cgroup v2, then v1), which the physical memory does not show: "max" or a
+# number beyond the machine's means none.
+CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
 
 def machine_memory() -> int | None:
-    """This machine's physical memory in bytes (None where the system does not say)."""
+    """The memory this process may use in bytes: the machine's physical memory, or its container's
+    limit where that is lower (None where the system says neither)."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        known = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")]
     except (ValueError, OSError, AttributeError):
-        return None
+        known = []
+    for path in CGROUP_LIMITS:
+        try:
+            text = Path(path).read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text.isdigit() and int(text) > 0:
+            known.append(int(text))
+    return min(known) if known else None
 
 
 def check_members(npz, path: str | os.PathLike, what: str, entry_bytes: int | None = None) -> None:
