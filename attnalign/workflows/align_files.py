@@ -100,12 +100,11 @@ def align_corpus_files(
     ``gold_options``' format): the blend is chosen on that gold first (:func:`_tuned`)."""
     from ..combine import combined_aligner
     from ..nmt.aligner import Aligner
+    from ..nmt.checkpoint import model_files
     from ..nmt.device import set_threads
 
     set_threads(threads)
     kernels.set_threads(threads)  # the teacher's loops
-    from ..nmt.checkpoint import model_files
-
     outputs = {"--output": output, "--save-attention": save_attention}
     reverse_model = options.reverse_model if options is not None else None
     check_distinct(outputs, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold,
@@ -115,7 +114,6 @@ def align_corpus_files(
         if path is not None:
             check_writable(path, what)
     if is_stdio(output) and is_stdio(save_attention):
-
         raise OptionError("--output and --save-attention cannot both go to stdout (-)")
     aligner = Aligner(model, options or AlignOptions())
     pairs = open_corpus(src, tgt, corpus, encoding=encoding,
@@ -274,7 +272,6 @@ def align_statistical_files(
     try:
         summary.links, per_sentence = _write_statistical(pairs, teacher, output, writer, golds, progress)
     except MemoryError:
-
         raise AttnAlignError(
             f"out of memory aligning {len(pairs)} pairs with {model}",
             hint="run it under torchrun (README, align statistical) so that several processes or machines "
