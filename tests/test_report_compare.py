@@ -14,7 +14,7 @@ from helpers import ROOT, SAMPLE, invoke, write
 
 from attnalign.eval.metrics import Counts
 from attnalign.report.sweep import Config, Result
-from attnalign.report.systems import disagreement_order
+from attnalign.report.systems import disagreement_order, row_names
 
 DIAGONAL = SAMPLE / "test.diagonal.align"
 TEXT = ["--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr", "--gold", SAMPLE / "test.gold.naacl"]
@@ -72,12 +72,12 @@ def test_with_a_model_the_files_sit_beside_its_default_output(models, tmp_path):
                "-o", out, "--gallery", 1)
     assert r.exit_code == 0, r.stderr
     scores = pd.read_csv(out / "scores.csv")
-    row = scores[scores.configuration == str(SAMPLE / "test.diagonal.align")].iloc[0]
+    row = scores[scores.configuration == "test.diagonal.align"].iloc[0]  # its row name: the file's name
     assert row.aer_low < row.aer < row.aer_high and not row.best
     assert scores.aer_low.notna().all()  # every configuration carries its interval
     systems = pd.read_csv(out / "systems.csv")
     assert systems.system.iloc[0].startswith("align corpus default output")
-    assert systems.system.iloc[1] == str(SAMPLE / "test.diagonal.align")
+    assert systems.system.iloc[1] == "test.diagonal.align"
     page = (out / "index.html").read_text()
     assert "Systems compared" in page and "AER 95% interval" in page
 
@@ -97,6 +97,47 @@ def test_errors(tmp_path, args, says, code):
     assert r.exit_code == code, r.stderr
     assert r.stderr.startswith("error:") and says in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "rep").exists()
+
+
+def test_the_breakdown_shows_each_dimension_with_its_own_bands(tmp_path):
+    out = tmp_path / "rep"
+    r = invoke("report", "--pred", DIAGONAL, "--pred", worse_diagonal(tmp_path), *TEXT, "-o", out)
+    assert r.exit_code == 0, r.stderr
+    csv = pd.read_csv(out / "breakdown.csv")
+    page = (out / "index.html").read_text()
+    section = page[page.index("<h2>Breakdown</h2>"):page.index("<h2>Word pairs by system</h2>")]
+    tables = dict(re.findall(r"<h3>By (\w+)</h3><div class=\"wrap\"><table.*?<tbody>(.*?)</tbody>", section))
+    assert list(tables) == list(dict.fromkeys(csv.dimension))  # one table per dimension, in the CSV's order
+    for dim, body in tables.items():
+        rows = re.findall(r"<tr><td>(.*?)</td>", body)
+        bands = csv[csv.dimension == dim].band.map(html.escape)
+        assert rows == list(dict.fromkeys(bands))  # no row the CSV lacks, none twice
+    # the sample's diagonal predicts nothing 8 words off the diagonal and the gold has nothing there
+    far = re.search(r"<tr><td>8\+</td>(.*?)</tr>", tables["distance"]).group(1)
+    assert "no links" in far and "<td></td>" not in section  # no blank reads as zero or missing
+    assert "n/a" in tables["type"]  # a type band's precision is fixed by its definition
+
+
+def test_a_pred_file_is_named_by_its_row_name_everywhere(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one = write(tmp_path / "a" / "out.align", DIAGONAL.read_text())
+    two = worse_diagonal(tmp_path).rename(tmp_path / "b" / "out.align")
+    out = tmp_path / "rep"
+    r = invoke("report", "--pred", one, "--pred", two, *TEXT, "-o", out, "--gallery", 1)
+    assert r.exit_code == 0, r.stderr
+    assert list(pd.read_csv(out / "systems.csv").system) == ["a/out.align", "b/out.align"]
+    page = (out / "index.html").read_text()
+    # the full paths stay only in commands (the page's command line and each picture's plot command)
+    text = re.sub(r"<code>.*?</code>", "", page, flags=re.S)
+    assert str(tmp_path) not in text, "a title or header holds a path the row name shortens"
+    assert "a/out.align: AER" in page and "<summary>b/out.align: most frequently" in page
+
+
+def test_row_names_by_hand():
+    assert row_names(["x/y/out.align", "z/y/out.align", "w.align"]) == ["x/y/out.align", "z/y/out.align",
+                                                                        "w.align"]
+    assert row_names(["-", "runs/a.align"]) == ["stdin", "a.align"]
 
 
 def test_files_alone_need_the_corpus(tmp_path):

@@ -60,7 +60,7 @@ def report(
         "compares the files alone (and needs no torch).")) = None,
     pred_name: option(list[str] | None, "--pred-name", panel=INPUT,
                       help="The name of each --pred file in the report, in order.",
-                      show_default="its path") = None,
+                      show_default="the file name (with the folders that tell files apart)") = None,
     gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False,

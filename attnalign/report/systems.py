@@ -38,13 +38,13 @@ from .tables import gallery_order, word_pairs
 def pred_results(preds: Sequence[str | os.PathLike], names: Sequence[str], gold: Sequence[Alignment],
                  pairs: Pairs, options: GoldOptions = GoldOptions()) -> list[Result]:
     """Each alignment file read as ``options`` say for the gold's sentences (range-checked against
-    ``pairs``) and scored, named by ``names`` (default: the path as given)."""
+    ``pairs``) and scored, named by ``names`` (default: :func:`row_names`)."""
     if names and len(names) != len(preds):
         raise OptionError(f"{len(names)} --pred-name for {len(preds)} --pred files",
                           hint="give one --pred-name per --pred, in the same order, or none")
     if sum(str(p) == "-" for p in preds) > 1:
         raise OptionError("only one --pred can be read from stdin (-)", hint="give the others as files")
-    names = list(names) or [path_text(p) for p in preds]
+    names = list(names) or row_names(preds)
     if len(set(names)) != len(names):
         raise OptionError("two --pred files have the same name", hint="name them apart with --pred-name")
     check_unique_names([], names)
@@ -57,6 +57,19 @@ def pred_results(preds: Sequence[str | os.PathLike], names: Sequence[str], gold:
         per = [alignment_counts(h, g) for h, g in zip(hyp, gold, strict=True)]
         results.append(Result(Config(None, 0, "", "none", label=name), per, links))
     return results
+
+
+def row_names(paths: Sequence[str | os.PathLike]) -> list[str]:
+    """Each file's row name on the page: its file name, with as many of its folders before it as tell
+    the files apart (``a/out.align``, ``b/out.align``); stdin is ``stdin``. The full paths stay in the
+    command line at the top of the page."""
+    parts = [("stdin",) if str(p) == "-" else Path(path_text(p)).parts or (path_text(p),) for p in paths]
+    depth = 1
+    while True:
+        names = ["/".join(q[-depth:]) for q in parts]
+        if len(set(names)) == len(names) or depth >= max(map(len, parts)):
+            return names
+        depth += 1
 
 
 def check_unique_names(rows: Sequence[str], preds: Sequence[str]) -> None:
@@ -140,6 +153,37 @@ def plot_args(preds: Sequence, source: list[str], gold_args: list[str]) -> str:
     return shlex.join([*(w for p in preds for w in ("--pred", str(p))), *map(str, source), *gold_args])
 
 
+BREAKDOWN_METRICS = {"precision": "P", "recall": "R", "aer": "AER"}  # the page's columns of breakdown.csv
+
+
+def breakdown_tables(bd) -> dict:
+    """breakdown.csv's rows as the page shows them: one table per dimension, its own bands in the CSV's
+    order, a column per system and metric (in %); a cell without a value says why: ``no links`` (no
+    predicted links, for P; none predicted or gold, for AER), ``no sure gold`` (for R), ``n/a`` (a
+    type band's precision, which its definition fixes)."""
+    import pandas as pd
+
+    def cell(row, metric: str):
+        v = row[metric]
+        if v == v:  # not NaN
+            return 100 * float(v)
+        if metric == "precision":
+            return "no links" if row["links"] == 0 else "n/a"
+        if metric == "recall":
+            return "no sure gold"
+        return "no links"
+
+    systems = list(dict.fromkeys(bd.system))
+    tables = {}
+    for dim, rows in bd.groupby("dimension", sort=False):
+        bands = list(dict.fromkeys(rows.band))
+        by = {(r["system"], r["band"]): r for _, r in rows.iterrows()}
+        tables[dim] = pd.DataFrame(
+            [{"band": b, **{f"{s}: {short}": cell(by[(s, b)], m) if (s, b) in by else "no links"
+                            for s in systems for m, short in BREAKDOWN_METRICS.items()}} for b in bands])
+    return tables
+
+
 def systems_html(frames: dict, html_table, readable) -> str:
     """The comparison's section of the page."""
     report = frames["report"]
@@ -150,14 +194,7 @@ def systems_html(frames: dict, html_table, readable) -> str:
         table["ΔAER 95% interval"] = ["" if t is None else f"[{100 * t.interval.low:+.2f}, "
                                       f"{100 * t.interval.high:+.2f}]" for t in tests]
         table["p"] = ["" if t is None else f"{t.p_value:.4f}" for t in tests]
-    bd = frames["breakdown"]
-    metrics = {"precision": "P", "recall": "R", "aer": "AER"}
-    # dropna=False: a metric blank in every band (a system with no links) keeps its column
-    wide = bd.pivot_table(index=["dimension", "band"], columns="system", values=list(metrics), sort=False,
-                          dropna=False)
-    order = [(m, s) for s in dict.fromkeys(bd.system) for m in metrics]
-    wide = (100 * wide[order]).reset_index()
-    wide.columns = ["by", "band", *(f"{s}: {metrics[m]}" for m, s in order)]
+    tables = breakdown_tables(frames["breakdown"])
     gallery = "".join(
         f'<figure class="g"><a href="{g["png"]}"><img src="{g["png"]}" alt="disagreement {n + 1}: index '
         f'{g["index"]}"></a><figcaption><b>index {g["index"]}</b>'
@@ -175,8 +212,10 @@ def systems_html(frames: dict, html_table, readable) -> str:
         "times or more), by the "
         "gold's link type (from its links: 1-many, a source word with several links; extra: predicted links "
         "the gold lacks, on a word it leaves unaligned or between aligned words) and by the distance from "
-        "the diagonal in source words.</p>",
-        f'<div class="wrap">{html_table(wide)}</div>',
+        "the diagonal in source words. Each table sorts by a click on a column; a type band's precision is "
+        "n/a (the gold's shape fixes it: 100 on its links, 0 on the extra ones).</p>",
+        *(f'<h3>By {html.escape(dim)}</h3><div class="wrap">{html_table(t)}</div>'
+          for dim, t in tables.items()),
         '<h2>Word pairs by system</h2><p><a href="systems_wrong_pairs.csv">systems_wrong_pairs.csv</a>, '
         '<a href="systems_missed_pairs.csv">systems_missed_pairs.csv</a>, '
         '<a href="systems_per_sentence.csv">systems_per_sentence.csv</a></p>',
