@@ -159,8 +159,8 @@ BREAKDOWN_METRICS = {"precision": "P", "recall": "R", "aer": "AER"}  # the page'
 def breakdown_tables(bd) -> dict:
     """breakdown.csv's rows as the page shows them: one table per dimension, its own bands in the CSV's
     order, a column per system and metric (in %); a cell without a value says why: ``no links`` (no
-    predicted links, for P; none predicted or gold, for AER), ``no sure gold`` (for R), ``n/a`` (a
-    type band's precision, which its definition fixes)."""
+    predicted links, for P; none predicted or gold, for AER), ``no sure gold`` (for R); the type bands'
+    precision, which their definition fixes, has no column."""
     import pandas as pd
 
     def cell(row, metric: str):
@@ -178,9 +178,10 @@ def breakdown_tables(bd) -> dict:
     for dim, rows in bd.groupby("dimension", sort=False):
         bands = list(dict.fromkeys(rows.band))
         by = {(r["system"], r["band"]): r for _, r in rows.iterrows()}
-        tables[dim] = pd.DataFrame(
+        table = pd.DataFrame(
             [{"band": b, **{f"{s}: {short}": cell(by[(s, b)], m) if (s, b) in by else "no links"
                             for s in systems for m, short in BREAKDOWN_METRICS.items()}} for b in bands])
+        tables[dim] = table.loc[:, ~(table == "n/a").all()]  # a metric the dimension never has: no column
     return tables
 
 
@@ -212,8 +213,8 @@ def systems_html(frames: dict, html_table, readable) -> str:
         "times or more), by the "
         "gold's link type (from its links: 1-many, a source word with several links; extra: predicted links "
         "the gold lacks, on a word it leaves unaligned or between aligned words) and by the distance from "
-        "the diagonal in source words. Each table sorts by a click on a column; a type band's precision is "
-        "n/a (the gold's shape fixes it: 100 on its links, 0 on the extra ones).</p>",
+        "the diagonal in source words. Each table sorts by a click on a column. The link types have no "
+        "precision column: the gold's shape fixes it (100 on its links, 0 on the extra ones).</p>",
         *(f'<h3>By {html.escape(dim)}</h3><div class="wrap">{html_table(t)}</div>'
           for dim, t in tables.items()),
         '<h2>Word pairs by system</h2><p><a href="systems_wrong_pairs.csv">systems_wrong_pairs.csv</a>, '
