@@ -21,6 +21,17 @@ def invoke(*args, **kw):
     return CliRunner().invoke(app, [str(a) for a in args], **kw)
 
 
+def one_error(r, code: int | tuple[int, ...], *needles: str) -> None:
+    """A run of :func:`invoke` that failed as promised: exit ``code`` (or one of them), one error line
+    (after any warnings; Typer's own usage errors say "Error:") on stderr, no traceback, the needles
+    said."""
+    assert r.exit_code in (code if isinstance(code, tuple) else (code,)), (r.exit_code, r.output)
+    lines = r.stderr.lower().splitlines()
+    assert sum(x.startswith("error:") for x in lines) == 1 and "Traceback" not in r.output, r.output
+    for n in needles:
+        assert n in r.stderr, (n, r.stderr)
+
+
 def tiny(**kw):
     """Training options for a network small enough to train in a second: 2 passes, seed 3 (``kw``
     overrides)."""

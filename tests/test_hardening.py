@@ -11,21 +11,11 @@ import zipfile
 import numpy as np
 import pytest
 import torch
-from helpers import SAMPLE, invoke, tiny, write
+from helpers import SAMPLE, invoke, one_error, tiny, write
 
 from attnalign.data.corpus import read_corpus
 from attnalign.report import build as report_mod
 from attnalign.training import train
-
-
-def one_error(r, code: int, *needles: str) -> None:
-    """Exit ``code``, one error line (after any warnings; Typer's own usage errors say "Error:") on
-    stderr, no traceback, the needles said."""
-    assert r.exit_code == code, (r.exit_code, r.output)
-    lines = r.stderr.lower().splitlines()
-    assert sum(x.startswith("error:") for x in lines) == 1 and "Traceback" not in r.output, r.output
-    for n in needles:
-        assert n in r.stderr, (n, r.stderr)
 
 
 @pytest.fixture(scope="module")
@@ -295,36 +285,6 @@ def test_a_full_disk_while_saving_names_the_checkpoint_and_keeps_the_old_model(t
     assert not [p for p in (tmp_path / "m").iterdir() if p.name.endswith(".tmp")]
 
 
-# --- 14: pipes stream with flat memory -------------------------------------------------------------
-
-def test_a_pipe_is_read_with_flat_memory(tmp_path):
-    """20 MB through a FIFO: counted and read again (as align corpus does) without holding it in memory."""
-    import os
-    import threading
-    import tracemalloc
-
-    from attnalign.data.corpus import count_lines, read_lines
-
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    line, n = b"the red car is in the garden near the old house .\n", 400_000
-
-    def feed():
-        with open(fifo, "wb") as f:
-            for _ in range(n // 1000):
-                f.write(line * 1000)
-
-    threading.Thread(target=feed, daemon=True).start()
-    tracemalloc.start()
-    try:
-        assert count_lines(fifo) == n
-        assert sum(1 for _ in read_lines(fifo)) == n
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 8 * 2**20, peak  # the pipe held 20 MB
-
-
 def test_terminal_escape_codes_in_user_text_are_shown_not_obeyed(models):
     r = invoke("align", "sentence", "--model", models / "rnn", "--src", "the \x1b[2Jred car", "--tgt",
                "la voiture")
@@ -401,15 +361,6 @@ def test_a_file_that_is_not_line_based_text_is_refused_when_read(tmp_path, conte
     pred = write(tmp_path / "p.align", content)
     r = invoke("score", SAMPLE / "test.gold.naacl", pred)
     one_error(r, 1, "not a line-based text file")
-
-
-def test_an_endless_stream_stops_at_the_line_bound(tmp_path):
-    import subprocess
-    import sys
-
-    r = subprocess.run([sys.executable, "-m", "attnalign", "score", str(SAMPLE / "test.gold.naacl"),
-                        "/dev/zero"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1 and "no newline in 64 MiB" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_a_naacl_gold_counts_its_own_sentences(tmp_path):

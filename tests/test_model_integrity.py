@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from helpers import SAMPLE, invoke, sample_texts, write
+from helpers import SAMPLE, invoke, one_error, sample_texts, write
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +37,6 @@ def model(trained, tmp_path):
 
 def snapshot(d):
     return {p.name: p.read_bytes() for p in d.iterdir()}
-
-
-def one_error(r, code, needle):
-    assert r.exit_code == code, r.output
-    assert r.stderr.startswith("error:") and "Traceback" not in r.output and needle in r.stderr, r.stderr
 
 
 def test_resume_refuses_a_damaged_resumable_checkpoint_before_writing(model):

@@ -265,6 +265,32 @@ def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
     assert bad.exit_code == 2
 
 
+def test_a_recorded_training_file_that_is_now_a_fifo_is_not_waited_on(recorded, tmp_path):
+    """--teacher-corpus auto reads the recorded files only where they are regular files: a FIFO that no
+    one writes would block its open forever; it is the fallback of a moved file instead."""
+    import os
+    import threading
+
+    from attnalign.combine import gather_teacher
+    from attnalign.data.corpus import open_corpus
+
+    m, _ = recorded
+    (tmp_path / "train.fr").unlink()
+    os.mkfifo(tmp_path / "train.fr")
+    meta = Aligner(m).meta
+    test = open_corpus(SAMPLE / "test.en", SAMPLE / "test.fr")
+    found = []
+    t = threading.Thread(target=lambda: found.append(gather_teacher(m, meta, test, "auto",
+                                                                    teacher_options(meta))), daemon=True)
+    t.start()
+    t.join(300)  # the event: it returns (before the fix it waited on the FIFO's open forever)
+    if t.is_alive():
+        with open(tmp_path / "train.fr", "wb"):  # release the blocked open
+            pass
+        pytest.fail("gather_teacher waited on a FIFO")
+    assert found[0].joined is None and "no longer a regular file" in found[0].facts.problem
+
+
 def test_on_new_pairs_the_teacher_goes_on_from_what_the_kept_teacher_learned(recorded, tmp_path, monkeypatch):
     """auto where the training files are gone (and kept): the teacher goes on from the training
     corpus's counts over the new pairs alone, and says so; kept without counts kept is an error."""

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 from .. import dist
-from ..data.corpus import Pairs, open_corpus, pair_keys
-from ..data.fileio import check_distinct
+from ..data.corpus import Pairs, is_piped, open_corpus, pair_keys
+from ..data.fileio import check_distinct, path_text
 from ..decoding.policy import (
     NO_TEACHER,
     TeacherFacts,
@@ -71,6 +71,9 @@ def gather_teacher(model, meta: dict, pairs: Pairs, corpus: str, options: Teache
         return TeacherSources(facts, counts=counts)
     lowercase = bool(meta["train_options"].get("lowercase"))
     encoding = ((data.get("files") or {}).get("gold_options") or {}).get("encoding", "utf-8")
+    if special := next((v for v in files.values() if is_piped(v)), None):  # a FIFO might never open
+        problem = f"the model's training corpus is no longer a regular file ({path_text(special)})"
+        return TeacherSources(replace(facts, problem=problem), counts=counts)
     try:
         training = open_corpus(files.get("src"), files.get("tgt"), files.get("corpus"), encoding=encoding,
                                lowercase=lowercase)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import FormatError, warn
-from .corpus import check_readable, read_lines
+from .corpus import check_readable, is_piped, read_lines
 
 Link = tuple[int, int]
 FORMATS = ("auto", "pharaoh", "naacl")
@@ -90,7 +90,7 @@ class ReadInfo:
     reverse: bool
     sentences: int
     lines_ignored: int = 0
-
+    unread: bool = False  # a stream with more lines than were wanted, read no further
 
 GUIDE_ROLE = "guide"  # read_alignments' role of a guide file (train --guide FILE): Pharaoh, 0-based
 
@@ -118,9 +118,12 @@ def _parse_pharaoh(
 ) -> tuple[list[list[_RawLink]], int]:
     sents: list[list[_RawLink]] = []
     ignored = 0
+    stream = is_piped(p)
     for lineno, line in enumerate(read_lines(p, encoding), start=1):
         if max_sentences is not None and len(sents) >= max_sentences:
             ignored += 1
+            if stream:  # a stream may not end: the lines wanted are read, no more
+                break
             continue
         row: list[_RawLink] = []
         for tok in line.split():
@@ -373,7 +376,8 @@ def read_alignments(
     elif n < max((r.sent for r in raw), default=-1) + 1:
         raise FormatError(f"the file has links for more than {n} sentences", path=p)
     drop_null = fmt == "naacl" and one_based
-    info = ReadInfo(str(p), fmt, one_based, reverse, n, ignored)
+    unread = fmt == "pharaoh" and bool(ignored) and is_piped(p)
+    info = ReadInfo(str(p), fmt, one_based, reverse, n, 0 if unread else ignored, unread)
     return _build(raw, n, one_based, reverse, drop_null), info
 
 

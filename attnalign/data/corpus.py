@@ -14,6 +14,7 @@ import atexit
 import codecs
 import hashlib
 import io
+import itertools
 import os
 import re
 import stat
@@ -38,10 +39,15 @@ BOM = "\ufeff"
 _TRIPLE_BAR = re.compile(r"(?:^|\s)\|\|\|(?=\s|$)")
 
 
-_SPOOLED: dict[str, Path] = {}  # stdin and pipes, copied once to a temporary file (they cannot be re-read)
+_SPOOLED: dict[str, _Spool] = {}  # stdin and pipes, copied to a temporary file as far as they are read
 # A line longer than this is no text line (a binary file, /dev/zero): the read stops there. 64 MiB holds
 # a line of several million words.
 MAX_LINE_BYTES = 64 << 20
+# A pipe copied for a second reading stops where its file system would keep less free than this share of
+# its size (and at least SPOOL_KEEP_FREE_BYTES): a stream without an end never fills the disk.
+SPOOL_KEEP_FREE_SHARE = 0.05
+SPOOL_KEEP_FREE_BYTES = 1 << 30
+_BLOCK = 1 << 20
 
 
 def _not_text(path, why: str) -> CorpusError:
@@ -49,8 +55,9 @@ def _not_text(path, why: str) -> CorpusError:
                        hint="give a text file with one sentence (or alignment) per line")
 
 
-def _is_piped(path: str | os.PathLike) -> bool:
-    """``-`` (stdin) or an existing path that is not a regular file (``/dev/stdin``, ``<(...)``, a FIFO)."""
+def is_piped(path: str | os.PathLike) -> bool:
+    """``-`` (stdin) or an existing path that is not a regular file (``/dev/stdin``, ``<(...)``, a FIFO):
+    a stream, which a reader that needs only its first lines stops reading there."""
     if str(path) == "-":
         return True
     try:
@@ -59,41 +66,102 @@ def _is_piped(path: str | os.PathLike) -> bool:
         return False
 
 
-def _spooled(path: str | os.PathLike) -> Path:
-    """A pipe's bytes in a temporary file, copied in blocks on first use: a corpus streamed from
-    ``<(zcat ...)`` or stdin is read with flat memory and can be read again (counted, then aligned).
-    The copy is removed when the process exits."""
-    key = str(path) if str(path) != "-" else f"-{id(sys.stdin)}"  # a test runner swaps stdin
-    if key not in _SPOOLED:
+def _room(folder: str) -> int:
+    """The bytes a spool in ``folder`` may still take: the free space above the margin it keeps."""
+    st = os.statvfs(folder)
+    keep = max(SPOOL_KEEP_FREE_BYTES, int(SPOOL_KEEP_FREE_SHARE * st.f_blocks * st.f_frsize))
+    return st.f_bavail * st.f_frsize - keep
+
+
+def _size_text(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+class _Spool:
+    """A pipe's bytes copied to a temporary file block by block, only as far as some reader has read: a
+    reader that needs N lines of ``yes 0-0 |`` reads N and stops, and a corpus streamed from ``<(zcat
+    ...)`` or stdin is read with flat memory and can be read again (counted, then aligned). The copy
+    stops with an error where the disk would keep less than its margin free (:func:`_room`), and is
+    removed when the process exits."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = path
+        if str(path) == "-":
+            if sys.stdin is None or sys.stdin.closed:  # started with stdin closed (<&-)
+                raise CorpusError("stdin is closed: there is nothing to read", path=path,
+                                  hint="pipe the text in (... | attnalign ...), or give the file's name")
+            self._source, self._owned = sys.stdin.buffer, False
+        else:
+            self._source, self._owned = open(path, "rb"), True  # noqa: SIM115 (closed at its end)
         fd, name = tempfile.mkstemp(prefix="attnalign-pipe-", suffix=".txt")
+        self.name = name
         atexit.register(lambda: os.path.exists(name) and os.unlink(name))
-        with os.fdopen(fd, "wb") as out:
-            if str(path) == "-":
-                if sys.stdin is None or sys.stdin.closed:  # started with stdin closed (<&-)
-                    raise CorpusError("stdin is closed: there is nothing to read", path=path,
-                                      hint="pipe the text in (... | attnalign ...), or give the file's name")
-                _copy_lines(sys.stdin.buffer, out, path)
-            else:
-                with open(path, "rb") as f:
-                    _copy_lines(f, out, path)
-        _SPOOLED[key] = Path(name)
+        self._out = os.fdopen(fd, "wb")
+        self.size, self.done, self._since_newline = 0, False, 0
+
+    def pull(self) -> bool:
+        """Copy one more block of the stream; False at its end."""
+        if self.done:
+            return False
+        block = self._source.read(_BLOCK)
+        if not block:
+            self.done = True
+            self._out.close()
+            if self._owned:
+                self._source.close()
+            return False
+        last = block.rfind(b"\n")
+        self._since_newline = self._since_newline + len(block) if last < 0 else len(block) - last - 1
+        if self._since_newline > MAX_LINE_BYTES:
+            raise _not_text(self.path, f"no newline in {MAX_LINE_BYTES >> 20} MiB")
+        folder = os.path.dirname(self.name)
+        if _room(folder) < len(block):
+            raise CorpusError(
+                f"copied {_size_text(self.size)} of the stream to a temporary file in {folder} and "
+                "stopped there, to keep the disk's free space; the input is read more than once, so a "
+                "stream is copied", path=self.path,
+                hint="give the input as a file, or set TMPDIR to a folder on a larger disk")
+        self._out.write(block)
+        self._out.flush()
+        self.size += len(block)
+        return True
+
+    def open(self) -> BinaryIO:
+        """A reader of the stream from its start (the copy, then the stream as it comes)."""
+        return io.BufferedReader(_SpoolReader(self), _BLOCK)
+
+
+class _SpoolReader(io.RawIOBase):
+    """Reads a :class:`_Spool`'s copy, pulling blocks from the stream where the copy ends."""
+
+    def __init__(self, spool: _Spool):
+        self._spool = spool
+        self._f = open(spool.name, "rb", buffering=0)  # noqa: SIM115 (closed with the reader)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while True:
+            n = self._f.readinto(b)
+            if n or not self._spool.pull():
+                return n or 0
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
+
+
+def _spooled(path: str | os.PathLike) -> _Spool:
+    """The one spool of a pipe (stdin: of the current ``sys.stdin``, which a test runner swaps)."""
+    key = str(path) if str(path) != "-" else f"-{id(sys.stdin)}"
+    if key not in _SPOOLED:
+        _SPOOLED[key] = _Spool(path)
     return _SPOOLED[key]
 
 
-def _copy_lines(src: BinaryIO, out: BinaryIO, path) -> None:
-    """Copy a stream in blocks, stopping with an error where :data:`MAX_LINE_BYTES` pass without a
-    newline: an endless stream of one line (``/dev/zero``) never fills the disk."""
-    since_newline = 0
-    while block := src.read(1 << 20):
-        last = block.rfind(b"\n")
-        since_newline = since_newline + len(block) if last < 0 else len(block) - last - 1
-        if since_newline > MAX_LINE_BYTES:
-            raise _not_text(path, f"no newline in {MAX_LINE_BYTES >> 20} MiB")
-        out.write(block)
-
-
 def _open_binary(path: str | os.PathLike) -> BinaryIO:
-    return open(_spooled(path) if _is_piped(path) else path, "rb")
+    return _spooled(path).open() if is_piped(path) else open(path, "rb")
 
 
 def check_encoding(encoding: str) -> str:
@@ -115,26 +183,31 @@ def _byte_lines(encoding: str) -> bool:
     return "\n".encode(encoding) == b"\n" and "a\n".encode(encoding) == b"a\n"
 
 
-def count_lines(path: str | os.PathLike, encoding: str = "utf-8") -> int:
-    """Number of lines in a file; a last line without a newline counts."""
+def count_lines(path: str | os.PathLike, encoding: str = "utf-8", at_most: int | None = None) -> int:
+    """Number of lines in a file; a last line without a newline counts. With ``at_most``, the count
+    stops there (a stream is read no further)."""
     if not _byte_lines(check_encoding(encoding)):
-        return sum(1 for _ in read_lines(path, encoding))
+        return sum(1 for _ in itertools.islice(read_lines(path, encoding), at_most))
     n = 0
     last = b"\n"
     with _open_binary(path) as f:
-        while chunk := f.read(1 << 20):
+        while chunk := f.read(_BLOCK):
             n += chunk.count(b"\n")
             last = chunk[-1:]
-    return n + (last != b"\n")
+            if at_most is not None and n >= at_most:
+                return at_most
+    n += last != b"\n"
+    return n if at_most is None else min(n, at_most)
 
 
 def check_readable(path: str | os.PathLike, what: str = "file") -> Path:
     """Return ``path`` as a Path, or raise a clear error if it is missing, a directory or empty.
     ``-`` is stdin; stdin, pipes and process substitutions are read once, into a temporary file."""
     p = Path(path)
-    if _is_piped(p):
+    if is_piped(p):
         try:
-            empty = _spooled(p).stat().st_size == 0
+            spool = _spooled(p)
+            empty = spool.size == 0 and not spool.pull()
         except OSError as e:
             raise CorpusError(f"cannot read the {what} ({e.strerror})", path=p) from None
         if empty:

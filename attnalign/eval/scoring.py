@@ -237,7 +237,7 @@ def read_prediction(
     p = check_readable(path, "prediction file")
     if fmt == "auto":
         fmt = detect_format(p, encoding)
-    if fmt == "pharaoh" and (n_lines := count_lines(p)) < n_gold:
+    if fmt == "pharaoh" and (n_lines := count_lines(p, at_most=n_gold)) < n_gold:
         raise FormatError(
             f"the prediction has {n_lines} lines but the gold has {n_gold} sentences",
             path=p,
@@ -255,10 +255,12 @@ def read_prediction(
         encoding=encoding,
         role="pred",
     )
-    if info.lines_ignored:
+    if info.lines_ignored or info.unread:
+        lines = "more lines" if info.unread else f"{n_gold + info.lines_ignored} lines"
         warn(
-            f"{path}: has {n_gold + info.lines_ignored} lines for {n_gold} gold sentences; scoring "
-            f"the first {n_gold} (the standard protocol puts the test sentences first)"
+            f"{path_text(path)}: has {lines} for {n_gold} gold sentences; scoring the first {n_gold} (the "
+            "standard protocol puts the test sentences first)" + ("; the rest of the stream is not read"
+                                                                  if info.unread else "")
         )
     return hyp, info.lines_ignored
 

@@ -12,8 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..data.alignments import GUIDE_ROLE, read_alignments
-from ..data.corpus import read_corpus
-from ..errors import OptionError
+from ..data.corpus import is_piped, read_corpus
+from ..errors import AttnAlignError, OptionError
 from ..eval.scoring import GoldOptions, read_gold
 from ..training import DevSet, TrainOptions, train
 from ..training.model_dir import run_config, saved_options
@@ -54,6 +54,10 @@ def train_files(
         for group in (("src", "tgt", "corpus"), ("dev_src", "dev_tgt", "dev_gold")):
             if all(files[k] is None for k in group):
                 files.update({k: saved.get(k) for k in group})
+                if special := next((saved[k] for k in group if saved.get(k) and is_piped(saved[k])), None):
+                    raise AttnAlignError("a file of the run this resumes is no longer a regular file (a "
+                                         "FIFO or a device would be waited on)", path=special,
+                                         hint="put the file back, or give the run's data again")
         if "gold_options" in saved:
             gold_options = GoldOptions(**saved["gold_options"])
         run = saved_options(Path(model))
