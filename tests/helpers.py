@@ -150,3 +150,30 @@ def before_teacher_options(train_options: dict) -> None:
     recorded it: the teacher's other options flat (``guide_*``), those two absent."""
     old = train_options.pop("teacher")
     train_options.update({f"guide_{k}": v for k, v in old.items() if k not in ("prefix", "identical")})
+
+
+def tuning_json() -> dict:
+    """A blend.json as align corpus --tune-gold writes it, whose best the paired test prefers."""
+    from attnalign.combine import Tuning
+    from attnalign.decoding import TEACHER_DECODING, Decoding
+    from attnalign.eval.significance import Interval, PairedResult
+
+    best = Decoding("soft", "threshold", 0.35, 0.8)
+    tuning = Tuning("g", 40, [(best, 0.05), (TEACHER_DECODING, 0.07)], TEACHER_DECODING, 0.07, best,
+                    PairedResult(-0.02, Interval(-0.03, -0.01), 0.004))
+    assert tuning.chosen == best
+    return tuning.as_json()
+
+
+def edit(data: dict, path: str, value) -> dict:
+    """``data`` with the value at ``path`` (keys and list indices joined by dots) replaced, or removed
+    where ``value`` is ``...``."""
+    *head, last = [int(k) if k.isdigit() else k for k in path.split(".")]
+    node = data
+    for k in head:
+        node = node[k]
+    if value is ...:
+        del node[last]
+    else:
+        node[last] = value
+    return data

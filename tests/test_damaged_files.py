@@ -82,7 +82,7 @@ def test_a_header_that_claims_more_than_the_file_holds(tmp_path, shape):
 
 def test_a_damaged_kept_teacher_is_trained_again_with_a_warning(tmp_path):
     bomb_npz(tmp_path / teacher_file.FILE, "cells")
-    with pytest.warns(Warning, match="cannot be read"):
+    with pytest.warns(Warning, match="is damaged"):
         assert teacher_file.load_kept(tmp_path, {}) is None
     with pytest.raises(AttnAlignError, match="the file is damaged"):
         teacher_file.SavedTeacher(tmp_path / teacher_file.FILE)

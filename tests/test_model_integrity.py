@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from helpers import SAMPLE, invoke, one_error, sample_texts, write
+from helpers import SAMPLE, edit, invoke, one_error, sample_texts, tuning_json, write
 
 
 @pytest.fixture(scope="module")
@@ -18,13 +18,14 @@ def texts(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trained(texts, tmp_path_factory):
-    """Two small bidirectional models of other data: ``a`` and ``b``."""
+    """Two small bidirectional models of other data, each with the teacher that guided it: ``a`` and
+    ``b``."""
     root = tmp_path_factory.mktemp("models")
     for name, n in (("a", 80), ("b", 60)):
         src = write(root / f"{name}.en", "".join(texts[0].read_text().splitlines(True)[:n]))
         tgt = write(root / f"{name}.fr", "".join(texts[1].read_text().splitlines(True)[:n]))
         r = invoke("train", "--src", src, "--tgt", tgt, "--model", root / name, "--hidden", "16", "--emb-dim",
-                   "8", "--epochs", "1", "--direction", "both", "--quiet")
+                   "8", "--epochs", "1", "--direction", "both", "--guide", "auto", "--quiet")
         assert r.exit_code == 0, r.output
     return root
 
@@ -89,3 +90,56 @@ def test_damaged_model_files_get_one_error_line(model, damage):
             cfg["model_config"] = "rnn"
         write(model / "config.json", json.dumps(cfg))
     one_error(invoke(*ALIGN, "--model", model), 1, "")
+
+
+def test_another_models_kept_teacher_is_not_used(model, trained, tmp_path):
+    """teacher.npz records the training corpus its counts were learned from: another model's is refused
+    (a warning naming it; --teacher-corpus kept then has no counts to go on from)."""
+    shutil.copy(trained / "b" / "teacher.npz", model / "teacher.npz")
+    base = ["align", "corpus", "--model", model, "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+            "--teacher", "on", "--quiet"]
+    r = invoke(*base, "--teacher-corpus", "kept", "-o", tmp_path / "kept.align")
+    one_error(r, 2, "keeps no teacher counts")
+    assert "was kept for another training corpus" in r.stderr
+    r = invoke(*base, "--teacher-corpus", "aligned", "-o", tmp_path / "aligned.align")
+    assert r.exit_code == 0 and "teacher_pairs=200" in r.stderr, r.output
+
+
+def test_a_damaged_kept_teacher_is_said_once_in_our_words(model, tmp_path):
+    import numpy as np
+
+    np.savez(model / "teacher.npz", meta=np.array([object()], dtype=object))  # a pickled array
+    r = invoke("align", "corpus", "--model", model, "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+               "--teacher", "on", "--quiet", "-o", tmp_path / "o.align")
+    assert r.exit_code == 0, r.output
+    assert r.stderr.count("teacher.npz is damaged") == 1 and "allow_pickle" not in r.stderr
+
+
+@pytest.mark.parametrize(("path", "value"), [
+    ("best.threshold", float("nan")), ("best.threshold", 1e308), ("best.threshold", -5),
+    ("best.teacher_weight", float("nan")), ("best.teacher_weight", -1), ("best.decoder", "bogus"),
+    ("best.sym", "bogus"), ("best.threshold", "abc"), ("best.teacher_weight", None), ("best.sym", ...),
+    ("paired", ...), ("sentences", float("inf")), ("scores.0.0.threshold", float("nan")), ("scores", []),
+    ("paired.p_value", float("nan")), ("default", "soft"),
+])
+def test_a_hand_edited_blend_json_is_checked_as_its_options_are(model, path, value):
+    """Every value of blend.json passes the checks of the option it stands for; a file that fails them
+    is a warning naming it, and the default blend is used."""
+    from attnalign.combine import kept_blend
+
+    write(model / "blend.json", json.dumps(tuning_json()))
+    assert kept_blend(model) is not None  # the file as written is used
+    write(model / "blend.json", json.dumps(edit(tuning_json(), path, value)))
+    with pytest.warns(Warning, match=r"blend.json is damaged \(.+\): the default blend is used"):
+        assert kept_blend(model) is None
+
+
+def test_align_corpus_with_a_damaged_blend_json_decodes_as_the_default(model, tmp_path):
+    base = ["align", "corpus", "--model", model, "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+            "--teacher", "on", "--teacher-corpus", "aligned", "--quiet"]
+    r = invoke(*base, "-o", tmp_path / "default.align")
+    assert r.exit_code == 0, r.output
+    write(model / "blend.json", json.dumps(edit(tuning_json(), "best.threshold", -5)))
+    r = invoke(*base, "-o", tmp_path / "edited.align")
+    assert r.exit_code == 0 and "blend.json is damaged" in r.stderr and "Traceback" not in r.output, r.output
+    assert (tmp_path / "edited.align").read_text() == (tmp_path / "default.align").read_text()

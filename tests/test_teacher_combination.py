@@ -551,6 +551,8 @@ def test_tune_gold_errors(guided, tmp_path):
     assert r.exit_code == 2 and "needs at least 20" in r.stderr and r.stderr.count("error:") == 1
     r = invoke(*base, "--tune-gold", SAMPLE / "test.gold.naacl", "--teacher-weight", "0.5")
     assert r.exit_code == 2 and "--tune-gold chooses" in r.stderr
+    r = invoke(*base, "--tune-gold", SAMPLE / "test.gold.naacl", "--sym", "none")  # it would tune for soft
+    assert r.exit_code == 2 and "--tune-gold chooses the symmetrization" in r.stderr
     r = invoke(*base, "--tune-src", SAMPLE / "dev.en")
     assert r.exit_code == 2 and "add --tune-gold" in r.stderr
     r = invoke(*base, "--tune-gold", SAMPLE / "dev.gold.pharaoh", "--tune-src", SAMPLE / "dev.en")

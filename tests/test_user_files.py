@@ -9,7 +9,7 @@ import os
 import shutil
 
 import pytest
-from helpers import SAMPLE, invoke, sample_texts, write
+from helpers import SAMPLE, invoke, sample_texts, tuning_json, write
 
 
 @pytest.fixture
@@ -106,3 +106,31 @@ def test_overwrite_keeps_the_users_files_in_the_model_directory(texts, tmp_path,
     monkeypatch.chdir(m)  # replacing the folder the command runs in: refused, with what to do instead
     r = invoke(*train_args(texts, "."), "--overwrite")
     assert r.exit_code == 2 and "cd " in r.stderr and (m / "notes.txt").exists()
+
+
+def test_a_model_directorys_own_files_replace_a_link_never_its_target(tmp_path):
+    """blend.json (and every file of the model directory) is written by replacing its entry: a link
+    there that leads out of the directory is replaced, the user's file it names is untouched."""
+    from attnalign.combine import Tuning, save_tuning
+    from attnalign.training.model_dir import append_log
+
+    m = tmp_path / "m"
+    m.mkdir()
+    notes = write(tmp_path / "notes.txt", "my notes\n")
+    for name in ("blend.json", "log.csv"):
+        os.symlink(notes, m / name)
+    save_tuning(m, Tuning.from_json(tuning_json()))
+    append_log(m, {"epoch": 1})
+    assert notes.read_text() == "my notes\n"
+    assert not (m / "blend.json").is_symlink() and json.loads((m / "blend.json").read_text())["gold"] == "g"
+    assert not (m / "log.csv").is_symlink() and "epoch" in (m / "log.csv").read_text()
+
+
+def test_a_model_file_that_is_a_folder_is_one_error_naming_it(tmp_path):
+    from attnalign.combine import Tuning, save_tuning
+    from attnalign.errors import AttnAlignError
+
+    (tmp_path / "blend.json").mkdir()
+    with pytest.raises(AttnAlignError, match="blend.json of the model directory is not a regular file") as e:
+        save_tuning(tmp_path, Tuning.from_json(tuning_json()))
+    assert ".tmp" not in str(e.value)

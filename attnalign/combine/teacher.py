@@ -59,11 +59,12 @@ def gather_teacher(model, meta: dict, pairs: Pairs, corpus: str, options: Teache
     if "train_options" not in meta:  # a pretrained Hugging Face model keeps nothing
         return TeacherSources(TeacherFacts(len(pairs)))
     opts = asdict(options)
-    kept = _kept_view(model, pairs, opts) if corpus != "aligned" else None
+    data = meta.get("data") or {}
+    fingerprint = data.get("fingerprint")  # the kept teacher must be this model's own
+    kept = _kept_view(model, pairs, opts, fingerprint) if corpus != "aligned" else None
     if kept is not None:
         return TeacherSources(TeacherFacts(len(pairs), kept=kept.pairs), kept=kept)
-    counts = teacher_file.load_kept(model, opts) if corpus in ("auto", "kept") else None
-    data = meta.get("data") or {}
+    counts = teacher_file.load_kept(model, opts, fingerprint) if corpus in ("auto", "kept") else None
     files = {k: v for k, v in (data.get("files") or {}).items() if k in ("src", "tgt", "corpus") and v}
     recorded = data.get("pairs", 0) if files and data.get("fingerprint") else None
     facts = TeacherFacts(len(pairs), counts=counts[1] if counts else None, recorded=recorded)
@@ -90,12 +91,12 @@ def gather_teacher(model, meta: dict, pairs: Pairs, corpus: str, options: Teache
                           joined=joined)
 
 
-def _kept_view(model, pairs: Pairs, options: dict) -> TeacherView | None:
+def _kept_view(model, pairs: Pairs, options: dict, fingerprint: str | None) -> TeacherView | None:
     """The teacher ``train --guide auto`` kept, read for ``pairs``, if kept with ``options`` and its
     training corpus holds every pair of ``pairs`` (:mod:`attnalign.statistical.teacher_file`). A file kept
     before pairs' keys were (it holds the training corpus's fingerprint only) serves ``pairs`` that are
     the whole training corpus."""
-    saved = teacher_file.load_keyed(model, options)
+    saved = teacher_file.load_keyed(model, options, fingerprint)
     if saved is not None:
         added, index = joined_index(pair_keys(pairs), saved.keys)
         return None if added else TeacherView(saved, index)

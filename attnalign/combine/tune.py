@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..data.alignments import Alignment
-from ..data.fileio import BLEND_FILE, atomic_open, path_text
+from ..data.fileio import BLEND_FILE, model_file_open, path_text
 from ..decoding import decode_pair
-from ..decoding.policy import TUNE_MIN_SENTENCES, TUNE_P, Decoding, blend_candidates
-from ..errors import OptionError, warn
+from ..decoding.policy import AUTO, TUNE_MIN_SENTENCES, TUNE_P, Decoding, blend_candidates
+from ..errors import OptionError, require, warn
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.significance import Bootstrap, Interval, PairedResult, paired_test
 from .blend import Combined, blend
@@ -62,12 +62,40 @@ class Tuning:
                 "scores": [[asdict(d), aer] for d, aer in self.scores]}
 
     @classmethod
-    def from_json(cls, data: dict) -> Tuning:
-        p = data["paired"]
-        scores = [(Decoding(**d), float(a)) for d, a in data["scores"]]
-        return cls(data["gold"], int(data["sentences"]), scores, Decoding(**data["default"]),
-                   float(data["default_aer"]), Decoding(**data["best"]),
-                   PairedResult(float(p["delta"]), Interval(*map(float, p["interval"])), float(p["p_value"])))
+    def from_json(cls, data) -> Tuning:
+        """A tuning as :meth:`as_json` wrote it, every value checked (a hand-edited ``blend.json``): a
+        ValueError (an :class:`OptionError`) naming what is wrong."""
+        def number(key: str, value, low: float | None = 0.0, high: float | None = 1.0) -> float:
+            require(f"{BLEND_FILE}'s {key}", value, low=low, high=high)
+            return float(value)
+
+        def blend_of(d) -> Decoding:  # a blend names every number: none is left to choose_decoding
+            d = Decoding.from_json(d)
+            if AUTO in (d.sym, d.decoder) or d.threshold is None or d.teacher_weight is None:
+                raise OptionError(f"{BLEND_FILE}'s blend {d.describe()} leaves a value unset")
+            return d
+
+        if not isinstance(data, dict):
+            raise OptionError(f"{BLEND_FILE} holds no JSON object")
+        p, scores = data["paired"], data["scores"]
+        if not isinstance(p, dict) or not isinstance(scores, list) or not scores:
+            raise OptionError(f"{BLEND_FILE}'s paired or scores are not what align corpus --tune-gold writes")
+        interval = p["interval"]
+        if not isinstance(interval, list) or len(interval) != 2:
+            raise OptionError(f"{BLEND_FILE}'s paired interval is not two numbers")
+        sentences = number("sentences", data["sentences"], low=1, high=None)
+        if not isinstance(data["gold"], str) or sentences != int(sentences):
+            raise OptionError(f"{BLEND_FILE}'s gold or sentences are not what --tune-gold writes")
+        ranked = []
+        for row in scores:
+            if not isinstance(row, list) or len(row) != 2:
+                raise OptionError(f"{BLEND_FILE}'s scores hold {row!r}, not [decoding, AER]")
+            ranked.append((blend_of(row[0]), number("AER", row[1])))
+        return cls(data["gold"], int(sentences), ranked, blend_of(data["default"]),
+                   number("default_aer", data["default_aer"]), blend_of(data["best"]),
+                   PairedResult(number("delta", p["delta"], -1.0),
+                                Interval(*(number("interval", x, -1.0) for x in interval)),
+                                number("p_value", p["p_value"])))
 
 
 def tune_blend(combined: Combined, pairs, gold: list[Alignment], start: int, name: str) -> Tuning:
@@ -110,7 +138,7 @@ def tune_blend(combined: Combined, pairs, gold: list[Alignment], start: int, nam
 def save_tuning(model: str | os.PathLike, tuning: Tuning) -> Path:
     """Write ``tuning`` to the model directory's ``blend.json`` (atomically); its path."""
     path = Path(model) / BLEND_FILE
-    with atomic_open(path) as f:
+    with model_file_open(path) as f:
         json.dump(tuning.as_json(), f, indent=1)
     return path
 
@@ -122,8 +150,10 @@ def kept_tuning(model: str | os.PathLike) -> Tuning | None:
         return None
     try:
         return Tuning.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        warn(f"{path_text(path)} cannot be read ({e}): the default blend is used; run align corpus "
+    except (OSError, ValueError, KeyError, TypeError, OptionError) as e:
+        why = (e.strerror or str(e)) if isinstance(e, OSError) else (
+            f"no {e}" if isinstance(e, KeyError) else e.message if isinstance(e, OptionError) else str(e))
+        warn(f"{path_text(path)} is damaged ({why}): the default blend is used; run align corpus "
              "--tune-gold again to choose one")
         return None
 

@@ -170,22 +170,32 @@ def clean_stale_temps(target: Path) -> None:
 
 @contextlib.contextmanager
 def atomic_open(
-    path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"
+    path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8", *, entry: bool = False
 ) -> Iterator[IO]:
     """Open ``path`` for writing: a regular file (or a new one, or a symlink's target) through a
-    temporary file that replaces it on success; a device or FIFO directly; ``-`` is stdout."""
+    temporary file that replaces it on success; a device or FIFO directly; ``-`` is stdout. With
+    ``entry`` (a model directory's own files, :func:`model_file_open`), the directory's entry itself is
+    replaced: a symlink there is replaced by the file, never followed out of the directory, and a
+    device or FIFO there is an error."""
     text = "b" not in mode
-    if is_stdio(path):
+    p = Path(path)
+    if entry:
+        target = Path(os.path.realpath(p.parent)) / p.name
+        if not target.is_symlink() and (_special(target) or target.is_dir()):
+            raise AttnAlignError(f"{p.name} of the model directory is not a regular file (a folder, a "
+                                 "device, a FIFO)", path=p,
+                                 hint="remove it or move it away; attnalign writes the file there")
+    elif is_stdio(path):
         stream = sys.stdout if text else sys.stdout.buffer
         yield stream
         stream.flush()
         return
-    p = Path(path)
-    if _special(p):
+    elif _special(p):
         with open(p, mode, encoding=encoding if text else None) as f:
             yield f
         return
-    target = Path(os.path.realpath(p))  # a symlink stays a symlink; its target gets the new content
+    else:
+        target = Path(os.path.realpath(p))  # a symlink stays a symlink; its target gets the new content
     clean_stale_temps(target)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{_stem(target)}.{os.getpid()}.", suffix=".tmp",
@@ -194,7 +204,8 @@ def atomic_open(
         raise AttnAlignError(f"cannot write here ({e.strerror})", path=p,
                              hint="choose an output in a folder you can write to") from None
     try:
-        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask())
+        kept_mode = target.exists() and not (entry and target.is_symlink())
+        os.chmod(tmp, target.stat().st_mode & 0o7777 if kept_mode else 0o666 & ~_umask())
         with os.fdopen(fd, mode, encoding=encoding if text else None) as f:
             yield f
             f.flush()
@@ -206,6 +217,12 @@ def atomic_open(
         if isinstance(e, OSError) and e.filename is None and e.errno is not None:  # a write that failed
             raise write_error(p, e) from None
         raise
+
+
+def model_file_open(path: str | os.PathLike, mode: str = "w") -> contextlib.AbstractContextManager[IO]:
+    """Write one of a model directory's own files (:data:`MODEL_DIR_FILES`) atomically, replacing its
+    entry in the directory: a link there that leads out of it is replaced, its target never written."""
+    return atomic_open(path, mode, entry=True)
 
 
 def inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:

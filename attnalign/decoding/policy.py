@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..errors import AttnAlignError, OptionError
-from .decoders import THRESHOLD
+from ..errors import AttnAlignError, OptionError, require
+from .decoders import DECODERS, THRESHOLD
+from .pair import SYMMETRIZATIONS
 
 AUTO = "auto"  # --sym / --decoder / --teacher / --teacher-corpus: chosen here
 THRESHOLDED = ("threshold", "relative")  # the decoders that read --threshold
@@ -39,6 +40,27 @@ class Decoding:
     decoder: str = AUTO
     threshold: float | None = None
     teacher_weight: float | None = None
+
+    def check(self) -> Decoding:
+        """Raise an OptionError naming the option (``--sym``, ``--decoder``, ``--threshold``,
+        ``--teacher-weight``) whose value is unknown or out of range; ``self`` otherwise."""
+        require("--sym", self.sym, choices=(AUTO, *SYMMETRIZATIONS))
+        require("--decoder", self.decoder, choices=(AUTO, *DECODERS))
+        require("--threshold", self.threshold, low=0, high=1, optional=True)
+        require("--teacher-weight", self.teacher_weight, low=0, high=1, optional=True)
+        return self
+
+    @classmethod
+    def from_json(cls, data) -> Decoding:
+        """A decoding as :func:`dataclasses.asdict` wrote it, checked as the command line's options are
+        (a hand-edited file: an OptionError naming the key)."""
+        if not isinstance(data, dict) or set(data) != set(cls.__dataclass_fields__):
+            raise OptionError(f"a decoding has the keys {', '.join(cls.__dataclass_fields__)}, not {data!r}")
+        try:
+            return cls(**data).check()
+        except OptionError as e:  # named as the file's key
+            key = e.message.replace("--teacher-weight", "teacher_weight").replace("--", "")
+            raise OptionError(key) from None
 
     def describe(self) -> str:
         """The decoding as the options that give it: ``--sym soft --decoder relative --threshold 0.2``."""
@@ -223,8 +245,9 @@ def plan_teacher(teacher: str, corpus: str, *, guided: bool, launched: bool, fac
     if corpus != "aligned" and facts.kept is not None:
         return TeacherPlan("kept", kept=facts.kept) if enough(facts.kept) else NO_TEACHER
     if corpus == "kept" and facts.counts is None:
-        raise OptionError("--teacher-corpus kept: the model directory keeps no teacher counts for its "
-                          "teacher's options (train --guide auto keeps them)", path=model or None,
+        raise OptionError("--teacher-corpus kept: the model directory keeps no teacher counts it can use "
+                          "(none kept, kept with other teacher options, another model's, or damaged; train "
+                          "--guide auto keeps them)", path=model or None,
                           hint="give --teacher-corpus auto, training or aligned, or train the model again")
     going_on = facts.counts if corpus in (AUTO, "kept") else None
     warnings = []

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from .._version import __version__
-from ..data.fileio import MODEL_DIR_FILES, atomic_open, is_model_dir
+from ..data.fileio import MODEL_DIR_FILES, is_model_dir, model_file_open
 from ..errors import AttnAlignError, warn
 from .models import build_model
 from .subword import Segmenter
@@ -35,7 +35,7 @@ HF_PREFIX = "hf:"  # --model hf:NAME: a Hugging Face model from the local cache 
 def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
     """Write a checkpoint dict atomically."""
     payload = {"format_version": FORMAT_VERSION, "attnalign_version": __version__, **payload}
-    with atomic_open(path, "wb") as f:
+    with model_file_open(path, "wb") as f:
         try:
             torch.save(payload, f)
         except RuntimeError as e:  # torch's writer reports a failed write (a full disk) as RuntimeError

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..decoding import DECODERS, SYMMETRIZATIONS, TEACHER_CHOICES, TEACHER_CORPUS_CHOICES
+from ..decoding import TEACHER_CHOICES, TEACHER_CORPUS_CHOICES
 from ..decoding.policy import AUTO, Decoding
 from ..errors import require
 
@@ -48,12 +48,9 @@ class AlignOptions:
 
     def check(self) -> AlignOptions:
         """Raise an OptionError naming the option that is out of range or unknown."""
-        require("--decoder", self.decoder, choices=(AUTO, *DECODERS))
-        require("--sym", self.sym, choices=(AUTO, *SYMMETRIZATIONS))
-        require("--threshold", self.threshold, low=0, high=1, optional=True)
+        self.decoding.check()
         require("--shift", self.shift, choices=(0, 1))
         require("--teacher", self.teacher, choices=TEACHER_CHOICES)
-        require("--teacher-weight", self.teacher_weight, low=0, high=1, optional=True)
         require("--teacher-corpus", self.teacher_corpus, choices=TEACHER_CORPUS_CHOICES)
         require("--batch-tokens", self.batch_tokens, low=1, high=MAX_BATCH_TOKENS)
         for flag, value in (("--max-length", self.max_length), ("chunk_size", self.chunk_size)):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.fileio import TEACHER_FILE, atomic_open
+from ..data.fileio import TEACHER_FILE, model_file_open, path_text
 from ..data.npz import check_members
 from ..errors import AttnAlignError, warn
 from .ids import CHUNK_PAIRS, chunks
@@ -58,7 +58,7 @@ def save_matrices(path: str | os.PathLike, teacher, keep: list[int], shapes: lis
             for name, array in counts.arrays(f"kept.{model}.{side}.").items()}
     if keys is not None:
         kept["keys"] = np.asarray(keys, dtype=np.uint64)
-    with atomic_open(path, "wb") as f:
+    with model_file_open(path, "wb") as f:
         np.savez(f, cells=cells, shapes=np.asarray(shapes, dtype=np.int64).reshape(-1, 2),
                  meta=np.array(json.dumps(meta)), **kept)
 
@@ -98,9 +98,13 @@ def _stored_options(meta: dict) -> dict | None:
     return {**DEFAULT.as_kwargs(), **options} if isinstance(options, dict) else None
 
 
-def _read(model_dir: str | os.PathLike, read: Callable):
+_WARNED: set[Path] = set()  # the damaged teacher files a run has warned of
+
+
+def _read(model_dir: str | os.PathLike, read: Callable, fingerprint: str | None = None):
     """``read(z, meta)`` of the model directory's teacher file (the open ``.npz`` and its meta), or
-    None where there is none or it cannot be read."""
+    None where there is none, it cannot be read, or it was kept for another training corpus than the
+    model's (``fingerprint``: the model's, as its ``config.json`` records it; None: not checked)."""
     path = Path(model_dir) / FILE
     if not path.is_file():
         return None
@@ -108,9 +112,19 @@ def _read(model_dir: str | os.PathLike, read: Callable):
         with np.load(path, allow_pickle=False) as z:
             check_members(z, path, "kept teacher")
             meta = json.loads(str(z["meta"]))
-            return read(z, meta) if isinstance(meta, dict) else None
-    except (*READ_ERRORS, AttnAlignError) as e:
-        warn(f"{path}: the kept teacher cannot be read ({str(e)[:160]}): it is trained again")
+            if not isinstance(meta, dict):
+                raise ValueError("its meta is not a JSON object")
+            if fingerprint is not None and meta.get("fingerprint") != fingerprint:
+                warn(f"{path_text(path)} was kept for another training corpus than the model's (it is "
+                     "another model's teacher): it is not used")
+                return None
+            return read(z, meta)
+    except (*READ_ERRORS, AttnAlignError):
+        # said in our words, once a run: numpy's own ("load it unsafely") reads as advice to do so
+        if path not in _WARNED:
+            _WARNED.add(path)
+            warn(f"{path_text(path)} is damaged (not a teacher file attnalign wrote): it is not used, and a "
+                 "teacher is trained again where one is needed")
         return None
 
 
@@ -131,7 +145,8 @@ def load_matching(model_dir: str | os.PathLike, options: dict, pairs: int,
     return _read(model_dir, matching)
 
 
-def load_keyed(model_dir: str | os.PathLike, options: dict) -> SavedTeacher | None:
+def load_keyed(model_dir: str | os.PathLike, options: dict, fingerprint: str | None = None
+               ) -> SavedTeacher | None:
     """The model directory's kept teacher if it was kept with these teacher ``options`` and records its
     pairs' keys; else None (none kept, other options, a file from before keys were kept, or one that
     cannot be read)."""
@@ -140,10 +155,11 @@ def load_keyed(model_dir: str | os.PathLike, options: dict) -> SavedTeacher | No
             return None
         return SavedTeacher(Path(model_dir) / FILE)
 
-    return _read(model_dir, keyed)
+    return _read(model_dir, keyed, fingerprint)
 
 
-def load_kept(model_dir: str | os.PathLike, options: dict) -> tuple[dict, int] | None:
+def load_kept(model_dir: str | os.PathLike, options: dict, fingerprint: str | None = None
+              ) -> tuple[dict, int] | None:
     """The counts the model directory's kept teacher learned (per model name, both directions'
     :class:`.learned.KeptCounts`: :class:`.align.SoftTeacher`'s ``kept``) and its number of training
     pairs, if it was kept with these teacher ``options`` and holds them; else None (none kept, other
@@ -155,4 +171,4 @@ def load_kept(model_dir: str | os.PathLike, options: dict) -> tuple[dict, int] |
         kept = {m: tuple(KeptCounts.from_arrays(z, f"kept.{m}.{side}.") for side in _SIDES) for m in models}
         return (kept, int(meta["pairs"])) if kept else None
 
-    return _read(model_dir, counts)
+    return _read(model_dir, counts, fingerprint)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import dist
 from .._version import __version__
-from ..data.fileio import MODEL_DIR_FILES, atomic_open
+from ..data.fileio import MODEL_DIR_FILES, model_file_open
 from ..errors import AttnAlignError, OptionError
 from ..nmt.checkpoint import FORMAT_VERSION, read_model_config
 from .options import DIRECTIONS, TrainOptions
@@ -178,7 +178,7 @@ def write_config(model_dir: Path, options: TrainOptions, directions: list[str], 
         **({"self_train_round": self_round} if self_round else {}),
         "libraries": libraries(),
     }
-    with atomic_open(model_dir / "config.json") as f:
+    with model_file_open(model_dir / "config.json") as f:
         json.dump(payload, f, indent=2)
         f.write("\n")
 
@@ -203,7 +203,7 @@ def start_round(model_dir: Path, self_round: int, going_on: bool = False) -> Non
     as it goes; a resumed round starts from the same weights)."""
     for direction in read_model_config(model_dir).get("directions", []) if going_on else []:
         best, start = model_dir / f"{direction}.pt", round_start(model_dir, direction)
-        with atomic_open(start, "wb") as f:
+        with model_file_open(start, "wb") as f:
             f.write(best.read_bytes())
     cfg = _update_config(model_dir, self_train_round=self_round, finished=[])
     for direction in cfg.get("directions", []):  # the last round's resumable state is done with
@@ -230,7 +230,7 @@ def mark_finished(model_dir: Path, direction: str) -> None:
 def _update_config(model_dir: Path, **changes) -> dict:
     """Rewrite ``config.json`` (atomically) with ``changes``; the new config."""
     cfg = {**read_model_config(model_dir), **changes}
-    with atomic_open(model_dir / "config.json") as f:
+    with model_file_open(model_dir / "config.json") as f:
         json.dump(cfg, f, indent=2)
         f.write("\n")
     return cfg
@@ -249,6 +249,8 @@ def pairs_fingerprint(pairs, gold=None) -> str:
 
 def append_log(model_dir: Path, row: dict) -> None:
     path = model_dir / "log.csv"
+    if path.is_symlink():  # the model's own file: never appended to through a link out of the directory
+        path.unlink()
     with open(path, "a", newline="") as f:
         # the two directions' processes (--parallel-directions) append at once: one header, whole rows
         with contextlib.suppress(OSError, ImportError):

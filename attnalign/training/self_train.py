@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..data.alignments import GUIDE_ROLE, Alignment, Link, format_pharaoh_line, read_alignments
 from ..data.corpus import Pairs
-from ..data.fileio import SELF_GUIDE, atomic_open
+from ..data.fileio import SELF_GUIDE, model_file_open
 from ..decoding.policy import TeacherPlan
 from ..errors import AttnAlignError
 from ..statistical.teacher_file import FILE, READ_ERRORS, SavedTeacher
@@ -35,7 +35,7 @@ def self_guide(work_dir: Path, pairs: Pairs, keep: list[int], device, self_round
     if not resumed:
         t0 = time.perf_counter()
         links = _model_links(work_dir, pairs, device)
-        with atomic_open(path) as f:
+        with model_file_open(path) as f:
             f.writelines(format_pharaoh_line(Alignment.from_links(x)) + "\n" for x in links)
         start_round(work_dir, self_round, going_on)
         if note:

@@ -173,9 +173,10 @@ def _tuned(aligner, model, pairs, text, golds, name: str, outputs, progress):
     from ..nmt.checkpoint import is_hf_model
 
     o = aligner.options
-    if o.decoder != "auto" or o.threshold is not None or o.teacher_weight is not None:
-        raise OptionError("--tune-gold chooses the decoder, the threshold and the teacher's weight",
-                          hint="give --tune-gold, or --decoder, --threshold and --teacher-weight, not both")
+    if o.sym != "auto" or o.decoder != "auto" or o.threshold is not None or o.teacher_weight is not None:
+        raise OptionError("--tune-gold chooses the symmetrization, the decoder, the threshold and the "
+                          "teacher's weight", hint="give --tune-gold, or --sym, --decoder, --threshold and "
+                                                   "--teacher-weight, not both")
     if is_hf_model(model):
         raise OptionError("--tune-gold keeps its choice in an attnalign model directory", path=model,
                           hint="fine-tune it with attnalign train --init-from, or leave --tune-gold out")
