@@ -38,12 +38,29 @@ TRAIN = ["train", "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr", "--e
     (["--lr", "1e300"], "--lr must be > 0 and <= 1"),
     (["--seed", "18446744073709551616"], "--seed must be >= 0"),
     (["--seed", "-1"], "--seed must be >= 0"),
+    # options that would do nothing
+    (["--guide-seed", "5"], "--guide-seed sets the built-in teacher of --guide auto"),
+    (["--guide-samplers", "3", "--guide-model", "fertility"], "--guide-model, --guide-samplers set"),
+    (["--guide", str(SAMPLE / "test.gold.pharaoh"), "--guide-seed", "5"], "--guide-seed sets"),
+    (["--resume", "--overwrite"], "--resume continues the run"),
 ])
 def test_train_refuses_before_any_work(tmp_path, args, says):
     r = invoke(*TRAIN, "--model", tmp_path / "m", *args)
     assert r.exit_code == 2, r.output
     assert r.stderr.startswith("error:") and says in r.stderr and "Traceback" not in r.output
     assert not (tmp_path / "m").exists()
+
+
+def test_report_refuses_stdin_as_both_gold_and_pred_and_a_file_as_its_folder(tmp_path):
+    text = ["--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr"]
+    r = invoke("report", "--gold", "-", "--pred", "-", *text, "-o", tmp_path / "rep", input="0-0\n")
+    assert r.exit_code == 2 and "both read stdin" in r.stderr, r.output
+    assert not (tmp_path / "rep").exists()
+    mine = write(tmp_path / "notes.txt", "mine")  # -o onto a file: a usage error, as elsewhere
+    r = invoke("report", "--gold", SAMPLE / "test.gold.naacl", "--pred", SAMPLE / "test.diagonal.align",
+               *text,
+               "-o", mine)
+    assert r.exit_code == 2 and "must be a folder" in r.stderr and mine.read_text() == "mine", r.output
 
 
 def test_stdin_closed_is_an_input_error(tmp_path):

@@ -691,7 +691,20 @@ def test_a_damaged_sentencepiece_model_in_a_checkpoint_is_one_error(model_copy, 
     ck = load_checkpoint(model_copy / "forward.pt")
     ck["src_spm"] = torch.frombuffer(bytearray(damage or b"\0"), dtype=torch.uint8)[:len(damage)].clone()
     save_checkpoint(model_copy / "forward.pt", ck)
-    one_error(invoke("align", "corpus", "--model", model_copy, *TEST), 1, "sentencepiece model inside")
+    r = invoke("align", "corpus", "--model", model_copy, *TEST)
+    one_error(r, 1, "sentencepiece model inside is damaged")
+    assert "\x1b" not in r.stderr and len(r.stderr.strip().splitlines()) == 2  # the error and its hint
+
+
+def test_a_subword_checkpoint_without_its_segmenter_is_damaged(pairs, tmp_path):
+    """A subword model read without its sentencepiece model would align whole words: refused."""
+    from attnalign.nmt.checkpoint import load_checkpoint, save_checkpoint
+
+    train(pairs, tmp_path / "m", tiny(subword=60, epochs=1))
+    ck = load_checkpoint(tmp_path / "m" / "forward.pt")
+    ck["src_spm"] = None
+    save_checkpoint(tmp_path / "m" / "forward.pt", ck)
+    one_error(invoke("align", "corpus", "--model", tmp_path / "m", *TEST), 1, "holds no sentencepiece model")
 
 
 @pytest.mark.parametrize("edit, command, code", [

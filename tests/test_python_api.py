@@ -31,22 +31,23 @@ def snippet_dir(tmp_path_factory):
     src, tgt = sample_texts(d, 1200)
     shutil.move(src, d / "sample_data" / "train.en")
     shutil.move(tgt, d / "sample_data" / "train.fr")
-    for name in ("test.en", "test.fr", "test.gold.naacl", "test.diagonal.align"):
+    for name in ("test.en", "test.fr", "test.gold.naacl"):
         shutil.copy(SAMPLE / name, d / "sample_data" / name)
-    for name in ("a.align", "b.align"):  # the paired example's two systems
-        shutil.copy(SAMPLE / "test.diagonal.align", d / name)
     code = readme_python()
     assert code.count('aa.preset_options("align")') == 1
     code = code.replace('aa.preset_options("align")', 'aa.preset_options("align", epochs=1)')
     # the snippet's last lines are expressions: print what they computed, to check it ran through
-    code += '\nprint("links", sum(len(p.links) for p in combined.align(pairs[:50])))\n'
+    code += ('\nprint("links", sum(len(p.links) for p in combined.align(test[:50])))\n'
+             'print("aer", *(s.total.aer for s in paired.systems))\n')
     (d / "train.py").write_text(code)
     return d
 
 
 def check(r: subprocess.CompletedProcess) -> None:
     assert r.returncode == 0, r.stderr[-3000:]
-    assert int(r.stdout.split("links")[-1]) > 100  # the 50 pairs got their links
+    assert int(r.stdout.split("links")[-1].split()[0]) > 100  # the 50 pairs got their links
+    blend, alone = map(float, r.stdout.split("aer")[-1].split())  # the files the example wrote, scored
+    assert 0 <= blend < 0.5 and 0 <= alone < 0.5
     assert "interrupted training run" not in r.stderr
 
 

@@ -165,6 +165,12 @@ def load_model(model_dir: str | os.PathLike, direction: str = "forward",
              f"checkpoint so far (step {ck.get('step')}); finish it with: attnalign train --model "
              f"{model_dir} --resume")
     model.to(device).eval()
+    if (meta.get("train_options") or {}).get("subword"):  # a subword model reads pieces, never words
+        for side in ("src", "tgt"):
+            if ck.get(f"{side}_spm") is None:
+                raise AttnAlignError(f"the checkpoint of a subword model holds no sentencepiece model "
+                                     f"({side}_spm): it is damaged", path=path,
+                                     hint="restore the model directory, or train the model again")
     segmenters = [Segmenter.from_tensor(ck.get(f"{side}_spm"), path) for side in ("src", "tgt")]
     return LoadedModel(model, ck["model_type"], ck["config"], src_vocab, tgt_vocab, direction,
                        bool(meta.get("lowercase", False)), meta, *segmenters)

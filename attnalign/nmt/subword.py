@@ -31,9 +31,11 @@ class Segmenter:
                 if not proto:
                     raise ValueError("it is empty")
                 self._sp = spm.SentencePieceProcessor(model_proto=proto)
-            except (RuntimeError, OSError, ValueError, TypeError) as e:
-                raise AttnAlignError(f"the sentencepiece model inside is damaged ({str(e)[:120]})", path=path,
-                                     hint="train the model again") from None
+            except (RuntimeError, OSError, ValueError, TypeError):
+                # said in our words: sentencepiece's own message spans lines and holds terminal codes
+                raise AttnAlignError("the sentencepiece model inside is damaged: sentencepiece cannot "
+                                     "load it", path=path,
+                                     hint="restore the model directory, or train the model again") from None
 
     @property
     def is_subword(self) -> bool:

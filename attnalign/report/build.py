@@ -32,8 +32,8 @@ from pathlib import Path
 from ..data.alignments import Alignment
 from ..data.attnfile import read_attention, saved_indices
 from ..data.corpus import Pairs, open_corpus
-from ..data.fileio import atomic_dir, inside, is_stdio
-from ..errors import AttnAlignError, OptionError
+from ..data.fileio import atomic_dir, check_one_stdin, inside, is_stdio
+from ..errors import OptionError
 from ..eval.plot import settings_text
 from ..eval.scoring import GoldOptions, gold_signature, read_gold, read_gold_for
 from ..nmt.options import AlignOptions
@@ -86,7 +86,8 @@ class ReportRequest:
         if is_stdio(out):
             raise OptionError("the report is a folder and cannot go to stdout (-)", hint="give -o FOLDER")
         if out.exists() and not out.is_dir():
-            raise AttnAlignError("the report output must be a directory", path=out)
+            raise OptionError("the report output must be a folder, and this is a file", path=out,
+                              hint="give -o a new folder, or an earlier report's")
         if self.gallery < 0:
             raise OptionError(f"--gallery must be >= 0, not {self.gallery}")
         if self.attention is None and self.model is None and not self.preds:
@@ -96,6 +97,9 @@ class ReportRequest:
             raise OptionError("give the corpus (--src/--tgt or --corpus) whose first sentences the gold "
                               "aligns")
         reverse = self.options.reverse_model if self.options is not None else None
+        check_one_stdin({"--gold": self.gold, "--attention": self.attention, "--src": self.src,
+                         "--tgt": self.tgt, "--corpus": self.corpus,
+                         **{f"--pred {k + 1}": p for k, p in enumerate(self.preds)}})
         inputs = {"--gold": self.gold, "--attention": self.attention, "--model": self.model,
                   "--src": self.src, "--tgt": self.tgt, "--corpus": self.corpus, "--reverse-model": reverse,
                   **{f"--pred {p}": p for p in self.preds}}

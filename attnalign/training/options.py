@@ -211,6 +211,12 @@ class TrainOptions:
         if network.align_head and not has_guide_links and self.guide is None:
             raise OptionError("the alignment head learns from a guide alignment only",
                               hint="add --guide auto (or --guide FILE), or leave out --align-head")
+        if self.guide != "auto" and self.teacher != TEACHER:  # they would do nothing
+            flags = [f"--guide-{f.name}" for f in fields(TeacherOptions)
+                     if getattr(self.teacher, f.name) != getattr(TEACHER, f.name)]
+            raise OptionError(f"{', '.join(flags)} set{'s' if len(flags) == 1 else ''} the built-in "
+                              "teacher of --guide auto, which this run does not use",
+                              hint="add --guide auto, or leave them out")
         if self.guide == "auto" and not has_guide_links:
             self.teacher.check(prefix_flag="--guide-prefix", identical_flag="--guide-identical",
                                samplers_flag="--guide-samplers", seed_flag="--guide-seed")

@@ -47,6 +47,9 @@ def train_files(
     differ from the run's. Returns :func:`train`'s summary."""
     files = {"src": src, "tgt": tgt, "corpus": corpus, "dev_src": dev_src, "dev_tgt": dev_tgt,
              "dev_gold": dev_gold}
+    if resume and overwrite:
+        raise OptionError("--resume continues the run in the model directory and --overwrite starts a "
+                          "new one", hint="give one of them")
     if Path(model).is_symlink():  # the link stays; the folder it names is the model directory
         model = Path(os.path.realpath(model))
     if resume:  # the run's own data options, for each group (training data, dev set) not given again
