@@ -52,6 +52,21 @@ def test_longer_prediction_scores_the_first_lines(tmp_path):
     assert "scoring the first 2" in r.stderr
 
 
+def test_a_pharaoh_gold_ending_in_empty_lines_says_what_it_scores(tmp_path):
+    """The RWTH German-English gold's shape: the sentences, then an empty line. Without the text it is
+    one more sentence without links, said; the text's length cuts it, said, and the signature counts
+    what was scored."""
+    gold = write(tmp_path / "gold", "0-0 1-1\n0-0\n\n")
+    pred = write(tmp_path / "pred", "0-0 1-1\n0-0\n0-0\n")
+    r = invoke("score", gold, pred, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["sentences"] == 3
+    assert "ends in 1 empty line, read as sentences without links: 3 sentences are scored" in r.stderr
+    src, tgt = write(tmp_path / "t.en", "a b\nc\n"), write(tmp_path / "t.fr", "x y\nz\n")
+    r = invoke("score", gold, pred, "--src", src, "--tgt", tgt)
+    assert r.exit_code == 0 and "sents:2|" in r.stdout and "│ 0.00 │" in r.stdout, r.output
+    assert "the 1 beyond the text's 2 sentences are left out: 2 sentences are scored" in r.stderr
+
+
 def test_shorter_prediction_is_an_error(tmp_path):
     gold = write(tmp_path / "gold", "0-0\n1-1\n")
     pred = write(tmp_path / "pred", "0-0\n")

@@ -30,6 +30,7 @@ from typing import IO
 
 from ..errors import FormatError, warn
 from .corpus import check_readable, is_piped, read_lines
+from .fileio import path_text
 
 Link = tuple[int, int]
 FORMATS = ("auto", "pharaoh", "naacl")
@@ -147,6 +148,28 @@ def _parse_pharaoh(
             )
         sents.append(row)
     return sents, ignored
+
+
+def _trailing_empty_lines(sents: list[list[_RawLink]], p: Path, n_text: int | None) -> list[list[_RawLink]]:
+    """A Pharaoh gold whose file ends in empty lines (an editor's, or a gold set's: the RWTH
+    German-English gold has 508 sentences in 509 lines): the lines beyond its text's ``n_text``
+    sentences are left out; without the text they are read as sentences without links. Either way a
+    warning says so and how many sentences are scored."""
+    empty = 0
+    while empty < len(sents) and not sents[len(sents) - 1 - empty]:
+        empty += 1
+    if not empty:
+        return sents
+    lines = f"{empty} empty line{'s' if empty > 1 else ''}"
+    if n_text is not None and len(sents) - empty <= n_text < len(sents):
+        warn(f"{path_text(p)}: ends in {lines}; the {len(sents) - n_text} beyond the text's {n_text} "
+             f"sentences are left out: {n_text} sentences are scored")
+        return sents[:n_text]
+    if n_text is None:
+        warn(f"{path_text(p)}: ends in {lines}, read as sentences without links: {len(sents)} sentences are "
+             f"scored; if they are no sentences, give the gold's text (--src/--tgt), whose length cuts them, "
+             "or remove them")
+    return sents
 
 
 def _parse_naacl(p: Path, encoding: str, role: str = "gold") -> list[_RawLink]:
@@ -343,6 +366,8 @@ def read_alignments(
     ignored = 0
     if fmt == "pharaoh":
         sents, ignored = _parse_pharaoh(p, encoding, max_sentences, role)
+        if role == "gold":
+            sents = _trailing_empty_lines(sents, p, n_sentences)
         raw = [r for row in sents for r in row]
         n = len(sents) if n_sentences is None else n_sentences
         if n_sentences is not None and len(sents) > n_sentences:
