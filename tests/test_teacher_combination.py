@@ -489,6 +489,27 @@ def test_a_tuning_keeps_its_best_only_where_the_paired_test_prefers_it():
     assert Tuning.from_json(json.loads(json.dumps(won.as_json()))) == won
 
 
+def test_the_tuning_gain_is_measured_on_sentences_that_did_not_choose():
+    """Cross-validation by hand: 4 sentences, 2 folds (0, 2 and 1, 3). ``a`` is perfect on fold 0 and
+    wrong on fold 1, ``b`` the other way round: each fold's choice, made on the other, is wrong on it."""
+    from attnalign.combine import Tuning
+    from attnalign.combine.tune import cross_validated
+    from attnalign.eval.metrics import Counts
+    from attnalign.eval.significance import Interval, PairedResult
+
+    right, wrong = Counts(1, 1, 1, 1, 1, 1), Counts(1, 1, 1, 0, 0, 1)  # one link, sure; found or not
+    default, a, b = TEACHER_DECODING, Decoding("soft", "threshold", 0.3, 0.5), Decoding("soft", "relative",
+                                                                                          0.1, 0.5)
+    per = {default: [wrong] * 4, a: [right, wrong, right, wrong], b: [wrong, right, wrong, right]}
+    assert cross_validated(per, default, 2) == [wrong] * 4  # in-sample, a or b would look half right
+    per[a] = [right] * 4
+    assert cross_validated(per, default, 2) == [right] * 4
+    tie = PairedResult(0.0, Interval(0, 0), 1.0)
+    same = Tuning("g", 40, [(default, 0.07)], default, 0.07, default, tie, 5)
+    assert same.describe().endswith("the default, --sym soft --decoder relative --threshold 0.2 "
+                                    "--teacher-weight 0.6, is already the best (AER 7.00): it stays")
+
+
 def test_tune_gold_chooses_the_blend_on_the_user_s_gold_and_keeps_it(guided, tmp_path):
     """A gold made of one candidate's own links: that candidate (or one as good) wins with AER 0, the
     paired test prefers it to the default, it is kept in blend.json, and a later run uses it."""
@@ -502,9 +523,9 @@ def test_tune_gold_chooses_the_blend_on_the_user_s_gold_and_keeps_it(guided, tmp
     test = read_corpus(SAMPLE / "test.en", SAMPLE / "test.fr")[:60]
     for name, k in (("t.en", 0), ("t.fr", 1)):
         (tmp_path / name).write_text("".join(" ".join(p[k]) + "\n" for p in test), encoding="utf-8")
-    target = Decoding("soft", "threshold", 0.35, 0.8)
-    combined = combine_fitted(Aligner(m, AlignOptions(teacher="on", decoder="threshold", threshold=0.35,
-                                                      teacher_weight=0.8)), test)
+    target = Decoding("soft", "threshold", 0.6, 0.3)
+    combined = combine_fitted(Aligner(m, AlignOptions(teacher="on", decoder="threshold", threshold=0.6,
+                                                      teacher_weight=0.3)), test)
     assert combined.decoding == target
     gold = tmp_path / "g.align"
     gold.write_text("".join(" ".join(f"{i}-{j}" for i, j in p.links) + "\n" for p in combined.align(test)))

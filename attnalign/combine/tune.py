@@ -1,6 +1,8 @@
 """The blend chosen on the user's gold (``align corpus --tune-gold``): every candidate of
 :func:`~attnalign.decoding.policy.blend_candidates` scored on the gold's sentences, the best kept only
-where the paired bootstrap finds it better than the default at :data:`~attnalign.decoding.policy.TUNE_P`,
+where choosing on the gold beats the default on sentences that did not choose (cross-validated over
+:data:`~attnalign.decoding.policy.TUNE_FOLDS` folds; the paired bootstrap at
+:data:`~attnalign.decoding.policy.TUNE_P`),
 and the choice written to the model directory (``blend.json``), where later runs read it
 (:func:`kept_blend`) and ``report`` shows it.
 """
@@ -16,7 +18,7 @@ from pathlib import Path
 from ..data.alignments import Alignment
 from ..data.fileio import BLEND_FILE, model_file_open, path_text
 from ..decoding import decode_pair
-from ..decoding.policy import AUTO, TUNE_MIN_SENTENCES, TUNE_P, Decoding, blend_candidates
+from ..decoding.policy import AUTO, TUNE_FOLDS, TUNE_MIN_SENTENCES, TUNE_P, Decoding, blend_candidates
 from ..errors import OptionError, require, warn
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.significance import Bootstrap, Interval, PairedResult, paired_test
@@ -26,8 +28,10 @@ from .blend import Combined, blend
 @dataclass(frozen=True)
 class Tuning:
     """What ``--tune-gold`` found: each candidate's AER (fraction) on the gold's ``sentences``, best
-    first; the ``default`` it was measured against and the ``best`` one's paired test against it; and
-    ``chosen``, what later runs use (the best where the test prefers it, else None: the default)."""
+    first; the ``default`` it was measured against; ``paired``: the paired test against the default of
+    the choice made on sentences that did not choose it (``folds`` folds, each scored with the best of
+    the others; 0: a file from before, which scored the best on its own sentences); and ``chosen``, what
+    later runs use (the best where that test prefers it, else None: the default)."""
 
     gold: str
     sentences: int
@@ -36,6 +40,7 @@ class Tuning:
     default_aer: float
     best: Decoding
     paired: PairedResult
+    folds: int = 0
 
     @property
     def chosen(self) -> Decoding | None:
@@ -45,10 +50,17 @@ class Tuning:
     def describe(self) -> str:
         """One paragraph for stderr and the report."""
         p = self.paired
-        head = (f"blend tuned on {self.gold} ({self.sentences} sentences, {len(self.scores)} candidates): "
-                f"the best, {self.best.describe()}, AER {100 * self.scores[0][1]:.2f} against the default's "
-                f"{100 * self.default_aer:.2f} ({self.default.describe()}): {100 * p.delta:+.2f} "
-                f"[{100 * p.interval.low:+.2f}, {100 * p.interval.high:+.2f}], p {p.p_value:.3f}")
+        head = f"blend tuned on {self.gold} ({self.sentences} sentences, {len(self.scores)} candidates): "
+        if self.best == self.default:
+            return head + (f"the default, {self.default.describe()}, is already the best (AER "
+                           f"{100 * self.default_aer:.2f}): it stays")
+        gain = (f"{100 * p.delta:+.2f} [{100 * p.interval.low:+.2f}, {100 * p.interval.high:+.2f}], p "
+                f"{p.p_value:.3f}")
+        head += (f"the best, {self.best.describe()}, AER {100 * self.scores[0][1]:.2f} on them against the "
+                 f"default's {100 * self.default_aer:.2f} ({self.default.describe()}); ")
+        head += (f"chosen on {self.folds} folds, each scored with the best of the others (sentences that "
+                 f"did not choose it): {gain} AER against the default" if self.folds else
+                 f"{gain} on the sentences that chose it")
         if self.chosen is not None:
             return head + "; later runs of this model use it"
         return head + f"; not significantly better (p < {TUNE_P} wanted): the default stays"
@@ -59,7 +71,7 @@ class Tuning:
                 "sentences": self.sentences, "default": asdict(self.default), "default_aer": self.default_aer,
                 "best": asdict(self.best), "paired": {"delta": p.delta, "p_value": p.p_value,
                                                       "interval": [p.interval.low, p.interval.high]},
-                "scores": [[asdict(d), aer] for d, aer in self.scores]}
+                "scores": [[asdict(d), aer] for d, aer in self.scores], "folds": self.folds}
 
     @classmethod
     def from_json(cls, data) -> Tuning:
@@ -95,7 +107,8 @@ class Tuning:
                    number("default_aer", data["default_aer"]), blend_of(data["best"]),
                    PairedResult(number("delta", p["delta"], -1.0),
                                 Interval(*(number("interval", x, -1.0) for x in interval)),
-                                number("p_value", p["p_value"])))
+                                number("p_value", p["p_value"])),
+                   int(number("folds", data.get("folds", 0), high=None)))
 
 
 def tune_blend(combined: Combined, pairs, gold: list[Alignment], start: int, name: str) -> Tuning:
@@ -130,9 +143,24 @@ def tune_blend(combined: Combined, pairs, gold: list[Alignment], start: int, nam
                   for p, m, g in zip(read, mixed[w], gold, strict=True)]
     aer = {d: sum(c, Counts()).aer for d, c in per.items()}
     ranked = sorted(candidates, key=lambda d: (aer[d], d != default))
-    best = ranked[0]
-    paired = paired_test(per[default], per[best], Bootstrap().resamples(len(gold)))
-    return Tuning(name, len(gold), [(d, aer[d]) for d in ranked], default, aer[default], best, paired)
+    held_out = cross_validated(per, default, TUNE_FOLDS)
+    paired = paired_test(per[default], held_out, Bootstrap().resamples(len(gold)))
+    return Tuning(name, len(gold), [(d, aer[d]) for d in ranked], default, aer[default], ranked[0], paired,
+                  TUNE_FOLDS)
+
+
+def cross_validated(per: dict[Decoding, list[Counts]], default: Decoding, folds: int) -> list[Counts]:
+    """Each sentence's counts under the candidate that the other folds chose (fold ``f``: sentences
+    ``f, f + folds, ...``; the lowest AER on the rest, the default where it ties): what choosing on a
+    gold gains on sentences that did not choose. ``per``: every candidate's counts per sentence."""
+    n = len(per[default])
+    out: list[Counts] = [Counts()] * n
+    for f in range(folds):
+        rest = [k for k in range(n) if k % folds != f]
+        best = min(per, key=lambda d: (sum((per[d][k] for k in rest), Counts()).aer, d != default))
+        for k in range(f, n, folds):
+            out[k] = per[best][k]
+    return out
 
 
 def save_tuning(model: str | os.PathLike, tuning: Tuning) -> Path:

@@ -135,6 +135,9 @@ TUNE_FLOORS = (0.1, 0.2, 0.3)  # --decoder relative
 TUNE_THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)  # --decoder threshold
 TUNE_MIN_SENTENCES = 20
 TUNE_P = 0.05
+# The gain of the gold's best is measured on sentences that did not choose it: each of this many folds
+# of the gold (every TUNE_FOLDS-th sentence) is scored with the candidate the other folds chose.
+TUNE_FOLDS = 5
 
 
 def blend_candidates(both: bool) -> list[Decoding]:
