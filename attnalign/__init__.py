@@ -16,17 +16,17 @@ source first (Pharaoh order).
 import importlib
 
 from ._version import __version__
-from .data.alignments import Alignment, read_alignments, write_naacl, write_pharaoh  # noqa: E402
-from .data.corpus import open_corpus, read_corpus  # noqa: E402
-from .errors import AttnAlignError, AttnAlignWarning  # noqa: E402
-from .eval.metrics import Counts, sentence_counts  # noqa: E402
-from .eval.scoring import GoldOptions, read_gold, score_alignments, score_files  # noqa: E402
-from .eval.significance import Bootstrap  # noqa: E402
-from .statistical import TeacherOptions, align_statistical  # noqa: E402
 
-# The torch side, imported on first use so that ``import attnalign`` (and ``attnalign score``) stays
-# torch-free: name -> module.
-_LAZY = {"Aligner": "nmt.aligner", "AlignOptions": "nmt.aligner", "combined_aligner": "combine",
+# Every name is imported on first use, so that ``import attnalign`` (which the command line's entry
+# point does before it has its signal handlers) loads nothing heavy, and stays torch-free: name -> module.
+_LAZY = {"Alignment": "data.alignments", "read_alignments": "data.alignments",
+         "write_naacl": "data.alignments", "write_pharaoh": "data.alignments", "open_corpus": "data.corpus",
+         "read_corpus": "data.corpus",
+         "AttnAlignError": "errors", "AttnAlignWarning": "errors", "Counts": "eval.metrics",
+         "sentence_counts": "eval.metrics", "GoldOptions": "eval.scoring", "read_gold": "eval.scoring",
+         "score_alignments": "eval.scoring", "score_files": "eval.scoring", "Bootstrap": "eval.significance",
+         "TeacherOptions": "statistical", "align_statistical": "statistical",
+         "Aligner": "nmt.aligner", "AlignOptions": "nmt.aligner", "combined_aligner": "combine",
          "combine_fitted": "combine", "train": "training",
          "TrainOptions": "training", "preset_options": "training", "DevSet": "training"}
 

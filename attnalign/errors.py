@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import warnings
 
+EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130  # the CLI's exit codes (see above)
+
 
 class AttnAlignError(Exception):
     """An error the user can fix: bad input, a bad option, a missing file."""
@@ -85,3 +87,14 @@ def require(flag: str, value, *, low=None, high=None, low_open: bool = False, hi
         lo = "" if low is None else f"{'>' if low_open else '>='} {low}"
         hi = "" if high is None else f"{'<' if high_open else '<='} {high}"
         raise OptionError(f"{flag} must be {' and '.join(x for x in (lo, hi) if x)}, not {value}")
+
+
+def out_of_memory(e: BaseException) -> bool:
+    """Whether ``e`` says the process ran out of memory: a MemoryError, torch's allocator failing, or a
+    shared library that could not be mapped (an address-space limit, ``ulimit -v``)."""
+    if isinstance(e, MemoryError):
+        return True
+    text = str(e).lower()
+    return isinstance(e, ImportError | OSError | RuntimeError) and any(
+        w in text for w in ("can't allocate memory", "cannot allocate memory", "out of memory",
+                            "failed to map segment"))

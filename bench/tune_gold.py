@@ -6,8 +6,9 @@ For each pair, reads the model that ``python bench/quality.py --pair PAIR --conf
 agree-fert-head-sp-e5-b2k-d0`` trained (= ``train --preset align``) and trains its teacher on the whole
 corpus, as ``align corpus --teacher on`` does. Tune sets: the first ``--tune`` (50) test sentences,
 and for English-French also its 37 trial sentences; each is given to the library behind
-``--tune-gold`` (:func:`attnalign.combine.tune_blend`), which keeps its best blend only where the paired
-bootstrap prefers it to the default (p < 0.05). On the held-out test sentences (all but the first
+``--tune-gold`` (:func:`attnalign.combine.tune_blend`), which keeps its best blend only where choosing on
+the tune set beats the default on sentences that did not choose (5 folds, each scored with the best of
+the others; the paired bootstrap, p < 0.05). On the held-out test sentences (all but the first
 ``--tune``) it scores the default, the blend kept (the default where none was), the tune set's best
 whether kept or not, and the teacher's own links, each with its paired test against the default.
 
@@ -71,7 +72,10 @@ def run(pair: str, n_tune: int) -> list[dict] | None:
                          tuning.best.describe() if label.startswith("best") else "",
                          "aer": round(aer, 2), "delta": round(100 * t.delta, 2),
                          "low": round(100 * t.interval.low, 2), "high": round(100 * t.interval.high, 2),
-                         "p": round(t.p_value, 4), "tune_p": round(tuning.paired.p_value, 4)})
+                         "p": round(t.p_value, 4), "tune_delta": round(100 * tuning.paired.delta, 2),
+                         "tune_low": round(100 * tuning.paired.interval.low, 2),
+                         "tune_high": round(100 * tuning.paired.interval.high, 2),
+                         "tune_p": round(tuning.paired.p_value, 4)})
     return rows
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -323,6 +325,37 @@ def test_a_terminated_run_cleans_up_and_keeps_the_old_output(tmp_path, sig):
     assert p.returncode == 130, err[-2000:]
     assert f"stopped by {sig}" in err and "Traceback" not in err
     assert out.read_text() == "0-0\n" and not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*"))
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` has a handler of its own for SIGTERM (Linux /proc: SigCgt's bit 15)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        mask = next(x for x in status if x.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(int(mask.split()[1], 16) & (1 << 14))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_sigterm_while_the_command_line_loads_is_an_interruption():
+    """The handler is in place before the command line's imports (numpy, numba, Typer: about a second):
+    a SIGTERM sent as soon as the process catches it is exit 130 with one line, not 143 or a traceback."""
+    import signal
+    import subprocess
+
+    for _ in range(3):  # a run that ended before the signal reached it (a descheduled test) goes again
+        p = subprocess.Popen([sys.executable, "-m", "attnalign", "score", str(SAMPLE / "test.gold.naacl"),
+                              str(SAMPLE / "test.diagonal.align")], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        while not _catches_sigterm(p.pid) and p.poll() is None:  # the event: its handler is installed
+            pass
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=300)
+        if p.returncode != 0:
+            break
+    assert p.returncode == 130, (p.returncode, err[-2000:])
+    assert err.strip() == "interrupted: stopped by SIGTERM: no output was written", err[-2000:]
 
 
 def test_a_signal_inside_a_compiled_loop_is_an_interruption():

@@ -97,3 +97,30 @@ def test_a_stream_read_twice_is_copied_only_while_the_disk_keeps_its_margin(monk
     said = str(e.value)
     assert "copied 16 MiB of the stream" in said and "give the input as a file" in said
     assert sum(p.stat().st_size for p in tmp_path.glob("attnalign-pipe-*")) <= 16 << 20
+
+
+def limited(mib: int):
+    """A ``preexec_fn`` that limits the child's address space to ``mib`` MiB (``ulimit -v``)."""
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="address-space limits as Linux has them")
+@pytest.mark.parametrize(("mib", "command", "fits"), [
+    (3000, ["train", "--src", str(SAMPLE / "dev.en"), "--tgt", str(SAMPLE / "dev.fr"), "--hidden", "6000",
+            "--emb-dim", "6000", "--epochs", "1", "--quiet", "--model", "{tmp}/m"], False),  # allocator
+    (600, ["align", "statistical", *TEXT], None),  # threads whose start would abort the process: one
+    (300, ["score", str(GOLD), str(SAMPLE / "test.diagonal.align")], None),  # libraries that may not load
+    (150, ["align", "statistical", *TEXT], False),
+])
+def test_out_of_memory_is_one_error_line_never_an_abort(mib, command, fits, tmp_path):
+    """Under a memory limit a run either fits or ends with one `error: out of memory` line and exit 1:
+    never a traceback, nor an abort of the C library (exit 127 or 134, no message of ours)."""
+    r = subprocess.run([sys.executable, "-m", "attnalign", *(c.format(tmp=tmp_path) for c in command)],
+                       capture_output=True, text=True, preexec_fn=limited(mib), timeout=600)
+    assert r.returncode in ((1,) if fits is False else (0, 1)), (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr, r.stderr[-2000:]
+    if r.returncode == 1:
+        errors = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+        assert len(errors) == 1 and "out of memory" in errors[0] and "hint:" in r.stderr, r.stderr[-2000:]

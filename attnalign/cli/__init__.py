@@ -3,86 +3,23 @@
 Each command parses its options, makes one library call that returns data, and renders it
 (:mod:`.render`); the options several commands share are declared once in :mod:`.common`. One module
 per command group: :mod:`.train`, :mod:`.align` (corpus, sentence, statistical), :mod:`.plot`,
-:mod:`.report`, :mod:`.score`. ``attnalign --help`` and ``attnalign score`` never import torch.
+:mod:`.report`, :mod:`.score`; the application that holds them is :mod:`.root`. ``attnalign --help``
+and ``attnalign score`` never import torch.
+
+This module stays light: :func:`main` puts its signal handlers in place before anything heavy is
+imported (building the command line imports numpy, numba and Typer, about a second), so that a SIGTERM
+at any moment ends the run as Ctrl-C does, and a machine without the memory to load those libraries
+gets one error line.
 """
 
 from __future__ import annotations
 
-import io
+import os
 import signal
 import sys
-from typing import Annotated
 
-import typer
-
-from .. import dist
-from .._version import __version__
-from ..errors import AttnAlignError
-from . import align, plot
-from .common import EXIT_INTERRUPTED, Command, Group
-from .report import report
-from .score import score
-from .train import train
-
-# What a command line that does not parse raises: click's ClickException, which Typer 0.29 carries as
-# its own and derives from typer.TyperException (before, click's)
-_USAGE_ERRORS = getattr(typer, "TyperException", None) or __import__("click").ClickException
-
-
-class _PlainErrors(Group):
-    """The root command: ``--help`` in Typer's rich panels, but a usage error shown as click shows it, one
-    plain ``Error:`` line under the usage, like every other error of the tool (not a rich box). Typer
-    renders errors itself only in standalone mode: the command runs without it, and this main renders."""
-
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        if not standalone_mode:
-            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except _USAGE_ERRORS as e:
-            e.show()
-            sys.exit(e.exit_code)
-        except typer.Abort:
-            print("Aborted!", file=sys.stderr)
-            sys.exit(1)
-        sys.exit(code if isinstance(code, int) else 0)
-
-
-app = typer.Typer(
-    name="attnalign",
-    cls=_PlainErrors,
-    help="Word alignment from the attention of NMT models: train, align, plot, score.",
-    epilog="Exit codes: 0 done; 1 an input or the run failed (a file missing, unreadable or malformed, a "
-           "model that does not load); 2 the command line is wrong (an unknown option, a value out of "
-           "range, options that do not go together, an output that names an input); 130 interrupted.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        print(f"attnalign {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.",
-                             metavar="")
-    ] = False,
-) -> None:
-    """Word alignment from the attention of NMT models."""
-
-
-app.command(cls=Command)(score)
-app.command(cls=Command)(train)
-app.add_typer(align.app, name="align")
-app.add_typer(plot.app, name="plot")
-app.command(cls=Command)(report)
+from ..errors import EXIT_ERROR, EXIT_INTERRUPTED, out_of_memory
+from .lines import say
 
 
 def _stop_cleanly(signum, frame) -> None:
@@ -91,19 +28,29 @@ def _stop_cleanly(signum, frame) -> None:
     raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}: no output was written")
 
 
-class _ClosedStdout(io.TextIOBase):
-    """stdout for a process started with it closed (``>&-``): the first write is one error line."""
+# Under an address-space limit below this, the compiled loops and OpenBLAS keep to one thread: a thread's
+# start reserves memory, and where the limit forbids it the C library aborts the whole process ("cannot
+# allocate memory for thread-local data", no message of ours) instead of failing in a way we can report.
+LOW_ADDRESS_SPACE = 1 << 30
 
-    def writable(self) -> bool:
-        return True
 
-    def isatty(self) -> bool:
-        return False
+def _address_space_limit() -> int | None:
+    """The process's address-space limit in bytes (``ulimit -v``), None where there is none."""
+    try:
+        import resource
 
-    def write(self, text: str) -> int:
-        raise AttnAlignError("stdout is closed: the output has nowhere to go",
-                             hint="redirect stdout to a file (> out.txt), or give -o FILE where the command "
-                                  "has it")
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError, AttributeError):  # not on this platform
+        return None
+    return None if limit == resource.RLIM_INFINITY else limit
+
+
+def _fit_threads_to(limit: int | None) -> None:
+    """One thread for numba and OpenBLAS under a low :data:`LOW_ADDRESS_SPACE` limit (a user's own
+    setting stays); set before they are imported."""
+    if limit is not None and limit < LOW_ADDRESS_SPACE:
+        for var in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ.setdefault(var, "1")
 
 
 def main() -> None:
@@ -111,10 +58,27 @@ def main() -> None:
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is not None:
             signal.signal(sig, _stop_cleanly)
-    if sys.stdout is None:
-        sys.stdout = _ClosedStdout()
+    limit = _address_space_limit()
+    _fit_threads_to(limit)
     try:
-        app()
-    except SystemExit as e:
-        dist.end(e.code, now=e.code == EXIT_INTERRUPTED)  # under torchrun the process ends here
-        raise
+        from .root import run
+    except KeyboardInterrupt as e:
+        say("interrupted", str(e.args[0]) if e.args else "no output was written")
+        sys.exit(EXIT_INTERRUPTED)
+    except (MemoryError, ImportError, OSError) as e:
+        # under a limit, a library that does not load has most likely not found the memory to map it
+        if not (out_of_memory(e) or (limit is not None and not isinstance(e, ModuleNotFoundError))):
+            raise
+        where = "" if limit is None else f" within the memory limit of {limit / 2**20:,.0f} MiB"
+        say("error", f"out of memory loading attnalign's libraries (numpy, numba, Typer){where}",
+            "raise the memory limit (ulimit -v), or run on a machine with more memory")
+        sys.exit(EXIT_ERROR)
+    run()
+
+
+def __getattr__(name: str):
+    if name == "app":  # the Typer application, built on first use
+        from .root import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

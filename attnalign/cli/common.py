@@ -26,13 +26,22 @@ from rich.console import Console
 from rich.text import Text
 
 from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, THRESHOLD
-from ..errors import AttnAlignError, AttnAlignWarning, OptionError
+from ..errors import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    AttnAlignError,
+    AttnAlignWarning,
+    OptionError,
+    out_of_memory,
+)
 from ..eval.scoring import GoldOptions
 from ..nmt.options import AlignOptions
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import POSTERIOR_THRESHOLD
 from ..statistical.options import SYMS as TEACHER_SYMS
 from ..statistical.registry import MODELS as TEACHER_MODELS
+from .lines import say
 
 
 # Both consoles read no markup: what they print holds user text (words, file names) that may contain
@@ -57,7 +66,6 @@ def _show_warning(message_, category, filename, lineno, file=None, line=None) ->
     err().print(message(prefix, "yellow", str(message_)))
 
 
-EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 
 
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -73,10 +81,12 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             except AttnAlignError as e:
                 err().print(message("error", "red", e.format()))
                 raise typer.Exit(EXIT_USAGE if isinstance(e, OptionError) else EXIT_ERROR) from None
-            except MemoryError:
-                err().print(message("error", "red", "out of memory: this machine cannot hold the data "
-                                    "this run needs"))
-                err().print("  hint: give less data at once (a smaller corpus, --batch-tokens, --samples)")
+            except (MemoryError, RuntimeError, ImportError) as e:
+                if not out_of_memory(e):
+                    raise
+                say("error", "out of memory: this machine (or its memory limit) cannot hold what this run "
+                    "needs", "give less at once: a smaller network (--hidden, --emb-dim, --d-model, "
+                    "--layers), smaller batches (--batch-tokens), a smaller corpus, fewer --samples")
                 raise typer.Exit(EXIT_ERROR) from None
             except BrokenPipeError:  # `attnalign ... | head`: the reader has what it wanted
                 devnull = os.open(os.devnull, os.O_WRONLY)
