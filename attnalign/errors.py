@@ -20,6 +20,12 @@ import warnings
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130  # the CLI's exit codes (see above)
 
 
+def path_text(path: str | os.PathLike) -> str:
+    """A path as text that can be written anywhere (a CSV, a page, a plot, a terminal, an error line):
+    the bytes of a name that are not UTF-8 (which Python keeps as surrogate escapes) shown as ``\\xNN``."""
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 class AttnAlignError(Exception):
     """An error the user can fix: bad input, a bad option, a missing file."""
 
@@ -32,7 +38,7 @@ class AttnAlignError(Exception):
         hint: str | None = None,
     ) -> None:
         self.message = message
-        self.path = None if path is None else str(path)
+        self.path = None if path is None else path_text(path)
         self.line = line
         self.hint = hint
         super().__init__(self.format())

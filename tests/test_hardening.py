@@ -703,6 +703,8 @@ def test_file_names_that_are_not_utf8_are_written_as_escapes(tmp_path):
     r = invoke("plot", "sentence", "--pred", pred, "--gold", SAMPLE / "test.gold.naacl", *NAACL_TEXT,
                "--index", "3", "-o", tmp_path / "p.png")
     assert r.exit_code == 0, r.output
+    r = invoke("score", SAMPLE / "test.gold.naacl", tmp_path / os.fsdecode(b"missing\xff.align"))
+    one_error(r, 1, "missing\\xff.align: prediction file does not exist")  # in an error line too
 
 
 @pytest.mark.parametrize("args", [[], ["--json"]])

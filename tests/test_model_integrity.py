@@ -105,6 +105,21 @@ def test_another_models_kept_teacher_is_not_used(model, trained, tmp_path):
     assert r.exit_code == 0 and "teacher_pairs=200" in r.stderr, r.output
 
 
+class _Runs:
+    def __reduce__(self):  # what unpickling would call: never, under weights_only
+        return (print, ("unpickled!",))
+
+
+def test_a_pickled_checkpoint_is_refused_in_our_words(model, tmp_path):
+    import torch
+
+    torch.save({"format_version": 1, "payload": _Runs()}, model / "forward.pt")
+    r = invoke("align", "corpus", "--model", model, "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+               "-o", tmp_path / "o.align")
+    one_error(r, 1, "holds Python objects beyond tensors and plain data")
+    assert "weights_only" not in r.stderr and "unpickled!" not in r.output
+
+
 def test_a_damaged_kept_teacher_is_said_once_in_our_words(model, tmp_path):
     import numpy as np
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
-from ..errors import AttnAlignError, OptionError
+from ..errors import AttnAlignError, OptionError, path_text  # noqa: F401 (path_text: its home for data/)
 
 STDIO = "-"
 # What train writes in a model directory (training/model_dir.py), and the blend align corpus --tune-gold
@@ -35,12 +35,6 @@ STDIO = "-"
 TEACHER_FILE, SELF_GUIDE, BLEND_FILE = "teacher.npz", "self_guide.align", "blend.json"
 MODEL_DIR_FILES = frozenset({"config.json", "log.csv", TEACHER_FILE, SELF_GUIDE, BLEND_FILE} | {
     f"{d}{ext}" for d in ("forward", "reverse") for ext in (".pt", ".last.pt", ".start.pt")})
-
-
-def path_text(path: str | os.PathLike) -> str:
-    """A path as text that can be written anywhere (a CSV, a page, a plot, a terminal): the bytes of a
-    name that are not UTF-8 (which Python keeps as surrogate escapes) shown as ``\\xNN``."""
-    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def is_stdio(path: str | os.PathLike | None) -> bool:

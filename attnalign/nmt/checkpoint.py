@@ -53,8 +53,12 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     try:
         ck = torch.load(p, map_location=map_location, weights_only=True)
     except Exception as e:  # noqa: BLE001 - whatever a damaged or foreign file makes the unpickler raise
-        raise AttnAlignError(f"cannot read the checkpoint ({type(e).__name__}: {str(e)[:200]})", path=p,
-                             hint="the file is corrupt or not an attnalign checkpoint; retrain it") from None
+        # said in our words: torch's own message advises loading the file unsafely (weights_only=False)
+        why = ("it holds Python objects beyond tensors and plain data, which attnalign never loads (they "
+               "could run code)" if "weights only load failed" in str(e).lower()
+               else "it is damaged, truncated or not a checkpoint")
+        raise AttnAlignError(f"cannot read the checkpoint: {why}", path=p,
+                             hint="restore the model directory's file, or train the model again") from None
     if not isinstance(ck, dict) or "format_version" not in ck:
         raise AttnAlignError("not an attnalign checkpoint", path=p)
     if ck["format_version"] != FORMAT_VERSION:
