@@ -62,6 +62,28 @@ def test_no_import_cycle():
             visit(module, [])
 
 
+def test_no_import_cycle_between_packages():
+    """The packages (attnalign's folders) form layers too: none imports a package that imports it back,
+    through any of their modules (the package root ``attnalign`` only re-exports, lazily)."""
+    def package(module: str) -> str:
+        parts = module.split(".")
+        return ".".join(parts[:2]) if len(parts) > 2 or (PACKAGE / parts[-1]).is_dir() else "attnalign"
+
+    edges: dict[str, set[str]] = {}
+    for module, targets in _imports().items():
+        for target in targets:
+            a, b = package(module), package(target)
+            if a != b and "attnalign" not in (a, b):
+                edges.setdefault(a, set()).add(b)
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(n == goal or (n not in seen and reaches(n, goal, seen | {n}))
+                   for n in edges.get(start, ()))
+
+    cycles = sorted((a, b) for a, bs in edges.items() for b in bs if reaches(b, a, {b}))
+    assert not cycles, f"package cycles: {cycles}"
+
+
 def test_the_folders_follow_the_data_flow():
     """Files and decoding never reach into the model side; the student (nmt) and the teacher
     (statistical) never import each other, nor combine, which sits above both; the library never

@@ -221,7 +221,7 @@ def recorded(guided, tmp_path):
     import json
     import shutil
 
-    from attnalign.training.model_dir import pairs_fingerprint
+    from attnalign.data.corpus import pairs_fingerprint
 
     d, pairs = guided
     m = tmp_path / "m"

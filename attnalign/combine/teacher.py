@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 from .. import dist
-from ..data.corpus import Pairs, is_piped, open_corpus, pair_keys
+from ..data.corpus import Pairs, is_piped, open_corpus, pair_keys, pairs_fingerprint
 from ..data.fileio import check_distinct, path_text
 from ..decoding.policy import (
     NO_TEACHER,
@@ -24,8 +24,6 @@ from ..errors import AttnAlignError, OptionError, warn
 from ..statistical import SoftTeacher, teacher_file
 from ..statistical.options import DEFAULT, TeacherOptions
 from ..statistical.progress import reporting
-from ..training.model_dir import pairs_fingerprint
-from ..training.options import TrainOptions
 from .corpus import JoinedCorpus, TeacherView, joined_index
 
 
@@ -37,7 +35,7 @@ def guided(meta: dict) -> bool:
 def teacher_options(meta: dict) -> TeacherOptions:
     """The teacher a model combines with: the one that guided it (``train --guide auto``'s options, as
     its ``config.json`` records them), else the built-in default."""
-    return TrainOptions.from_saved(meta["train_options"]).teacher if guided(meta) else DEFAULT
+    return TeacherOptions.from_saved(meta["train_options"]) if guided(meta) else DEFAULT
 
 
 @dataclass

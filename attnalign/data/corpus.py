@@ -408,3 +408,14 @@ def pair_keys(pairs) -> np.ndarray:
         keys[k] = int.from_bytes(h.digest(), "little")
     return keys
 
+
+def pairs_fingerprint(pairs, gold=None) -> str:
+    """A hash of a corpus's tokens (and of a gold's links): what a model directory records of its data
+    (``--resume`` refuses other data, a kept teacher serves only its own corpus)."""
+    h = hashlib.sha256()
+    for s, t in pairs:
+        h.update(" ".join(s).encode("utf-8", "surrogatepass") + b"\t")
+        h.update(" ".join(t).encode("utf-8", "surrogatepass") + b"\n")
+    for g in gold or ():
+        h.update(repr((sorted(g.sure), sorted(g.possible))).encode() + b"\n")
+    return h.hexdigest()[:16]

@@ -9,7 +9,7 @@ docs/benchmarks.md, "Configurations, one change at a time", with the bench comma
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from ..decoding.symmetrize import LINK_METHODS
 from ..errors import OptionError
@@ -26,6 +26,11 @@ POSTERIOR_THRESHOLD = 0.2
 # the sweeps of both directions.
 FERTILITY_PREFIX = 0
 FERTILITY_THRESHOLD = 0.5
+
+
+# The teacher of a model trained before --guide-prefix and --guide-identical existed, whose
+# train_options lack them: it saw whole words, with no identical-word prior.
+BEFORE_PREFIX = {"prefix": 0, "identical": 0.0}
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,18 @@ class TeacherOptions:
     identical: float = 1.0
     samplers: int = 1
     seed: int = 1
+
+    @classmethod
+    def from_saved(cls, train_options: dict) -> TeacherOptions:
+        """The teacher a model directory's ``train_options`` (``config.json``) recorded: a ``teacher``
+        record, or (before it was) flat ``guide_*`` keys; a run started before the teacher options
+        existed saw whole words and had no identical-word prior (:data:`BEFORE_PREFIX`)."""
+        teacher = train_options.get("teacher")
+        if not isinstance(teacher, dict):
+            teacher = {**BEFORE_PREFIX, **{k[len("guide_"):]: v for k, v in train_options.items()
+                                           if k.startswith("guide_") and k != "guide_weight"}}
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in teacher.items() if k in known})
 
     def as_kwargs(self) -> dict:
         """Keyword arguments of :func:`attnalign.statistical.align_statistical`."""

@@ -19,7 +19,7 @@ import torch
 
 from .. import dist
 from ..data.alignments import Link
-from ..data.corpus import Pairs
+from ..data.corpus import Pairs, pairs_fingerprint
 from ..errors import AttnAlignError, OptionError, warn
 from ..nmt.checkpoint import read_model_config
 from ..nmt.device import cuda_memory, resolve_device, set_threads
@@ -33,7 +33,6 @@ from .model_dir import (
     libraries,
     locked,
     mark_finished,
-    pairs_fingerprint,
     prepare_dir,
     run_config,
     saved_options,

@@ -236,17 +236,6 @@ def _update_config(model_dir: Path, **changes) -> dict:
     return cfg
 
 
-def pairs_fingerprint(pairs, gold=None) -> str:
-    """A hash of a corpus's tokens (and of a gold's links): ``--resume`` refuses other data."""
-    h = hashlib.sha256()
-    for s, t in pairs:
-        h.update(" ".join(s).encode("utf-8", "surrogatepass") + b"\t")
-        h.update(" ".join(t).encode("utf-8", "surrogatepass") + b"\n")
-    for g in gold or ():
-        h.update(repr((sorted(g.sure), sorted(g.possible))).encode() + b"\n")
-    return h.hexdigest()[:16]
-
-
 def append_log(model_dir: Path, row: dict) -> None:
     path = model_dir / "log.csv"
     if path.is_symlink():  # the model's own file: never appended to through a link out of the directory

@@ -20,13 +20,10 @@ from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import TeacherOptions
 
 DIRECTIONS = ("forward", "reverse")
-# The teacher of a model trained before --guide-prefix and --guide-identical existed, whose
-# train_options lack them: it saw whole words, with no identical-word prior.
-BEFORE_PREFIX = {"prefix": 0, "identical": 0.0}
 PARALLEL_CHOICES = ("auto", "on", "off")  # --parallel-directions
 EPOCHS = 8  # --epochs auto: the passes over a corpus of up to EPOCHS_FULL_PAIRS pairs
-# up to here a corpus gets the full EPOCHS (measured at 40,447 pairs: docs/benchmarks.md, "The student's
-# passes as the corpus grows")
+# up to here a corpus gets the full EPOCHS (measured at 40,447 pairs: docs/benchmarks.md, "Scale:
+# `--preset align`")
 EPOCHS_FULL_PAIRS = 40_000
 MAX_SELF_TRAIN = 5  # --self-train rounds
 PRECISIONS = ("fp32", "bf16")  # --precision: the arithmetic of training (bf16: torch.autocast)
@@ -252,19 +249,12 @@ class TrainOptions:
 
     @classmethod
     def from_saved(cls, saved: dict) -> TrainOptions:
-        """The options a model directory recorded (``config.json``'s ``train_options``). The teacher is
-        a ``teacher`` record, or (before it was) flat ``guide_*`` keys; a run started before the teacher
-        options existed saw whole words and had no identical-word prior; one before --max-length had no
-        length filter."""
+        """The options a model directory recorded (``config.json``'s ``train_options``): the teacher's
+        as :meth:`TeacherOptions.from_saved` reads them; a run started before --max-length had no length
+        filter."""
         saved = {"max_length": 10**9, "parallel_directions": "off", **saved}
-        teacher = saved.get("teacher")
-        if not isinstance(teacher, dict):
-            teacher = {**BEFORE_PREFIX, **{k[len("guide_"):]: v for k, v in saved.items()
-                                           if k.startswith("guide_") and k != "guide_weight"}}
-        known = {f.name for f in fields(TeacherOptions)}
-        teacher = TeacherOptions(**{k: v for k, v in teacher.items() if k in known})
         known = {f.name for f in fields(cls)} - {"teacher"}
-        return cls(**{k: v for k, v in saved.items() if k in known}, teacher=teacher)
+        return cls(**{k: v for k, v in saved.items() if k in known}, teacher=TeacherOptions.from_saved(saved))
 
     def as_dict(self) -> dict:
         return asdict(self)
