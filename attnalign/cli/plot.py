@@ -78,6 +78,10 @@ WidthOpt = option(float | None, "--width", panel=FIGURE,
 FontSizeOpt = option(float | None, "--font-size", panel=FIGURE, help="Word labels in points.",
                      show_default="8, smaller where --width leaves small cells")
 TerminalOpt = option(bool, "--terminal", panel=OUTPUT, help="Draw the matrix in the terminal.")
+HtmlOpt = option(Path | None, "--html", panel=OUTPUT, help=(
+    "An attention explorer: one HTML page, opened from disk, in which to hover the words and cells and "
+    "switch between every matrix of the pair (both directions, the symmetrized ones, a grid's layers and "
+    "heads, the --pred files)."))
 
 
 @app.command("sentence", cls=Command)
@@ -95,7 +99,7 @@ def plot_sentence(
     layer: GridLayerOpt = ALIGN.layer, head: GridHeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
     compare: CompareOpt = False, eos: EosOpt = False, title: TitleOpt = None, width: WidthOpt = None,
     font_size: FontSizeOpt = None,
-    output: ImageOpt = None, terminal: TerminalOpt = False, device: DeviceOpt = DEVICE,
+    output: ImageOpt = None, terminal: TerminalOpt = False, html: HtmlOpt = None, device: DeviceOpt = DEVICE,
 ) -> None:
     """Draw one pair's attention heatmap with its links, or the links of alignment files (--pred).
 
@@ -108,20 +112,22 @@ def plot_sentence(
     --tgt test.fr --index 3 --gold test.gold -o pair3.png
     """
     style = FigureStyle(title, width, font_size).check()
-    if output is None and not terminal:
-        raise OptionError("give --output FILE (.png, .svg, .pdf) or --terminal")
-    if output is not None:
+    if output is None and not terminal and html is None:
+        raise OptionError("give --output FILE (.png, .svg, .pdf), --html FILE or --terminal")
+    if output is not None or html is not None:
         files = {"--src": src, "--tgt": tgt} if index is not None else {}
         models = {}
         if model is not None:  # the models' module imports torch
             from ..nmt.checkpoint import model_files
 
             models = {**model_files(model), **model_files(reverse_model, "--reverse-model")}
-        check_distinct({"--output": output}, {**files, "--corpus": corpus, "--attention": attention,
-                                              "--gold": gold, **models,
-                                              **{f"--pred {p}": p for p in pred or ()}})
-        check_writable(output, "image file")
-        if output.suffix.lower() not in IMAGE_TYPES:
+        check_distinct({"--output": output, "--html": html},
+                       {**files, "--corpus": corpus, "--attention": attention, "--gold": gold, **models,
+                        **{f"--pred {p}": p for p in pred or ()}})
+        for path, what in ((output, "image file"), (html, "explorer page")):
+            if path is not None:
+                check_writable(path, what)
+        if output is not None and output.suffix.lower() not in IMAGE_TYPES:
             raise OptionError(f"unknown image type {output.suffix!r}", hint="use .png, .svg or .pdf")
     grid_layers, grid_heads = layer == "all", head == "all"
     reads = model is not None or attention is not None  # else only alignment files (--pred): no torch
@@ -131,12 +137,20 @@ def plot_sentence(
                                 "mean" if grid_heads else head, shift, device=device,
                                 resolve=attention is None, reverse_model=reverse_model, src_lang=src_lang,
                                 tgt_lang=tgt_lang, max_length=ONE_PAIR_MAX_LENGTH)
-    panels = sentence_panels(
-        options, model=model, src=src, tgt=tgt, corpus=corpus, index=index, attention=attention,
+    request = dict(
+        model=model, src=src, tgt=tgt, corpus=corpus, index=index, attention=attention,
         gold=gold, gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
-        compare=compare,
         all_layers=grid_layers, all_heads=grid_heads, show_eos=eos, lowercase=lowercase, encoding=encoding,
         preds=pred or (), pred_options=gold_options(pred_format, pred_one_based, reverse_pred, encoding))
+    panels = sentence_panels(options, compare=compare, **request)
+    if html is not None:
+        from ..eval.explorer import ExplorerSentence, write_explorer
+
+        views = list(panels)
+        if reads and not (compare or grid_layers or grid_heads):  # every matrix of the pair to switch to
+            views += sentence_panels(options, compare=True, **{**request, "preds": ()})
+        write_explorer(html, [ExplorerSentence(index or 0, views)], " ".join(views[0].src))
+        err().print(f"explorer written to {path_text(html)}")
     if terminal:
         console = out()
         for p in panels:  # colours are lost in a file or a pipe: print the weights as digits there

@@ -34,6 +34,7 @@ from ..data.attnfile import read_attention, saved_indices
 from ..data.corpus import Pairs, open_corpus
 from ..data.fileio import atomic_dir, check_one_stdin, inside, is_stdio
 from ..errors import OptionError
+from ..eval.explorer import EXPLORER_FILE, write_explorer
 from ..eval.plot import settings_text
 from ..eval.scoring import GoldOptions, gold_signature, read_gold, read_gold_for
 from ..nmt.options import AlignOptions
@@ -189,6 +190,7 @@ def _systems_report(out: Path, request: ReportRequest, inputs: ReportInputs) -> 
     _, compare_args = _plot_args(request)
     frames = write_systems(out, inputs.systems, inputs.gold, inputs.pairs, inputs.frequency,
                            request.gallery, request.top, None, compare_args, inputs.info)
+    write_explorer(out / EXPLORER_FILE, [g["explorer"] for g in frames["disagree"]], "the systems compared")
     write_systems_page(out, len(inputs.gold), frames, request.command, gold_signature(inputs.info))
     best = min(inputs.systems, key=lambda r: r.total.aer)
     return {"best": best.config.name, **best.total.as_dict(), "configurations": len(inputs.systems),
@@ -219,29 +221,37 @@ def _readings_report(out: Path, request: ReportRequest, inputs: ReportInputs) ->
     stats = attention_stats(fwd)
     draw = _gallery_panel(best.config, r.model, r.attention, r.options if r.attention is None else None,
                           pairs, gold)
-    images = write_plots(out, tables, best, draw, stats, pairs, gold, layered, r.gallery)
+    views = _gallery_panel(best.config, r.model, r.attention, r.options if r.attention is None else None,
+                           pairs, gold, compare=True)
+    images = write_plots(out, tables, best, draw, stats, pairs, gold, layered, r.gallery, views)
     compared = [default or best, *systems]  # what align corpus writes (a saved file: its best reading)
     frequency = inputs.frequency or Counter(w for s, _ in pairs for w in s)
     plot_args, compare_args = _plot_args(r)
     # the model's own gallery draws its worst sentences; the systems' draws where they disagree
     frames = write_systems(out, compared, gold, pairs, frequency, r.gallery if systems else 0, r.top,
                            lambda k: fwd[k], compare_args, inputs.info)
+    write_explorer(out / EXPLORER_FILE, [*images["explorer"], *(g["explorer"] for g in frames["disagree"])],
+                   f"{title}: the gallery's sentences, worst first")
     write_page(out, title, len(gold), best, tables, images, fwd, stats, layered, pairs, r.command, plot_args,
                model_info, gold_signature(inputs.info), default, systems_html(frames, html_table, readable))
     return {"best": best.config.name, **best.total.as_dict(), "configurations": len(results),
             "default_output_aer": None if default is None else default.total.aer}
 
 
-def _gallery_panel(cfg: Config, model, attention, options, pairs: Pairs, gold):
+def _gallery_panel(cfg: Config, model, attention, options, pairs: Pairs, gold, compare: bool = False):
     """``draw(k)``: sentence k's picture as its caption's ``plot sentence ... --eos --index k`` draws
     it (the same function, so the same matrix, marks and title): the matrix the best configuration's
-    links were decoded from, with the EOS column."""
+    links were decoded from, with the EOS column. With ``compare``: ``views(k)``, the panels of
+    ``plot sentence --compare`` (both directions and their symmetrizations), for the explorer."""
     if attention is not None:
         opts = AlignOptions(decoder=cfg.decoder, sym=cfg.sym)
-        return lambda k: saved_panels(attention, k, opts, gold=gold[k], show_eos=True)[0]
-    opts = replace(options, decoder=cfg.decoder, sym=cfg.sym, layer=cfg.layer, shift=cfg.shift)
-    return lambda k: model_panels(model, list(pairs[k][0]), list(pairs[k][1]), opts, gold=gold[k],
-                                  show_eos=True)[0]
+        panels = lambda k: saved_panels(attention, k, opts, gold=gold[k], show_eos=not compare,  # noqa: E731
+                                        compare=compare)
+    else:
+        opts = replace(options, decoder=cfg.decoder, sym=cfg.sym, layer=cfg.layer, shift=cfg.shift)
+        panels = lambda k: model_panels(model, list(pairs[k][0]), list(pairs[k][1]), opts,  # noqa: E731
+                                        gold=gold[k], show_eos=not compare, compare=compare)
+    return panels if compare else (lambda k: panels(k)[0])
 
 
 def _model_info(model, options) -> str:

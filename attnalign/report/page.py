@@ -13,6 +13,7 @@ from .._version import __version__
 from ..data.corpus import Pairs
 from ..data.fileio import atomic_open, path_text
 from ..decoding import DECODERS, SYMMETRIZATIONS
+from ..eval.explorer import EXPLORER_FILE
 from .sweep import Result
 from .systems import systems_html
 
@@ -116,7 +117,8 @@ def _gallery_html(best: Result, images: dict, pairs: Pairs, plot_args: str | Non
         c, (src, tgt) = best.per_sentence[k], pairs[k]
         plot = (f"attnalign plot sentence {plot_args} {reading} --index {k} -o sentence{k}.png" if plot_args
                 else f"plot sentence --index {k}")
-        return (f"<figcaption><b>index {k}</b> (<code>{html.escape(plot)}</code>): AER "
+        return (f'<figcaption><b>index {k}</b> (<a href="{EXPLORER_FILE}#{k}">explore</a>; '
+                f"<code>{html.escape(plot)}</code>): AER "
                 f"{100 * c.aer:.1f}, P {100 * c.precision:.1f}, R {100 * c.recall:.1f}<br>"
                 f"{html.escape(' '.join(src))}<br>{html.escape(' '.join(tgt))}</figcaption>")
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.corpus import Pairs
+from ..eval.explorer import ExplorerSentence
 from ..eval.plot import html_heatmap, save_figure
 from ..workflows.views import sentence_figure
 from .sweep import Result
@@ -14,8 +15,10 @@ from .tables import gallery_order
 
 
 def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs, gold, layered: bool,
-                gallery: int) -> dict:
-    """The PNGs: AER by layer (Transformers), AER by length, attention statistics, the gallery."""
+                gallery: int, views=None) -> dict:
+    """The PNGs: AER by layer (Transformers), AER by length, attention statistics, the gallery; and
+    ``images["explorer"]``, the gallery's sentences for the explorer page, worst first, each with the
+    panels ``views(k)`` gives beside its picture's (None: that one alone)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -52,6 +55,7 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
     images["attention_stats"] = "attention_stats.png"
 
     images["gallery"] = gallery_order(best, pairs, gallery)
+    images["explorer"] = []
     for kind, ks in images["gallery"].items():
         for n, k in enumerate(ks):
             p = draw(k)
@@ -59,6 +63,8 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
             save_figure(sentence_figure([p], False), out / name)
             images[f"{kind}_{n + 1}"] = name
             images[f"{kind}_{n + 1}_html"] = html_heatmap(p)
+            images["explorer"].append(ExplorerSentence(k, [p, *(views(k) if views else ())], gold[k],
+                                                       f"{kind} {n + 1}: index {k}"))
     return images
 
 

@@ -26,6 +26,7 @@ from ..data.corpus import Pairs
 from ..data.fileio import path_text
 from ..errors import OptionError
 from ..eval.breakdown import FREQUENT_MIN, RARE_MAX, breakdown
+from ..eval.explorer import EXPLORER_FILE, ExplorerSentence
 from ..eval.metrics import alignment_counts
 from ..eval.plot import Panel, html_heatmap, save_figure
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_prediction
@@ -143,7 +144,8 @@ def write_systems(out: Path, systems: Sequence[Result], gold, pairs: Pairs, freq
         save_figure(sentence_figure(panels, False), out / name)
         plot = (f"attnalign plot sentence {plot_args} --index {k} -o sentence{k}.png" if plot_args else "")
         images.append({"index": k, "png": name, "plot": plot, "html": [html_heatmap(p) for p in panels],
-                       "words": (" ".join(src), " ".join(tgt))})
+                       "words": (" ".join(src), " ".join(tgt)),
+                       "explorer": ExplorerSentence(k, panels, gold[k], f"systems {n + 1}: index {k}")})
     frames["disagree"] = images
     return frames
 
@@ -198,7 +200,8 @@ def systems_html(frames: dict, html_table, readable) -> str:
     tables = breakdown_tables(frames["breakdown"])
     gallery = "".join(
         f'<figure class="g"><a href="{g["png"]}"><img src="{g["png"]}" alt="disagreement {n + 1}: index '
-        f'{g["index"]}"></a><figcaption><b>index {g["index"]}</b>'
+        f'{g["index"]}"></a><figcaption><b>index {g["index"]}</b> '
+        f'(<a href="{EXPLORER_FILE}#{g["index"]}">explore</a>)'
         + (f' (<code>{html.escape(g["plot"])}</code>)' if g["plot"] else "")
         + f'<br>{html.escape(g["words"][0])}<br>{html.escape(g["words"][1])}</figcaption></figure>'
         for n, g in enumerate(frames["disagree"]))
