@@ -420,6 +420,26 @@ def test_the_teacher_learns_the_training_pairs_once_and_the_new_ones_as_given(re
                                  "--src", str(tmp_path / "new.en"), "--tgt", str(tmp_path / "new.fr")])
     assert r.exit_code == 0, r.output
     assert f"teacher_pairs={len(pairs) + 2}" in r.stderr  # the training corpus and the new lines
+    # going on from the kept counts, the same: a training pair is in the counts already, and its links
+    # are the kept teacher's, as where the whole text is training pairs
+    kept = CliRunner().invoke(app, ["align", "corpus", "--model", str(m), "--quiet", "--teacher", "on",
+                                    "--src", str(tmp_path / "new.en"), "--tgt", str(tmp_path / "new.fr"),
+                                    "--teacher-corpus", "kept", "-o", str(tmp_path / "kept.align")])
+    assert kept.exit_code == 0, kept.output
+    assert f"teacher_pairs={len(pairs) + 2}" in kept.stderr
+    for name, k in (("old.en", 0), ("old.fr", 1)):
+        (tmp_path / name).write_text("".join(" ".join(p[k]) + "\n" for p in (pairs[3], pairs[5])), "utf-8")
+    old = CliRunner().invoke(app, ["align", "corpus", "--model", str(m), "--quiet", "--teacher", "on",
+                                   "--src", str(tmp_path / "old.en"), "--tgt", str(tmp_path / "old.fr"),
+                                   "--teacher-corpus", "kept", "-o", str(tmp_path / "old.align"),
+                                   "--decoder", "threshold", "--teacher-weight", "1"])
+    both = CliRunner().invoke(app, ["align", "corpus", "--model", str(m), "--quiet", "--teacher", "on",
+                                    "--src", str(tmp_path / "new.en"), "--tgt", str(tmp_path / "new.fr"),
+                                    "--teacher-corpus", "kept", "-o", str(tmp_path / "both.align"),
+                                    "--decoder", "threshold", "--teacher-weight", "1"])
+    assert old.exit_code == both.exit_code == 0, old.output + both.output
+    lines = (tmp_path / "both.align").read_text().splitlines()
+    assert [lines[1], lines[3]] == (tmp_path / "old.align").read_text().splitlines()
 
 
 def test_joined_index_by_hand():

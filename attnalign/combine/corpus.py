@@ -84,6 +84,20 @@ class TeacherView:
         return out
 
 
+class Stacked:
+    """Two teachers read as one corpus: ``first``'s pairs, then ``then``'s (the teacher ``train`` kept,
+    then one that went on from its counts over the pairs it lacks)."""
+
+    def __init__(self, first, then):
+        self.first, self.then = first, then
+        self.pairs = first.pairs + then.pairs
+
+    def matrices(self, lo: int, hi: int) -> list[np.ndarray]:
+        n = self.first.pairs
+        return ([*self.first.matrices(lo, min(hi, n))] if lo < n else []) + (
+            self.then.matrices(max(lo, n) - n, hi - n) if hi > n else [])
+
+
 class Followed:
     """The pairs ``first`` followed by ``then``, as one sized iterable (the corpus being aligned and a
     gold's own text, for one teacher to read both)."""

@@ -24,7 +24,7 @@ from ..errors import AttnAlignError, OptionError, warn
 from ..statistical import SoftTeacher, teacher_file
 from ..statistical.options import DEFAULT, TeacherOptions
 from ..statistical.progress import reporting
-from .corpus import JoinedCorpus, TeacherView, joined_index
+from .corpus import JoinedCorpus, Stacked, TeacherView, joined_index
 
 
 def guided(meta: dict) -> bool:
@@ -48,6 +48,7 @@ class TeacherSources:
     kept: TeacherView | None = None
     counts: tuple[dict, int] | None = None
     joined: JoinedCorpus | None = None
+    held: tuple | None = None  # the kept teacher, the positions of the pairs it lacks, every pair's index
 
 
 def gather_teacher(model, meta: dict, pairs: Pairs, corpus: str, options: TeacherOptions) -> TeacherSources:
@@ -59,20 +60,21 @@ def gather_teacher(model, meta: dict, pairs: Pairs, corpus: str, options: Teache
     opts = asdict(options)
     data = meta.get("data") or {}
     fingerprint = data.get("fingerprint")  # the kept teacher must be this model's own
-    kept = _kept_view(model, pairs, opts, fingerprint) if corpus != "aligned" else None
+    kept, held = _kept_view(model, pairs, opts, fingerprint) if corpus != "aligned" else (None, None)
     if kept is not None:
         return TeacherSources(TeacherFacts(len(pairs), kept=kept.pairs), kept=kept)
     counts = teacher_file.load_kept(model, opts, fingerprint) if corpus in ("auto", "kept") else None
     files = {k: v for k, v in (data.get("files") or {}).items() if k in ("src", "tgt", "corpus") and v}
     recorded = data.get("pairs", 0) if files and data.get("fingerprint") else None
-    facts = TeacherFacts(len(pairs), counts=counts[1] if counts else None, recorded=recorded)
+    facts = TeacherFacts(len(pairs), counts=counts[1] if counts else None, recorded=recorded,
+                         new=None if held is None or counts is None else len(held[1]))
     if not reads_training(corpus, recorded):
-        return TeacherSources(facts, counts=counts)
+        return TeacherSources(facts, counts=counts, held=held)
     lowercase = bool(meta["train_options"].get("lowercase"))
     encoding = ((data.get("files") or {}).get("gold_options") or {}).get("encoding", "utf-8")
     if special := next((v for v in files.values() if is_piped(v)), None):  # a FIFO might never open
         problem = f"the model's training corpus is no longer a regular file ({path_text(special)})"
-        return TeacherSources(replace(facts, problem=problem), counts=counts)
+        return TeacherSources(replace(facts, problem=problem), counts=counts, held=held)
     try:
         training = open_corpus(files.get("src"), files.get("tgt"), files.get("corpus"), encoding=encoding,
                                lowercase=lowercase)
@@ -80,26 +82,28 @@ def gather_teacher(model, meta: dict, pairs: Pairs, corpus: str, options: Teache
     except AttnAlignError as e:
         where = f"{e.path}: " if e.path else ""
         problem = f"the model's training corpus cannot be read ({where}{e.message})"
-        return TeacherSources(replace(facts, problem=problem), counts=counts)
+        return TeacherSources(replace(facts, problem=problem), counts=counts, held=held)
     if not same:
         problem = f"the model's training corpus ({training.name}) has changed since training"
-        return TeacherSources(replace(facts, problem=problem), counts=counts)
+        return TeacherSources(replace(facts, problem=problem), counts=counts, held=held)
     joined = JoinedCorpus(pairs, training)
     return TeacherSources(replace(facts, training=len(training), added=len(joined.added)), counts=counts,
                           joined=joined)
 
 
-def _kept_view(model, pairs: Pairs, options: dict, fingerprint: str | None) -> TeacherView | None:
+def _kept_view(model, pairs: Pairs, options: dict, fingerprint: str | None) -> tuple:
     """The teacher ``train --guide auto`` kept, read for ``pairs``, if kept with ``options`` and its
-    training corpus holds every pair of ``pairs`` (:mod:`attnalign.statistical.teacher_file`). A file kept
-    before pairs' keys were (it holds the training corpus's fingerprint only) serves ``pairs`` that are
-    the whole training corpus."""
+    training corpus holds every pair of ``pairs`` (:mod:`attnalign.statistical.teacher_file`), else None;
+    and where it holds some of them, ``held``: the kept teacher, the positions in ``pairs`` of those it
+    lacks and every pair's index in the training corpus followed by those (:func:`joined_index`). A file
+    kept before pairs' keys were (it holds the training corpus's fingerprint only) serves ``pairs`` that
+    are the whole training corpus."""
     saved = teacher_file.load_keyed(model, options, fingerprint)
     if saved is not None:
         added, index = joined_index(pair_keys(pairs), saved.keys)
-        return None if added else TeacherView(saved, index)
+        return (None, (saved, added, index)) if added else (TeacherView(saved, index), None)
     old = teacher_file.load_matching(model, options, len(pairs), lambda: pairs_fingerprint(pairs))
-    return None if old is None else TeacherView(old)
+    return (None if old is None else TeacherView(old)), None
 
 
 def find_teacher(model: str | os.PathLike, meta: dict, pairs: Pairs, teacher: str = "auto",
@@ -127,6 +131,12 @@ def find_teacher(model: str | os.PathLike, meta: dict, pairs: Pairs, teacher: st
         extra = sources.joined.learned
         check_distinct(outputs or {}, {"the training corpus": extra.src_path or extra.corpus_path,
                                        "the training corpus's target side": extra.tgt_path})
+    if plan.going_on and sources.held is not None:  # the pairs the kept counts hold count once
+        saved, added, index = sources.held
+        wanted = set(added)
+        lacking = [p for k, p in enumerate(pairs) if k in wanted]  # a corpus may be read, not indexed
+        fitted = fit_teacher(JoinedCorpus(lacking), options, sources.counts, progress)
+        return plan, TeacherView(Stacked(saved, fitted.teacher), index)
     corpus = sources.joined if plan.training else JoinedCorpus(pairs)
     return plan, fit_teacher(corpus, options, sources.counts if plan.going_on else None, progress)
 

@@ -186,7 +186,8 @@ class TeacherFacts:
     of the counts it kept to go on from (None: none). ``recorded``: the pairs of the training files train
     recorded (None: none recorded). ``training``: that corpus read again and unchanged: its pairs (None:
     not read, or unusable, ``problem`` saying why). ``added``: with ``training``, the pairs being aligned
-    that it does not hold."""
+    that it does not hold. ``new``: with ``counts``, the pairs being aligned that the kept teacher's
+    corpus does not hold (None: not known, a file kept before pairs' keys were)."""
 
     pairs: int
     kept: int | None = None
@@ -195,6 +196,7 @@ class TeacherFacts:
     training: int | None = None
     added: int = 0
     problem: str = ""
+    new: int | None = None
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,9 @@ def plan_teacher(teacher: str, corpus: str, *, guided: bool, launched: bool, fac
             instead = ("going on from the counts the model directory keeps" if going_on
                        else "and only them (--teacher-corpus aligned)")
             warnings.append(f"{facts.problem}: the teacher trains on the pairs being aligned, {instead}")
-        plan = TeacherPlan("train", added=facts.pairs, going_on=going_on or 0)
+        # going on from the kept counts, a pair they hold is not learned again
+        added = facts.new if going_on and facts.new is not None else facts.pairs
+        plan = TeacherPlan("train", added=added, going_on=going_on or 0)
     if not enough(plan.pairs):
         return NO_TEACHER
     if plan.pairs < TEACHER_MIN_PAIRS:
