@@ -8,7 +8,8 @@ corpus followed by the 37 trial sentences for those (``--teacher-corpus training
 as the sampler's draws depend on the whole corpus); the student reads the test sentences (in its
 corpus) and the trial sentences (new to it). Each grid point blends each sentence's matrices as
 ``align corpus`` does, ``(1 - w) * student + w * teacher`` with the student the mean of its two
-directions, and keeps the cells above the threshold.
+directions, and keeps the cells above the threshold (``--decoder threshold``), or those above a floor
+that hold RELATIVE_RATIO of their row's and column's largest weight (``--decoder relative``).
 The trial sentences choose (lowest AER, ties to the smaller ``w``); the test sentences only report.
 One ``align corpus`` run per weight would measure the same, without the threshold, in hours instead of
 minutes beyond 40k pairs.
@@ -45,10 +46,15 @@ from scale import N_TEST, RESULTS, WORK, links_aer, trial_files  # noqa: E402
 
 from attnalign.combine import blend, combine_fitted  # noqa: E402
 from attnalign.data.corpus import read_corpus  # noqa: E402
-from attnalign.decoding import teacher_decoding, threshold_links  # noqa: E402
+from attnalign.decoding import relative_links, teacher_decoding, threshold_links  # noqa: E402
+from attnalign.decoding.policy import TUNE_FLOORS  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
 
 WEIGHTS = [0.0, 0.25, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0]  # the teacher's share
+# each decoder's cuts: the fixed threshold, and the relative cut's floors (RELATIVE_RATIO of the row's and
+# column's largest weight), as align corpus --tune-gold scores them
+CUTS = {"threshold": THRESHOLDS, "relative": list(TUNE_FLOORS)}
+DECODE = {"threshold": threshold_links, "relative": relative_links}
 
 
 def choose(names: list[str]) -> None:
@@ -58,6 +64,8 @@ def choose(names: list[str]) -> None:
     import pandas as pd
 
     rows = pd.concat([pd.read_csv(RESULTS / f"{n}.csv") for n in names])
+    rows = rows.assign(decoder=rows["decoder"].fillna("threshold") if "decoder" in rows else "threshold")
+    rows = rows[rows.decoder == "threshold"]  # the fixed point is chosen among fixed cuts
     cells = rows.groupby(["teacher_pairs", "w", "threshold"])
     by_size = cells[["trial_aer", "test_aer"]].mean().reset_index()
     pooled = by_size.groupby(["w", "threshold"])["trial_aer"].mean().reset_index()
@@ -117,24 +125,32 @@ def main() -> None:
                           strict=True)]
     t_teacher = time.perf_counter() - t0
     rows = []
-    for w, t in itertools.product(WEIGHTS, THRESHOLDS):
-        row = {"model": model.name, "model_pairs": args.size + N_TEST, "teacher_pairs": len(pairs), "w": w,
-               "threshold": t}
-        for name, ms in mats.items():
-            links = [threshold_links(blend(s, m, w), t) for s, m in ms]
-            row[f"{name}_aer"] = round(links_aer(links, name), 2)
-        rows.append(row)
+    for decoder, cuts in CUTS.items():
+        for w, t in itertools.product(WEIGHTS, cuts):
+            row = {"model": model.name, "model_pairs": args.size + N_TEST, "teacher_pairs": len(pairs),
+                   "decoder": decoder, "w": w, "threshold": t}
+            for name, ms in mats.items():
+                links = [DECODE[decoder](blend(s, m, w), t) for s, m in ms]
+                row[f"{name}_aer"] = round(links_aer(links, name), 2)
+            rows.append(row)
     chosen = min(rows, key=lambda r: (r["trial_aer"], r["w"]))
-    point = teacher_decoding(len(pairs))  # align corpus's default for a teacher of this corpus
-    default = next(r for r in rows if r["w"] == point.teacher_weight and r["threshold"] == point.threshold)
     print(f"{model.name}: {len(pairs)} pairs; the matrices computed in {t_teacher:.0f} s")
-    print(f"{'w':>5s} {'best thr':>8s} {'trial':>6s} {'test':>6s}   (per weight, the trial's threshold)")
-    for w in WEIGHTS:
-        best = min((r for r in rows if r["w"] == w), key=lambda r: r["trial_aer"])
-        print(f"{w:5.2f} {best['threshold']:8.2f} {best['trial_aer']:6.2f} {best['test_aer']:6.2f}")
-    for what, r in (("default", default), ("chosen on the trial set", chosen)):
-        print(f"{what}: w {r['w']}, threshold {r['threshold']}: trial {r['trial_aer']:.2f}, "
+    print(f"{'decoder':>9s} {'w':>5s} {'best cut':>8s} {'trial':>6s} {'test':>6s}   (per weight, the trial's "
+          "cut)")
+    for decoder in CUTS:
+        for w in WEIGHTS:
+            best = min((r for r in rows if r["w"] == w and r["decoder"] == decoder),
+                       key=lambda r: r["trial_aer"])
+            print(f"{decoder:>9s} {w:5.2f} {best['threshold']:8.2f} {best['trial_aer']:6.2f} "
+                  f"{best['test_aer']:6.2f}")
+    for decoder in CUTS:  # align corpus's default for a teacher of this corpus, with this decoder
+        point = teacher_decoding(len(pairs), decoder)
+        r = next(r for r in rows if (r["decoder"], r["w"], r["threshold"])
+                 == (point.decoder, point.teacher_weight, point.threshold))
+        print(f"default with --decoder {decoder}: {point.describe()}: trial {r['trial_aer']:.2f}, "
               f"test {r['test_aer']:.2f}")
+    print(f"chosen on the trial set: {chosen['decoder']}, w {chosen['w']}, cut {chosen['threshold']}: "
+          f"trial {chosen['trial_aer']:.2f}, test {chosen['test_aer']:.2f}")
     common.write_rows(args.results or f"blend_scale_{model.name}", rows)
 
 
