@@ -644,7 +644,7 @@ def test_report_rows_have_names_of_their_own(tmp_path):
     one_error(r, 2, "is the name of one of the model's rows")
     r = invoke("report", "--pred", "-", "--pred", "-", "--gold", SAMPLE / "test.gold.naacl", *NAACL_TEXT,
                "-o", tmp_path / "R", input="0-0\n" * 200)
-    one_error(r, 2, "only one --pred can be read from stdin")
+    one_error(r, 2, "--pred 1 and --pred 2 both read stdin")
 
 
 @pytest.mark.parametrize("gold", ["blank", "possible only"])

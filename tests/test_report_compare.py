@@ -47,7 +47,7 @@ def test_files_alone(tmp_path):
     page = (out / "index.html").read_text()
     assert html.escape("diagonal <b>") in page and "diagonal <b>" not in page  # a name is text, not markup
     assert "disagree_1.png" in page and "disagree_2.png" in page and "Breakdown" in page
-    refs = set(re.findall(r'(?:href|src)="([^"]+)"', page))
+    refs = {r.split("#")[0] for r in re.findall(r'(?:href|src)="([^"]+)"', page)}
     assert all((out / ref).is_file() for ref in refs)
     wrong = pd.read_csv(out / "systems_wrong_pairs.csv")
     assert set(wrong.system) == {"diagonal <b>", "worse"}
