@@ -25,6 +25,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from ..data.alignments import FORMATS
 from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, THRESHOLD
 from ..errors import (
     EXIT_ERROR,
@@ -120,10 +121,7 @@ def choices(name: str, values) -> type[Enum]:
     return Enum(name, {v.replace("-", "_").replace("+", "_"): v for v in values}, type=str)
 
 
-class GoldFormat(str, Enum):
-    auto = "auto"
-    pharaoh = "pharaoh"
-    naacl = "naacl"
+GoldFormat = choices("GoldFormat", FORMATS)  # the library's alignment formats (data.alignments)
 
 
 # The options several commands share, one alias each, every one in its help panel. Help text is read as
