@@ -5,8 +5,8 @@ and whether it is a link, a gold sure or possible link; switch between the matri
 toggle the links, the gold and the errors; move with the arrow keys. Torch-free and matplotlib-free.
 
 The page holds its data as JSON (user text stays data: it is set with ``textContent``, never parsed as
-markup), each matrix a byte per weight (round(255 w), base64): 200 sentences of 25 words a side with
-four matrices each are about 1 MB. The colour scale is viridis (perceptually uniform, readable with
+markup), each matrix a byte per weight (round(255 w), base64), so that a page of hundreds of sentences
+stays small; one sentence is drawn at a time. The colour scale is viridis (perceptually uniform, readable with
 every common colour-vision deficiency); marks are shapes as well as colours.
 """
 
