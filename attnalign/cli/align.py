@@ -23,7 +23,7 @@ from ..decoding import (
     TEACHER_LARGE_PAIRS,
     TEACHER_MIN_PAIRS,
 )
-from ..decoding.policy import TUNE_MIN_SENTENCES, TUNE_P
+from ..decoding.policy import TUNE_FOLDS, TUNE_MIN_SENTENCES, TUNE_P
 from ..dist import world
 from ..errors import OptionError
 from ..nmt.options import DEVICE, AlignOptions
@@ -117,8 +117,10 @@ TeacherCorpusOpt = option(TeacherCorpus, "--teacher-corpus", panel=TEACHER_PANEL
 TuneGoldOpt = option(Path | None, "--tune-gold", panel=TEACHER_PANEL, help=(
     "Choose the blend with the teacher on this gold (of the corpus's first lines, or of --tune-src/"
     f"--tune-tgt; at least {TUNE_MIN_SENTENCES} sentences, in --gold-format): every decoder, threshold and "
-    "teacher weight is scored on it, and the best replaces the default where the paired bootstrap finds it "
-    f"better (p < {TUNE_P}); the choice is kept in the model directory (blend.json) for later runs."))
+    "teacher weight is scored on it, and the best replaces the default where choosing beats the default "
+    f"on sentences that did not choose ({TUNE_FOLDS} folds, each scored with the best of the others; the "
+    f"paired bootstrap, p < {TUNE_P}); the choice is kept in the model directory (blend.json) for later "
+    "runs."))
 TuneSrcOpt = option(Path | None, "--tune-src", panel=TEACHER_PANEL, help="Source side of --tune-gold's text.")
 TuneTgtOpt = option(Path | None, "--tune-tgt", panel=TEACHER_PANEL, help="Target side of --tune-gold's text.")
 TeacherWeightOpt = option(float | None, "--teacher-weight", panel=TEACHER_PANEL,
