@@ -731,15 +731,13 @@ def test_a_damaged_sentencepiece_model_in_a_checkpoint_is_one_error(model_copy, 
     assert "\x1b" not in r.stderr and len(r.stderr.strip().splitlines()) == 2  # the error and its hint
 
 
-def test_a_subword_checkpoint_without_its_segmenter_is_damaged(pairs, tmp_path):
-    """A subword model read without its sentencepiece model would align whole words: refused."""
-    from attnalign.nmt.checkpoint import load_checkpoint, save_checkpoint
-
-    train(pairs, tmp_path / "m", tiny(subword=60, epochs=1))
-    ck = load_checkpoint(tmp_path / "m" / "forward.pt")
-    ck["src_spm"] = None
-    save_checkpoint(tmp_path / "m" / "forward.pt", ck)
-    one_error(invoke("align", "corpus", "--model", tmp_path / "m", *TEST), 1, "holds no sentencepiece model")
+def test_a_subword_checkpoint_without_its_segmenter_is_damaged(model_copy):
+    """A subword model read without its sentencepiece model would align whole words: refused (the
+    model's config.json says it reads pieces; its checkpoint holds no segmenter)."""
+    config = json.loads((model_copy / "config.json").read_text())
+    config["train_options"]["subword"] = 60
+    (model_copy / "config.json").write_text(json.dumps(config))
+    one_error(invoke("align", "corpus", "--model", model_copy, *TEST), 1, "holds no sentencepiece model")
 
 
 @pytest.mark.parametrize("edit, command, code", [
