@@ -7,8 +7,8 @@ import torch
 
 from attnalign.errors import OptionError
 from attnalign.nmt.batching import bucket_batches, make_batch
+from attnalign.nmt.configs import ATTENTION_TYPES
 from attnalign.nmt.models import build_model
-from attnalign.nmt.models.attention import ATTENTION_TYPES
 
 # Two pairs of different lengths: source lengths 3 and 1 (+EOS), target lengths 2 and 4 (+BOS/EOS).
 BATCH = make_batch([0, 1], [[5, 6, 7], [5]], [[4, 5], [6, 7, 8, 9]])

@@ -14,12 +14,12 @@ from ..nmt.configs import (
     ATTENTION_SPANS,
     ATTENTION_TYPES,
     CELLS,
-    COSINE_SCALE,
     DECODER_STYLES,
     RNNConfig,
     TransformerConfig,
 )
 from ..nmt.options import MAX_LENGTH
+from ..nmt.scores import SCORES
 from ..statistical.options import TeacherOptions
 from ..training.options import (
     CPU_BATCH_TOKENS,
@@ -114,8 +114,7 @@ DevGoldOpt = option(Path | None, "--dev-gold", panel=INPUT, help="Dev gold align
 
 ModelTypeOpt = option(ModelType, "--model-type", panel=NETWORK, help="Network.")
 AttentionOpt = option(AttentionType | None, "--attention", panel=NETWORK, help=(
-    "RNN attention score: additive (Bahdanau), dot and general (Luong), scaled-dot, or cosine (the "
-    f"cosine of query and key times a learned scale that starts at {COSINE_SCALE:g})."),
+    "RNN attention score: " + "; ".join(f"{s.name} ({s.help})" for s in SCORES.values()) + "."),
                       show_default=RNN.attention)
 AttentionSpanOpt = option(AttentionSpan | None, "--attention-span", panel=NETWORK, help=(
     "RNN attention over every source word (global), or a window of them (Luong's local attention): "

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from ..data.npz import machine_memory
 from ..errors import OptionError, require
+from .scores import SCORES
 
-ATTENTION_TYPES = ("additive", "dot", "general", "scaled-dot", "cosine")
+ATTENTION_TYPES = tuple(SCORES)  # the RNN's attention scores (nmt/scores.py: one registration each)
 ATTENTION_SPANS = ("global", "local-m", "local-p")  # Luong et al. 2015's global and local attention
 DECODER_STYLES = ("luong", "bahdanau")  # when the RNN decoder attends: after its step, or before
-COSINE_SCALE = 10.0  # the cosine score's starting scale: a softmax over [-10, 10] can be peaked
 CELLS = ("gru", "lstm")
 MAX_LAYERS = 64  # encoder or decoder layers: more is a typing error, not a network
 BYTES_PER_PARAM = 16  # float32 weights, their gradients and Adam's two moments
@@ -41,7 +41,7 @@ class RNNConfig:
     enc_layers: int = 1
     dec_layers: int = 1
     cell: str = "gru"  # gru | lstm
-    attention: str = "general"  # additive | dot | general | scaled-dot | cosine
+    attention: str = "general"  # a name of ATTENTION_TYPES
     dropout: float = 0.2
     input_feeding: bool = True  # Luong's decoder only: Bahdanau's reads the context as its input
     tie_embeddings: bool = False

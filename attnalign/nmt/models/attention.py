@@ -4,14 +4,8 @@ All take queries ``[B, T, D]`` and keys ``[B, S, D]`` (values are the keys) and 
 is True at real source positions, and return ``(context [B, T, D], weights [B, T, S])``. Masked
 positions get exactly 0 weight; each row of the weights returned sums to 1.
 
-Scores:
-
-* ``additive`` (Bahdanau et al. 2015): score = v^T tanh(W_q q + W_k k)
-* ``dot`` (Luong et al. 2015): score = q^T k
-* ``general`` (Luong et al. 2015, bilinear): score = q^T W k
-* ``scaled-dot`` (Vaswani et al. 2017): score = q^T k / sqrt(D)
-* ``cosine``: score = g * cos(q, k), with a learned scale g (kept as log g, starting at g = 10): cosines
-  lie in [-1, 1], and a softmax over them unscaled would be nearly flat.
+Scores: the registry of :mod:`attnalign.nmt.scores` (additive, dot, general, scaled-dot, cosine; each
+adds its weights to this module and computes the ``[B, T, S]`` scores before the softmax).
 
 Spans (Luong et al. 2015, section 3.2):
 
@@ -26,46 +20,33 @@ Spans (Luong et al. 2015, section 3.2):
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from ..configs import ATTENTION_SPANS, ATTENTION_TYPES, COSINE_SCALE
+from ..configs import ATTENTION_SPANS
+from ..scores import SCORES
 
 
 class Attention(nn.Module):
     def __init__(self, kind: str, dim: int, span: str = "global", window: int = 0):
         super().__init__()
-        if kind not in ATTENTION_TYPES:
-            raise ValueError(f"unknown attention {kind!r}; choose one of {', '.join(ATTENTION_TYPES)}")
+        if kind not in SCORES:
+            raise ValueError(f"unknown attention {kind!r}; choose one of {', '.join(SCORES)}")
         if span not in ATTENTION_SPANS:
             raise ValueError(f"unknown attention span {span!r}; choose one of {', '.join(ATTENTION_SPANS)}")
         if span != "global" and window < 1:
             raise ValueError(f"a {span} attention needs a window of at least 1, not {window}")
         self.kind, self.dim, self.span, self.window = kind, dim, span, window
         self.record: list[torch.Tensor] | None = None  # a list: positions() appends each p_t [B, T] to it
-        if kind == "additive":
-            self.w_q = nn.Linear(dim, dim, bias=False)
-            self.w_k = nn.Linear(dim, dim, bias=False)
-            self.v = nn.Linear(dim, 1, bias=False)
-        elif kind == "general":
-            self.w = nn.Linear(dim, dim, bias=False)
-        elif kind == "cosine":
-            self.log_scale = nn.Parameter(torch.tensor(math.log(COSINE_SCALE)))
+        self.score = SCORES[kind]
+        self.score.build(self, dim)
         if span == "local-p":
             self.w_p = nn.Linear(dim, dim, bias=False)
             self.v_p = nn.Linear(dim, 1, bias=False)
 
     def precompute(self, keys: torch.Tensor) -> torch.Tensor:
         """Per-batch projection of the keys [B, S, D] reused at every decoder step."""
-        if self.kind == "additive":
-            return self.w_k(keys)
-        if self.kind == "general":
-            return self.w(keys)
-        if self.kind == "cosine":
-            return nn.functional.normalize(keys, dim=-1)
-        return keys
+        return self.score.keys(self, keys)
 
     def forward(
         self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
@@ -110,14 +91,7 @@ class Attention(nn.Module):
 
     def scores(self, query: torch.Tensor, proj_keys: torch.Tensor) -> torch.Tensor:
         """[B, T, S] before the softmax."""
-        if self.kind == "additive":
-            # [B, T, 1, D] + [B, 1, S, D] -> [B, T, S]
-            return self.v(torch.tanh(self.w_q(query).unsqueeze(2) + proj_keys.unsqueeze(1))).squeeze(-1)
-        if self.kind == "cosine":
-            q = nn.functional.normalize(query, dim=-1)
-            return self.log_scale.exp() * torch.bmm(q, proj_keys.transpose(1, 2))
-        scores = torch.bmm(query, proj_keys.transpose(1, 2))  # [B, T, S]
-        return scores / math.sqrt(self.dim) if self.kind == "scaled-dot" else scores
+        return self.score.score(self, query, proj_keys)
 
     def positions(self, query: torch.Tensor, mask: torch.Tensor, steps: torch.Tensor | None = None,
                   tgt_len: torch.Tensor | None = None) -> torch.Tensor:
