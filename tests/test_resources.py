@@ -21,6 +21,22 @@ GOLD = SAMPLE / "test.gold.naacl"
 TEXT = ["--src", str(SAMPLE / "test.en"), "--tgt", str(SAMPLE / "test.fr")]
 
 
+def test_a_stream_that_stays_open_after_the_lines_wanted_is_not_waited_on():
+    """A prediction's 200 lines, then a stream that neither writes nor ends: score reads the 200 and is
+    done (the event: it exits while the writer still holds the stream open)."""
+    p = subprocess.Popen([sys.executable, "-m", "attnalign", "score", str(GOLD), "-"], cwd=ROOT,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(b"0-0\n" * 200)
+    p.stdin.flush()
+    try:
+        p.wait(timeout=300)  # stdin stays open: only a reader that stops ends (the table fits the pipe)
+    finally:
+        p.kill()
+        p.stdin.close()
+    out, err = p.stdout.read(), p.stderr.read()
+    assert p.returncode == 0 and b" 200 " in out, err[-2000:]
+
+
 def test_a_pipe_is_read_with_flat_memory(tmp_path):
     """20 MB through a FIFO: counted and read again (as align corpus does) without holding it in memory."""
     fifo = tmp_path / "pipe"
@@ -68,7 +84,6 @@ def test_a_reader_that_needs_n_lines_of_an_endless_stream_reads_them_and_stops(c
     assert copied < 8 << 20  # a block or a few, not the stream (the copy is gone at exit in any case)
     if command.startswith("score"):
         assert " 200 │" in r.stdout  # the gold's 200 sentences scored
-        assert "the rest of the stream is not read" in r.stderr
 
 
 class Endless(io.RawIOBase):

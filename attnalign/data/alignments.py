@@ -91,7 +91,6 @@ class ReadInfo:
     reverse: bool
     sentences: int
     lines_ignored: int = 0
-    unread: bool = False  # a stream with more lines than were wanted, read no further
 
 GUIDE_ROLE = "guide"  # read_alignments' role of a guide file (train --guide FILE): Pharaoh, 0-based
 
@@ -123,8 +122,6 @@ def _parse_pharaoh(
     for lineno, line in enumerate(read_lines(p, encoding), start=1):
         if max_sentences is not None and len(sents) >= max_sentences:
             ignored += 1
-            if stream:  # a stream may not end: the lines wanted are read, no more
-                break
             continue
         row: list[_RawLink] = []
         for tok in line.split():
@@ -147,6 +144,8 @@ def _parse_pharaoh(
                          lineno)
             )
         sents.append(row)
+        if stream and max_sentences is not None and len(sents) >= max_sentences:
+            break  # a stream may not end, or not yet: the lines wanted are read, and no more waited for
     return sents, ignored
 
 
@@ -348,7 +347,7 @@ def read_alignments(
             defaults to the length of ``src_lengths``, else the highest sentence id. A gold has no more
             sentences than its own (a Pharaoh gold's lines, a NAACL gold's highest sentence id).
         max_sentences: read only the first N sentences (Pharaoh: lines); ``ReadInfo.lines_ignored``
-            counts the rest.
+            counts the rest (a stream's rest is not read: it may not end).
         src_lengths, tgt_lengths: sentence lengths in words; every link is range-checked against them.
         role: ``"gold"`` or ``"pred"``: names the CLI options (``--gold-one-based``...) in hints;
             :data:`GUIDE_ROLE`: a guide file, whose format no option changes.
@@ -401,8 +400,7 @@ def read_alignments(
     elif n < max((r.sent for r in raw), default=-1) + 1:
         raise FormatError(f"the file has links for more than {n} sentences", path=p)
     drop_null = fmt == "naacl" and one_based
-    unread = fmt == "pharaoh" and bool(ignored) and is_piped(p)
-    info = ReadInfo(str(p), fmt, one_based, reverse, n, 0 if unread else ignored, unread)
+    info = ReadInfo(str(p), fmt, one_based, reverse, n, ignored)
     return _build(raw, n, one_based, reverse, drop_null), info
 
 

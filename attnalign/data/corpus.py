@@ -103,7 +103,10 @@ class _Spool:
         """Copy one more block of the stream; False at its end."""
         if self.done:
             return False
-        block = self._source.read(_BLOCK)
+        # what the stream has now (at least a byte): a reader that needs N lines of a slow stream does
+        # not wait for a whole block beyond them
+        read = getattr(self._source, "read1", self._source.read)
+        block = read(_BLOCK)
         if not block:
             self.done = True
             self._out.close()
@@ -191,7 +194,7 @@ def count_lines(path: str | os.PathLike, encoding: str = "utf-8", at_most: int |
     n = 0
     last = b"\n"
     with _open_binary(path) as f:
-        while chunk := f.read(_BLOCK):
+        while chunk := f.read1(_BLOCK):  # what is there: a stream is not waited on past the lines wanted
             n += chunk.count(b"\n")
             last = chunk[-1:]
             if at_most is not None and n >= at_most:

@@ -255,12 +255,10 @@ def read_prediction(
         encoding=encoding,
         role="pred",
     )
-    if info.lines_ignored or info.unread:
-        lines = "more lines" if info.unread else f"{n_gold + info.lines_ignored} lines"
+    if info.lines_ignored:
         warn(
-            f"{path_text(path)}: has {lines} for {n_gold} gold sentences; scoring the first {n_gold} (the "
-            "standard protocol puts the test sentences first)" + ("; the rest of the stream is not read"
-                                                                  if info.unread else "")
+            f"{path_text(path)}: has {n_gold + info.lines_ignored} lines for {n_gold} gold sentences; "
+            f"scoring the first {n_gold} (the standard protocol puts the test sentences first)"
         )
     return hyp, info.lines_ignored
 
