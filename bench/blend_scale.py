@@ -44,7 +44,7 @@ import common  # noqa: E402
 from combine import THRESHOLDS  # noqa: E402
 from scale import N_TEST, RESULTS, WORK, links_aer, trial_files  # noqa: E402
 
-from attnalign.combine import blend, combine_fitted  # noqa: E402
+from attnalign.combine import Followed, blend, combine_fitted  # noqa: E402
 from attnalign.data.corpus import read_corpus  # noqa: E402
 from attnalign.decoding import relative_links, teacher_decoding, threshold_links  # noqa: E402
 from attnalign.decoding.policy import TUNE_FLOORS  # noqa: E402
@@ -113,7 +113,8 @@ def main() -> None:
     student = Aligner(model, AlignOptions(teacher="off", device="cpu"))
 
     def teacher_of(extra):  # align corpus's teacher, fitted on the corpus followed by the extra pairs
-        return combine_fitted(Aligner(model, AlignOptions(teacher="on", device="cpu")), pairs, extra).teacher
+        aligned = pairs if extra is None else Followed(pairs, extra)
+        return combine_fitted(Aligner(model, AlignOptions(teacher="on", device="cpu")), aligned).teacher
 
     teachers = {"test": teacher_of(None)}
     teachers["trial"] = teachers["test"] if args.trial_inside else teacher_of(trial)
