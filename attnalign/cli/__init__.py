@@ -55,25 +55,26 @@ def _fit_threads_to(limit: int | None) -> None:
 
 def main() -> None:
     """Entry point of the ``attnalign`` console script."""
-    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if sig is not None:
-            signal.signal(sig, _stop_cleanly)
-    limit = _address_space_limit()
-    _fit_threads_to(limit)
-    try:
-        from .root import run
+    try:  # from the handlers' first instant: a signal anywhere before a command runs is an interruption
+        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if sig is not None:
+                signal.signal(sig, _stop_cleanly)
+        limit = _address_space_limit()
+        _fit_threads_to(limit)
+        try:
+            from .root import run
+        except (MemoryError, ImportError, OSError) as e:
+            # under a limit, a library that does not load has most likely not found the memory to map it
+            if not (out_of_memory(e) or (limit is not None and not isinstance(e, ModuleNotFoundError))):
+                raise
+            where = "" if limit is None else f" within the memory limit of {limit / 2**20:,.0f} MiB"
+            say("error", f"out of memory loading attnalign's libraries (numpy, numba, Typer){where}",
+                "raise the memory limit (ulimit -v), or run on a machine with more memory")
+            sys.exit(EXIT_ERROR)
+        run()
     except KeyboardInterrupt as e:
         say("interrupted", str(e.args[0]) if e.args else "no output was written")
         sys.exit(EXIT_INTERRUPTED)
-    except (MemoryError, ImportError, OSError) as e:
-        # under a limit, a library that does not load has most likely not found the memory to map it
-        if not (out_of_memory(e) or (limit is not None and not isinstance(e, ModuleNotFoundError))):
-            raise
-        where = "" if limit is None else f" within the memory limit of {limit / 2**20:,.0f} MiB"
-        say("error", f"out of memory loading attnalign's libraries (numpy, numba, Typer){where}",
-            "raise the memory limit (ulimit -v), or run on a machine with more memory")
-        sys.exit(EXIT_ERROR)
-    run()
 
 
 def __getattr__(name: str):
