@@ -63,6 +63,8 @@ def main() -> None:
         _fit_threads_to(limit)
         try:
             from .root import run
+
+            run()  # a command's own errors end inside it; what is left is Typer's parsing and imports
         except (MemoryError, ImportError, OSError) as e:
             # under a limit, a library that does not load has most likely not found the memory to map it
             if not (out_of_memory(e) or (limit is not None and not isinstance(e, ModuleNotFoundError))):
@@ -71,8 +73,7 @@ def main() -> None:
             say("error", f"out of memory loading attnalign's libraries (numpy, numba, Typer){where}",
                 "raise the memory limit (ulimit -v), or run on a machine with more memory")
             sys.exit(EXIT_ERROR)
-        run()
-    except KeyboardInterrupt as e:
+    except KeyboardInterrupt as e:  # a signal before a command runs (while Typer builds it, too)
         say("interrupted", str(e.args[0]) if e.args else "no output was written")
         sys.exit(EXIT_INTERRUPTED)
 

@@ -10,10 +10,9 @@ import typer
 
 from .. import dist
 from .._version import __version__
-from ..errors import EXIT_ERROR, EXIT_INTERRUPTED, AttnAlignError, out_of_memory
+from ..errors import EXIT_INTERRUPTED, AttnAlignError
 from . import align, plot
 from .common import Command, Group
-from .lines import say
 from .report import report
 from .score import score
 from .train import train
@@ -100,16 +99,6 @@ def run() -> None:
         sys.stdout = _ClosedStdout()
     try:
         app()
-    except KeyboardInterrupt as e:  # a signal while Typer builds the command, before any command runs
-        say("interrupted", str(e.args[0]) if e.args else "no output was written")
-        dist.end(EXIT_INTERRUPTED, now=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except (MemoryError, ImportError, OSError) as e:  # Typer's own imports while it parses
-        if not out_of_memory(e):
-            raise
-        say("error", "out of memory reading the command line", "raise the memory limit (ulimit -v), or run "
-            "on a machine with more memory")
-        sys.exit(EXIT_ERROR)
     except SystemExit as e:
         dist.end(e.code, now=e.code == EXIT_INTERRUPTED)  # under torchrun the process ends here
         raise

@@ -94,7 +94,7 @@ class Stacked:
 
     def matrices(self, lo: int, hi: int) -> list[np.ndarray]:
         n = self.first.pairs
-        return ([*self.first.matrices(lo, min(hi, n))] if lo < n else []) + (
+        return (self.first.matrices(lo, min(hi, n)) if lo < n else []) + (
             self.then.matrices(max(lo, n) - n, hi - n) if hi > n else [])
 
 

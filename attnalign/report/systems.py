@@ -43,8 +43,6 @@ def pred_results(preds: Sequence[str | os.PathLike], names: Sequence[str], gold:
     if names and len(names) != len(preds):
         raise OptionError(f"{len(names)} --pred-name for {len(preds)} --pred files",
                           hint="give one --pred-name per --pred, in the same order, or none")
-    if sum(str(p) == "-" for p in preds) > 1:
-        raise OptionError("only one --pred can be read from stdin (-)", hint="give the others as files")
     names = list(names) or row_names(preds)
     if len(set(names)) != len(names):
         raise OptionError("two --pred files have the same name", hint="name them apart with --pred-name")
