@@ -14,6 +14,9 @@ Formats read:
   positions are 1-based by default and position 0 means NULL (dropped); a missing label means S.
   The plain ``sentid i j`` key format is this format without labels.
 
+A format is one reader and one :func:`register_format` line (:data:`ALIGNMENT_FORMATS`); detection and
+the CLI's ``--gold-format`` / ``--pred-format`` choices read the registry.
+
 Index base and side order are explicit (``one_based``, ``reverse``). The reader warns when the data
 contradicts the base it was told (a file that never uses index 0 read as 0-based), and, given sentence
 lengths, range-checks every link and says which option would make the file fit.
@@ -33,11 +36,42 @@ from .corpus import check_readable, is_piped, read_lines
 from .fileio import path_text
 
 Link = tuple[int, int]
-FORMATS = ("auto", "pharaoh", "naacl")
 
 # ASCII digits only: \d would read other scripts' digits (Arabic-Indic "٣-٤") as numbers
 _PHARAOH_LINK = re.compile(r"^([0-9]+)([-p?])([0-9]+)(?:-([SPsp]))?(?::([-+0-9.eE]+))?$")
 _NAACL_LINE = re.compile(r"^[0-9]+\s+[0-9]+\s+[0-9]+(\s+[SPsp])?(\s+[-+0-9.eE]+)?\s*$")
+
+
+@dataclass(frozen=True)
+class AlignmentFormat:
+    """A file format of alignments (``--gold-format``, ``--pred-format``). ``read(path, encoding, role,
+    n_sentences, max_sentences, from_text)`` returns its links (sentences numbered from 0, indices as
+    written), its number of sentences and the sentences it left out past ``max_sentences``.
+    ``one_based``: its index base unless told; ``null_index``: read 1-based, index 0 is NULL (dropped);
+    ``line_per_sentence``: a line is a sentence (so a prediction's lines are counted first);
+    ``looks_like``: whether a file's first non-empty line is in this format (detection tries the
+    formats in order; the first registered is the fallback)."""
+
+    name: str
+    read: object
+    one_based: bool = False
+    null_index: bool = False
+    line_per_sentence: bool = False
+    looks_like: object = None
+
+
+ALIGNMENT_FORMATS: dict[str, AlignmentFormat] = {}
+
+
+def register_format(name: str, **traits):
+    """Register a reader as the alignment format ``name`` (``traits``: :class:`AlignmentFormat`'s);
+    the CLI's ``--*-format`` choices read the registry."""
+
+    def add(read):
+        ALIGNMENT_FORMATS[name] = AlignmentFormat(name, read, **traits)
+        return read
+
+    return add
 
 
 @dataclass(frozen=True)
@@ -96,13 +130,16 @@ GUIDE_ROLE = "guide"  # read_alignments' role of a guide file (train --guide FIL
 
 
 def detect_format(path: str | os.PathLike, encoding: str = "utf-8") -> str:
-    """Guess ``"pharaoh"`` or ``"naacl"`` from the first non-empty line of a file (a Pharaoh line never
-    reads as ``sentid i j``; a bad line further down is then reported by the parser, with its line)."""
+    """Guess a file's format from its first non-empty line: the first registered format it looks like,
+    else the first registered (a Pharaoh line never reads as NAACL's ``sentid i j``; a bad line further
+    down is then reported by the parser, with its line)."""
     p = check_readable(path, "alignment file")
+    fallback = next(iter(ALIGNMENT_FORMATS))
     for line in read_lines(p, encoding):
         if text := line.strip():
-            return "naacl" if _NAACL_LINE.match(text) else "pharaoh"
-    return "pharaoh"
+            return next((f.name for f in ALIGNMENT_FORMATS.values() if f.looks_like and f.looks_like(text)),
+                        fallback)
+    return fallback
 
 
 def _is_float(text: str) -> bool:
@@ -202,12 +239,12 @@ def _parse_naacl(p: Path, encoding: str, role: str = "gold") -> list[_RawLink]:
     return links
 
 
-def _check_base(raw: list[_RawLink], p: Path, fmt: str, one_based: bool, role: str) -> None:
+def _check_base(raw: list[_RawLink], p: Path, form: AlignmentFormat, one_based: bool, role: str) -> None:
     """Warn or fail when the links contradict the index base we were told."""
     if not raw:
         return
     uses_zero = any(r.a == 0 or r.b == 0 for r in raw)
-    if one_based and fmt == "pharaoh" and uses_zero:
+    if one_based and not form.null_index and uses_zero:
         first = next(r for r in raw if r.a == 0 or r.b == 0)
         raise FormatError(
             "this link uses index 0, which does not exist in a 1-based file",
@@ -262,8 +299,8 @@ def _first_out_of_range(raw: list[_RawLink], src_lengths: Sequence[int], tgt_len
 
 
 def _range_check(raw: list[_RawLink], p: Path, src_lengths: Sequence[int], tgt_lengths: Sequence[int],
-                 one_based: bool, reverse: bool, fmt: str, role: str) -> None:
-    drop_null = fmt == "naacl" and one_based
+                 one_based: bool, reverse: bool, form: AlignmentFormat, role: str) -> None:
+    drop_null = form.null_index and one_based
     bad = _first_out_of_range(raw, src_lengths, tgt_lengths, one_based, reverse, drop_null)
     if bad is None:
         return
@@ -277,7 +314,7 @@ def _range_check(raw: list[_RawLink], p: Path, src_lengths: Sequence[int], tgt_l
         )
     fixes = []
     for ob, rev in ((one_based, not reverse), (not one_based, reverse), (not one_based, not reverse)):
-        dn = fmt == "naacl" and ob
+        dn = form.null_index and ob
         if _first_out_of_range(raw, src_lengths, tgt_lengths, ob, rev, dn) is None:
             opts = []
             if ob != one_based:
@@ -353,55 +390,68 @@ def read_alignments(
             :data:`GUIDE_ROLE`: a guide file, whose format no option changes.
     """
     p = check_readable(path, "alignment file")
-    if fmt not in FORMATS:
+    if fmt != "auto" and fmt not in ALIGNMENT_FORMATS:
         raise FormatError(f"unknown alignment format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if fmt == "auto":
-        fmt = detect_format(p, encoding)
+    form = ALIGNMENT_FORMATS[detect_format(p, encoding) if fmt == "auto" else fmt]
     if one_based is None:
-        one_based = fmt == "naacl"
+        one_based = form.one_based
     from_text = src_lengths is not None and n_sentences is None  # not the caller's own count
     if from_text:
         n_sentences = len(src_lengths)
-    ignored = 0
-    if fmt == "pharaoh":
-        sents, ignored = _parse_pharaoh(p, encoding, max_sentences, role)
-        if role == "gold":
-            sents = _trailing_empty_lines(sents, p, n_sentences)
-        raw = [r for row in sents for r in row]
-        n = len(sents) if n_sentences is None else n_sentences
-        if n_sentences is not None and len(sents) > n_sentences:
-            raise FormatError(
-                f"the file has {len(sents)} lines but the text has {n_sentences} sentences",
-                path=p,
-                hint="a Pharaoh file has exactly one line per sentence pair",
-            )
-        if role == "gold" and len(sents) < n:  # its lines are its sentences: the text's first ones
-            warn(f"{p}: the gold has {len(sents)} lines for a text of {n} sentences; scoring the first "
-                 f"{len(sents)}")
-            n = len(sents)
-    else:
-        raw = _parse_naacl(p, encoding, role)
-        if raw and min(r.sent for r in raw) > 0:
-            raw = [_RawLink(r.sent - 1, r.a, r.b, r.sure, r.score, r.line) for r in raw]
-        top = max((r.sent for r in raw), default=-1) + 1
-        _check_sentence_ids(raw, top, n_sentences, p)
-        if max_sentences is not None and top > max_sentences:
-            ignored = top - max_sentences
-            raw = [r for r in raw if r.sent < max_sentences]
-            top = max_sentences
-        n = top if n_sentences is None else n_sentences
-        if role == "gold" and from_text and top < n:  # a gold's sentences are its own: up to its largest id
-            warn(f"{p}: the gold has links for {top} sentences (its largest sentence id) for a text of {n} "
-                 f"sentences; scoring the first {top}")
-            n = top
-    _check_base(raw, p, fmt, one_based, role)
+    raw, n, ignored = form.read(p, encoding, role, n_sentences, max_sentences, from_text)
+    _check_base(raw, p, form, one_based, role)
     if src_lengths is not None and tgt_lengths is not None:
-        _range_check(raw, p, src_lengths, tgt_lengths, one_based, reverse, fmt, role)
+        _range_check(raw, p, src_lengths, tgt_lengths, one_based, reverse, form, role)
     elif n < max((r.sent for r in raw), default=-1) + 1:
         raise FormatError(f"the file has links for more than {n} sentences", path=p)
-    drop_null = fmt == "naacl" and one_based
-    info = ReadInfo(str(p), fmt, one_based, reverse, n, ignored)
-    return _build(raw, n, one_based, reverse, drop_null), info
+    info = ReadInfo(str(p), form.name, one_based, reverse, n, ignored)
+    return _build(raw, n, one_based, reverse, form.null_index and one_based), info
+
+
+@register_format("pharaoh", line_per_sentence=True)
+def _read_pharaoh(p: Path, encoding: str, role: str, n_sentences: int | None, max_sentences: int | None,
+                  from_text: bool) -> tuple[list[_RawLink], int, int]:
+    """Pharaoh: a line per sentence; its lines are its sentences."""
+    sents, ignored = _parse_pharaoh(p, encoding, max_sentences, role)
+    if role == "gold":
+        sents = _trailing_empty_lines(sents, p, n_sentences)
+    n = len(sents) if n_sentences is None else n_sentences
+    if n_sentences is not None and len(sents) > n_sentences:
+        raise FormatError(
+            f"the file has {len(sents)} lines but the text has {n_sentences} sentences",
+            path=p,
+            hint="a Pharaoh file has exactly one line per sentence pair",
+        )
+    if role == "gold" and len(sents) < n:  # its lines are its sentences: the text's first ones
+        warn(f"{p}: the gold has {len(sents)} lines for a text of {n} sentences; scoring the first "
+             f"{len(sents)}")
+        n = len(sents)
+    return [r for row in sents for r in row], n, ignored
+
+
+@register_format("naacl", one_based=True, null_index=True, looks_like=_NAACL_LINE.match)
+def _read_naacl(p: Path, encoding: str, role: str, n_sentences: int | None, max_sentences: int | None,
+                from_text: bool) -> tuple[list[_RawLink], int, int]:
+    """NAACL: a line per link; the sentences are those up to its highest id."""
+    raw = _parse_naacl(p, encoding, role)
+    ignored = 0
+    if raw and min(r.sent for r in raw) > 0:
+        raw = [_RawLink(r.sent - 1, r.a, r.b, r.sure, r.score, r.line) for r in raw]
+    top = max((r.sent for r in raw), default=-1) + 1
+    _check_sentence_ids(raw, top, n_sentences, p)
+    if max_sentences is not None and top > max_sentences:
+        ignored = top - max_sentences
+        raw = [r for r in raw if r.sent < max_sentences]
+        top = max_sentences
+    n = top if n_sentences is None else n_sentences
+    if role == "gold" and from_text and top < n:  # a gold's sentences are its own: up to its largest id
+        warn(f"{p}: the gold has links for {top} sentences (its largest sentence id) for a text of {n} "
+             f"sentences; scoring the first {top}")
+        n = top
+    return raw, n, ignored
+
+
+FORMATS = ("auto", *ALIGNMENT_FORMATS)  # the choices of --gold-format and --pred-format
 
 
 def format_pharaoh_line(a: Alignment, with_scores: bool = False, precision: int = 4) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .._version import __version__
-from ..data.alignments import Alignment, ReadInfo, detect_format, read_alignments
+from ..data.alignments import ALIGNMENT_FORMATS, Alignment, ReadInfo, detect_format, read_alignments
 from ..data.corpus import Pairs, check_readable, count_lines, open_corpus
 from ..data.fileio import check_one_stdin, path_text
 from ..errors import FormatError, OptionError, warn
@@ -237,7 +237,8 @@ def read_prediction(
     p = check_readable(path, "prediction file")
     if fmt == "auto":
         fmt = detect_format(p, encoding)
-    if fmt == "pharaoh" and (n_lines := count_lines(p, at_most=n_gold)) < n_gold:
+    form = ALIGNMENT_FORMATS.get(fmt)
+    if form and form.line_per_sentence and (n_lines := count_lines(p, at_most=n_gold)) < n_gold:
         raise FormatError(
             f"the prediction has {n_lines} lines but the gold has {n_gold} sentences",
             path=p,
