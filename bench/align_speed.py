@@ -48,8 +48,8 @@ def worker(args) -> None:
             opts = preset_options("align", max_steps=args.train_steps, epochs=100, lowercase=True,
                                   device="cpu")
         else:
-            opts = TrainOptions(model_type=args.worker, max_steps=args.train_steps, epochs=100,
-                                lowercase=True, device="cpu", max_vocab=30000)
+            opts = TrainOptions.of(model_type=args.worker, max_steps=args.train_steps, epochs=100,
+                                   lowercase=True, device="cpu", max_vocab=30000)
         train(pairs, model, opts)
         return
     if args.pairs < 310661:

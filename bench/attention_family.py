@@ -65,8 +65,8 @@ def run(pair: str, name: str, epochs: float, threads: int) -> list[dict]:
         dev = DevSet(trial, read_alignments(info["dev_gold"], src_lengths=[len(s) for s, _ in trial],
                                             tgt_lengths=[len(t) for _, t in trial])[0])
     model_dir = WORK / pair / f"attention-{name}-e{epochs:g}"
-    opts = TrainOptions(direction="both", epochs=epochs, batch_tokens=2000, lr=2e-3, threads=threads,
-                        device="cpu", model_config=SYSTEMS[name])
+    opts = TrainOptions.of(direction="both", epochs=epochs, batch_tokens=2000, lr=2e-3, threads=threads,
+                           device="cpu", **SYSTEMS[name])
     t0 = time.perf_counter()
     summary = train(pairs, model_dir, opts, dev=dev, overwrite=True)
     wall = time.perf_counter() - t0

@@ -38,7 +38,7 @@ def setup(device: str, tmp: Path):
     import torch
 
     from attnalign.data.corpus import read_corpus
-    from attnalign.training.options import preset_options
+    from attnalign.training.config_file import preset_options
     from attnalign.training.run import DirectionRun
 
     d = quality.build("enfr")["dir"]
@@ -49,7 +49,7 @@ def setup(device: str, tmp: Path):
     config = {"format_version": FORMAT_VERSION, "directions": ["forward"]}
     (tmp / "config.json").write_text(json.dumps(config))
     opts = preset_options("align", batch_tokens=2000)
-    run = DirectionRun(pairs, tmp, "forward", opts, asdict(opts.network()), torch.device(device), links)
+    run = DirectionRun(pairs, tmp, "forward", opts, asdict(opts.network.typed()), torch.device(device), links)
     run._prepare(False)
     return run
 
@@ -66,10 +66,10 @@ def configure(run, network: str, batch_tokens: int, precision: str) -> None:
     from attnalign.training.run import _adam
 
     model_type, changes = NETWORKS[network]
-    run.base_config = getattr(run, "base_config", run.options.model_config)  # the preset's
-    opts = replace(run.options, model_type=model_type, batch_tokens=batch_tokens, precision=precision,
-                   model_config={**run.base_config, **changes})
-    run.options, run.model_config = opts, asdict(opts.network())
+    run.base_config = getattr(run, "base_config", run.options.network.config)  # the preset's
+    network = replace(run.options.network, model_type=model_type, config={**run.base_config, **changes})
+    opts = replace(run.options, network=network).updated(batch_tokens=batch_tokens, precision=precision)
+    run.options, run.model_config = opts, asdict(network.typed())
     torch.manual_seed(1)
     run.model = run.net = build_model(model_type, run.model_config, len(run.loaded.src_vocab),
                                       len(run.loaded.tgt_vocab)).to(run.device).train()
@@ -137,7 +137,7 @@ def measure(run, steps: int) -> dict:
         t2 = time.perf_counter()
         run.opt.zero_grad(set_to_none=True)
         objective.backward()
-        torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.options.clip)
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.options.schedule.clip)
         run.opt.step()
         sync()
         t3 = time.perf_counter()

@@ -23,7 +23,6 @@ import re
 import sys
 import time
 import unicodedata
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,7 +34,7 @@ from attnalign.data.corpus import read_corpus, read_lines  # noqa: E402
 from attnalign.decoding import SYMMETRIZATIONS  # noqa: E402
 from attnalign.eval.metrics import Counts, corpus_counts  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
-from attnalign.statistical import DEFAULT, TeacherOptions  # noqa: E402
+from attnalign.statistical import DEFAULT  # noqa: E402
 from attnalign.training import DevSet, TrainOptions, preset_options, train  # noqa: E402
 
 WORK = ROOT / "bench" / "work"
@@ -48,11 +47,11 @@ PEERS = {"enfr": {"eflomal": 8.7}, "roen": {"eflomal": 30.4}, "esen": {"eflomal"
 # Configurations under test: training options (both directions always) and decoding variants. The
 # configurations measured before the teacher saw word prefixes pin prefix 0 (whole words), those
 # measured before the identical-word prior identical 0.
-WORDS = TeacherOptions(prefix=0, identical=0.0)  # the teacher of the earliest configurations
+WORDS = {"guide_prefix": 0, "guide_identical": 0.0}  # the teacher of the earliest configurations
 
 
-def _teacher(model: str, sym: str = "posterior", prefix: int = 0, identical: float = 0.0) -> TeacherOptions:
-    return TeacherOptions(model, sym, prefix, identical)
+def _teacher(model: str, sym: str = "posterior", prefix: int = 0, identical: float = 0.0) -> dict:
+    return {"guide_model": model, "guide_sym": sym, "guide_prefix": prefix, "guide_identical": identical}
 
 
 def _agree_head(guide_model: str = "hmm-agree", prefix: int = 0, identical: float = 0.0,
@@ -60,17 +59,15 @@ def _agree_head(guide_model: str = "hmm-agree", prefix: int = 0, identical: floa
     """Both directions, 8 epochs, an alignment head guided by the agreement HMMs' posterior links (or
     ``guide_model``'s) seeing ``prefix``-character words with ``identical`` counts for identical words;
     ``more``: other options (the student's subword size)."""
-    return TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                        teacher=_teacher(guide_model, "posterior", prefix, identical),
-                        model_config={"align_head": True}, **more)
-
+    return TrainOptions.of(direction="both", epochs=8, batch_tokens=1000, guide="auto", align_head=True,
+                           **_teacher(guide_model, "posterior", prefix, identical), **more)
 
 
 def _preset(**changes) -> TrainOptions:
     """``agree-fert-head-sp`` (the teacher and network of ``--preset align``, in 8 epochs of 1,000-token
     batches with dropout 0.2, the preset until it took the -e5-b2k-d0 variant below) with ``changes``."""
-    return replace(_agree_head(guide_model="hmm-agree+fertility", prefix=5, identical=1.0, subword=4000),
-                   **changes)
+    return _agree_head(guide_model="hmm-agree+fertility", prefix=5, identical=1.0, subword=4000).updated(
+        **changes)
 
 
 B2K = {"epochs": 3, "batch_tokens": 2000, "lr": 2e-3}  # align-fast before its dropout 0
@@ -78,13 +75,12 @@ ALIGN, ALIGN_FAST = preset_options("align"), preset_options("align-fast")  # tra
 
 CONFIGS = {
     # the ablation ladder (docs/benchmarks.md, "Configurations, one change at a time")
-    "default": TrainOptions(direction="both", epochs=8, batch_tokens=1000, min_freq=1),
-    "guided-8": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto", teacher=WORDS),
-    "align-head-ibm2": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                                    teacher=_teacher("ibm2", WORDS.sym), model_config={"align_head": True}),
-    "align-head": TrainOptions(direction="both", epochs=8, batch_tokens=1000, guide="auto",
-                               teacher=_teacher("hmm", "grow-diag-final-and"),
-                               model_config={"align_head": True}),
+    "default": TrainOptions.of(direction="both", epochs=8, batch_tokens=1000, min_freq=1),
+    "guided-8": TrainOptions.of(direction="both", epochs=8, batch_tokens=1000, guide="auto", **WORDS),
+    "align-head-ibm2": TrainOptions.of(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                                       align_head=True, **_teacher("ibm2", "posterior")),
+    "align-head": TrainOptions.of(direction="both", epochs=8, batch_tokens=1000, guide="auto",
+                                  align_head=True, **_teacher("hmm", "grow-diag-final-and")),
     "agree-head-words": _agree_head(),
     # the agreement HMMs seeing words cut to 5 characters; then with one extra count for identical words
     "agree-head-prefix": _agree_head(prefix=5, identical=0),
@@ -93,9 +89,8 @@ CONFIGS = {
     "agree-head-sp": _agree_head(prefix=5, identical=1.0, subword=4000),
     # guided by the union of the agreement HMMs' links and the fertility HMMs' (statistical.COMBINED)
     "agree-fert-head-sp": _preset(),
-    "align-head-transformer": TrainOptions(model_type="transformer", direction="both", epochs=8,
-                                           batch_tokens=2000, guide="auto", teacher=WORDS,
-                                           model_config={"align_head": True}),
+    "align-head-transformer": TrainOptions.of(model_type="transformer", direction="both", epochs=8,
+                                              batch_tokens=2000, guide="auto", align_head=True, **WORDS),
     # how --preset align was chosen: 3 passes; in 2,000-token batches at twice the rate; without dropout
     # (= --preset align-fast); in 5 passes (= --preset align)
     "agree-fert-head-sp-e3": _preset(epochs=3),
@@ -105,19 +100,16 @@ CONFIGS = {
     # the same with the two directions one after the other (train --parallel-directions off)
     "agree-fert-head-sp-e3-seq": _preset(epochs=3, parallel_directions="off"),
     # --preset align --self-train 1; and --self-train-epochs 1.5 (the second round goes on from the first)
-    "agree-fert-head-sp-e5-b2k-d0-st1": replace(ALIGN, self_train=1),
-    "agree-fert-head-sp-e5-b2k-d0-st1e15": replace(ALIGN, self_train=1, self_train_epochs=1.5),
+    "agree-fert-head-sp-e5-b2k-d0-st1": ALIGN.updated(self_train=1),
+    "agree-fert-head-sp-e5-b2k-d0-st1e15": ALIGN.updated(self_train=1, self_train_epochs=1.5),
     # --preset align --guide-samplers 3: a teacher of 3 fertility chains, for the guide and align corpus
-    "agree-fert-head-sp-e5-b2k-d0-s3": replace(ALIGN, teacher=replace(ALIGN.teacher, samplers=3)),
+    "agree-fert-head-sp-e5-b2k-d0-s3": ALIGN.updated(guide_samplers=3),
     # --preset align with the attention family's unguided best (bench/attention_family.py): the cosine
     # score, or Luong's local-m attention of window 5
-    "agree-fert-head-sp-e5-b2k-d0-cosine": replace(ALIGN, model_config={**ALIGN.model_config,
-                                                                        "attention": "cosine"}),
-    "agree-fert-head-sp-e5-b2k-d0-local-m-5": replace(ALIGN, model_config={
-        **ALIGN.model_config, "attention_span": "local-m", "window": 5}),
+    "agree-fert-head-sp-e5-b2k-d0-cosine": ALIGN.updated(attention="cosine"),
+    "agree-fert-head-sp-e5-b2k-d0-local-m-5": ALIGN.updated(attention_span="local-m", window=5),
     # --preset align --no-input-feeding: the decoder reads the whole target in one recurrent call
-    "agree-fert-head-sp-e5-b2k-d0-nif": replace(ALIGN, model_config={**ALIGN.model_config,
-                                                                     "input_feeding": False}),
+    "agree-fert-head-sp-e5-b2k-d0-nif": ALIGN.updated(input_feeding=False),
     "statistical": None,  # the built-in aligners alone (the guide's teachers), no NMT
     "hmm": None,
     "hmm-agree": None,
@@ -219,7 +211,7 @@ def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "st
     if CONFIGS[config] is None:
         return run_statistical(pair, config, pairs, gold, dev, info["dev"])
     model_dir = info["dir"] / (config if protocol == "standard" else f"{config}-{protocol}")
-    opts = replace(CONFIGS[config], threads=threads, device="cpu")
+    opts = CONFIGS[config].updated(threads=threads, device="cpu")
     train_pairs = pairs
     if protocol == "inductive":  # the gold sentences (test and trial) left out of training
         held = set(range(n_test)) | (set(range(start, start + n)) if dev is not None else set())
@@ -232,7 +224,7 @@ def run(pair: str, config: str, retrain: bool, threads: int, protocol: str = "st
         print(f"{pair} {config}: trained in {wall_s} s (wall, teacher included)", file=sys.stderr)
     train_s = training_seconds(model_dir)
     rows = []
-    shifts = (0,) if opts.model_config.get("align_head") else (0, 1)  # the head has no Shift-Att
+    shifts = (0,) if opts.network.config.get("align_head") else (0, 1)  # the head has no Shift-Att
     for shift in shifts:
         for sym, decoder, threshold in DECODINGS:
             t1 = time.perf_counter()

@@ -65,8 +65,8 @@ def worker(args) -> None:
     t = time.perf_counter()
     budget = dict(epochs=1, max_length=10**6) if args.epoch else dict(max_steps=args.steps, epochs=1000)
     res = train(pairs, tmp / f"model_{args.worker}",
-                TrainOptions(model_type=args.worker, batch_tokens=args.batch_tokens, threads=args.threads,
-                             device="cpu", **budget),
+                TrainOptions.of(model_type=args.worker, batch_tokens=args.batch_tokens, threads=args.threads,
+                                device="cpu", **budget),
                 dev=DevSet(dev_pairs, gold), overwrite=True)["directions"]["forward"]
     emit({"system": f"attnalign {args.worker}", "tokens_per_s": res["tokens_per_s"],
           "pairs_per_s": res["pairs_per_s"], "peak_mb": round(peak_rss_mb()), "dev_aer": res["dev_aer"],
@@ -85,8 +85,8 @@ def both_directions(args) -> None:
     mode = args.worker.removeprefix("both-")
     t = time.perf_counter()
     res = train(pairs, tmp / f"model_{args.worker}",
-                TrainOptions(batch_tokens=args.batch_tokens, threads=args.threads, device="cpu", epochs=1,
-                             max_length=10**6, direction="both", parallel_directions=mode),
+                TrainOptions.of(batch_tokens=args.batch_tokens, threads=args.threads, device="cpu", epochs=1,
+                                max_length=10**6, direction="both", parallel_directions=mode),
                 overwrite=True)["directions"]
     wall = time.perf_counter() - t
     tokens = sum(r["train_tokens"] for r in res.values())

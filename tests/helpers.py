@@ -37,8 +37,8 @@ def tiny(**kw):
     overrides)."""
     from attnalign.training import TrainOptions
 
-    base = dict(model_config={"hidden": 16, "emb_dim": 8}, epochs=2, batch_tokens=300, seed=3)
-    return TrainOptions(**{**base, **kw})
+    base = dict(hidden=16, emb_dim=8, epochs=2, batch_tokens=300, seed=3)
+    return TrainOptions.of(**{**base, **kw})
 
 
 def shared_or_skip(*parts: str) -> Path:

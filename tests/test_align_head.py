@@ -82,8 +82,8 @@ def shuffle_aers(model_dir, guided: bool, **options) -> tuple[float, float]:
     pairs, links = shuffle_task(1500, 1)
     dev_pairs, dev_links = shuffle_task(50, 2)
     gold = [Alignment.from_links(lk) for lk in dev_links]
-    opts = TrainOptions(model_config=RNN_TINY, epochs=4, batch_tokens=400, lr=3e-3, warmup=20,
-                        label_smoothing=0.0, guide="file" if guided else None, **options)
+    opts = TrainOptions.of(**RNN_TINY, epochs=4, batch_tokens=400, lr=3e-3, warmup=20,
+                           label_smoothing=0.0, guide="file" if guided else None, **options)
     train(pairs, model_dir, opts, dev=DevSet(dev_pairs, gold), guide=links if guided else None)
     lm = load_model(model_dir, "forward")
     return _aer(lm, dev_pairs, gold, AttentionSpec()), _aer(lm, dev_pairs, gold, AttentionSpec(layer=0))
@@ -101,9 +101,9 @@ def head_model(tmp_path_factory):
 
     pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:200]
     d = tmp_path_factory.mktemp("head") / "m"
-    opts = TrainOptions(model_type="transformer", direction="both", epochs=1, batch_tokens=500, guide="auto",
-                        model_config={"d_model": 16, "heads": 2, "ff_dim": 32, "enc_layers": 1,
-                                      "dec_layers": 2, "align_head": True})
+    opts = TrainOptions.of(model_type="transformer", direction="both", epochs=1, batch_tokens=500,
+                           guide="auto", d_model=16, heads=2, ff_dim=32, enc_layers=1, dec_layers=2,
+                           align_head=True)
     train(pairs, d, opts)
     return d, pairs
 
@@ -128,7 +128,7 @@ def test_transformer_head_round_trip_and_aligner_reads_it(head_model):
 def test_head_needs_a_guide(tmp_path):
     pairs = [(["a", "b"], ["x", "y"])] * 5
     with pytest.raises(AttnAlignError, match="guide"):
-        train(pairs, tmp_path / "m", TrainOptions(model_config={"align_head": True}, epochs=1))
+        train(pairs, tmp_path / "m", TrainOptions.of(align_head=True, epochs=1))
     r = CliRunner().invoke(app, ["train", "--src", str(SAMPLE / "dev.en"), "--tgt", str(SAMPLE / "dev.fr"),
                                  "--model", str(tmp_path / "c"), "--align-head", "--quiet"])
     assert r.exit_code == 2 and "--guide auto" in r.output
@@ -168,11 +168,12 @@ def test_auto_decoding_per_model(options, directions, head, expected):
 def test_preset_options_given_options_win():
     from attnalign.training import preset_options
 
-    o = preset_options("align", epochs=2, model_config={"hidden": 8})
-    assert (o.direction, o.guide, o.epochs, o.subword) == ("both", "auto", 2, 4000)
-    assert preset_options("align", subword=0).subword == 0  # 0: the student reads whole words
-    assert o.model_config == {"align_head": True, "dropout": 0.0, "hidden": 8}
-    assert preset_options("align", direction="forward", guide=None).direction == "forward"
+    o = preset_options("align", epochs=2, hidden=8)
+    assert (o.network.direction, o.teacher.guide, o.schedule.epochs, o.data.subword) == \
+        ("both", "auto", 2, 4000)
+    assert preset_options("align", subword=0).data.subword == 0  # 0: the student reads whole words
+    assert o.network.config == {"align_head": True, "dropout": 0.0, "hidden": 8}
+    assert preset_options("align", direction="forward", guide=None).network.direction == "forward"
     assert preset_options(None) == TrainOptions()
     with pytest.raises(AttnAlignError, match="unknown preset"):
         preset_options("fast")
@@ -197,12 +198,14 @@ def test_the_benchmarked_configuration_is_the_preset():
     assert quality.CONFIGS["agree-fert-head-sp-e5-b2k-d0"] == align
     assert quality.CONFIGS["agree-fert-head-sp-e3-b2k-d0"] == fast
     assert all(align.passes(n) == 5 and fast.passes(n) == 3 for n in (10_484, 14_746, 5_601))
-    assert align.network().dropout == fast.network().dropout == 0
+    assert align.network.typed().dropout == fast.network.typed().dropout == 0
     # the configuration the preset was before (8 epochs of 1,000-token batches, dropout 0.2)
     before = quality.CONFIGS["agree-fert-head-sp"]
-    assert (before.epochs, before.batch_tokens, before.lr, before.network().dropout) == (8, 1000, None, 0.2)
-    assert before == replace(align, epochs=8, auto_epochs=8, batch_tokens=1000, lr=None,
-                             model_config={"align_head": True}, gpu_network={})
+    s = before.schedule
+    assert (s.epochs, s.batch_tokens, s.lr, before.network.typed().dropout) == (8, 1000, None, 0.2)
+    assert before.network == replace(align.network, config={"align_head": True}, gpu={})
+    assert s == replace(align.schedule, epochs=8, auto_epochs=8, batch_tokens=1000, lr=None)
+    assert (before.data, before.teacher, before.runtime) == (align.data, align.teacher, align.runtime)
 
 
 def test_cli_preset_reaches_the_model(tmp_path):

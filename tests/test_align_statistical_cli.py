@@ -55,10 +55,10 @@ def test_the_sampler_s_seed_changes_its_links_and_is_reported(tmp_path):
 def test_the_guide_seed_is_the_teacher_s_and_old_models_read_as_seed_1():
     from attnalign.training import TrainOptions
 
-    assert TrainOptions.from_saved({"teacher": {"seed": 5}}).teacher.seed == 5
+    assert TrainOptions.from_saved({"teacher": {"seed": 5}}).teacher.aligner.seed == 5
     # models from before the option, and before the teacher was one record
-    assert TrainOptions.from_saved({"guide_model": "hmm-agree+fertility"}).teacher.seed == 1
-    assert TrainOptions.from_saved({"guide_seed": 9}).teacher.seed == 9
+    assert TrainOptions.from_saved({"guide_model": "hmm-agree+fertility"}).teacher.aligner.seed == 1
+    assert TrainOptions.from_saved({"guide_seed": 9}).teacher.aligner.seed == 9
 
 
 # Each option on a known-answer corpus (see test_statistical.py): its first pair aligns one way with the

@@ -153,31 +153,34 @@ def test_teacher_defaults_are_stated_once():
 
     params = inspect.signature(align_statistical).parameters
     assert (params["model"].default, params["sym"].default) == (DEFAULT.model, DEFAULT.sym)
-    assert TrainOptions().teacher == DEFAULT
+    assert TrainOptions().teacher.aligner == DEFAULT
     params = inspect.signature(align_statistical_files).parameters
     assert tuple(params[k].default for k in ("model", "sym", "prefix", "identical")) == \
         (DEFAULT.model, DEFAULT.sym, DEFAULT.prefix, DEFAULT.identical)
 
 
 def test_train_options_are_stated_once():
-    # the train command's defaults and help are read from TrainOptions and PRESETS, not copied
+    # the train command's defaults and help are read from TrainOptions' sections and the preset files
     import inspect
 
     from typer.testing import CliRunner
 
     from attnalign.cli import app
     from attnalign.cli.train import train
-    from attnalign.training.options import PRESETS, TrainOptions
+    from attnalign.training.config_file import preset_values
+    from attnalign.training.options import FLAT_NAMES, TrainOptions
 
-    defaults = TrainOptions()
+    defaults = TrainOptions().flat()
     params = inspect.signature(train).parameters
-    for name in ("warmup", "clip", "label_smoothing", "seed", "min_freq", "guide_weight", "subword_type",
-                 "epochs", "lowercase"):
-        assert params[name].default == getattr(defaults, name), name
+    for name in set(params) & set(defaults):
+        if params[name].default is not None and name != "model_type":
+            assert params[name].default == defaults[name], name
+    assert params["model_type"].default.value == defaults["model_type"]
+    assert {"hidden", "layers", "guide_model", "precision"} <= set(params) & set(FLAT_NAMES)
     r = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "300"})
     text = " ".join(r.output.split())
-    assert f"--batch-tokens {PRESETS['align']['batch_tokens']}" in text
-    assert f"[default: ({defaults.batch_tokens};" in text
+    assert f"--batch-tokens {preset_values('align')['batch_tokens']}" in text
+    assert f"[default: ({defaults['batch_tokens']};" in text
 
 
 def cli_options() -> dict[str, dict[str, str]]:

@@ -144,8 +144,8 @@ def test_plot_draws_local_p_predicted_position(tmp_path):
              ("the car is red", "la voiture est rouge")] * 10
     pairs = [(s.split(), t.split()) for s, t in texts]
     m = tmp_path / "m"
-    train(pairs, m, TrainOptions(epochs=1, batch_tokens=200, model_config={
-        "hidden": 8, "emb_dim": 8, "attention_span": "local-p", "window": 2}))
+    train(pairs, m, TrainOptions.of(epochs=1, batch_tokens=200, hidden=8, emb_dim=8, attention_span="local-p",
+                                    window=2))
     src, tgt = ["the", "red", "car"], ["la", "voiture", "rouge"]
     (panel,) = model_panels(m, src, tgt, AlignOptions())
     assert panel.positions is not None and panel.positions.shape == (3,)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from attnalign.errors import OptionError
 from attnalign.nmt.batching import make_batch
 from attnalign.nmt.vocab import BOS_ID, EOS_ID, PAD_ID
+from attnalign.training.config_file import preset_flags, preset_options
 from attnalign.training.guide import guide_targets, link_arrays
 from attnalign.training.options import (
     CPU_BATCH_TOKENS,
@@ -25,8 +26,6 @@ from attnalign.training.options import (
     TrainOptions,
     gpu_batch_tokens,
     parse_batch_tokens,
-    preset_flags,
-    preset_options,
 )
 
 GIB = 2**30
@@ -34,7 +33,8 @@ GIB = 2**30
 
 def test_batch_tokens_auto_on_a_cpu_is_todays_preset():
     opts = preset_options("align").for_device("cpu", corpus_tokens=10**7)
-    assert (opts.batch_tokens, opts.lr, opts.precision, opts.auto_full_pairs) == (2000, 2e-3, "fp32",
+    s = opts.schedule
+    assert (s.batch_tokens, s.lr, opts.runtime.precision, s.auto_full_pairs) == (2000, 2e-3, "fp32",
                                                                                  EPOCHS_FULL_PAIRS)
 
 
@@ -45,9 +45,9 @@ def test_batch_tokens_auto_on_a_gpu_by_hand():
     assert gpu_batch_tokens(8_000_000, 80 * GIB) == GPU_BATCH_TOKENS == 16_000  # 310k pairs: the cap
     assert gpu_batch_tokens(8_000_000, 2 * GIB) == 3276  # a 2 GiB card: 0.25 * 2 GiB / 160 KiB
     opts = preset_options("align").for_device("cuda", 2_400_000, memory=80 * GIB)
-    assert opts.batch_tokens == 12_000
-    assert opts.lr == pytest.approx(2e-3 * math.sqrt(6))  # sqrt(12,000 / 2,000)
-    assert opts.auto_full_pairs == EPOCHS_FULL_PAIRS_GPU and opts.precision == "fp32"
+    assert opts.schedule.batch_tokens == 12_000
+    assert opts.schedule.lr == pytest.approx(2e-3 * math.sqrt(6))  # sqrt(12,000 / 2,000)
+    assert opts.schedule.auto_full_pairs == EPOCHS_FULL_PAIRS_GPU and opts.runtime.precision == "fp32"
     assert opts.passes(310_000) == 5.0  # the preset's full passes
     assert preset_options("align").passes(310_000) == pytest.approx(5 * math.sqrt(40_000 / 310_000))
 
@@ -57,18 +57,18 @@ def test_the_preset_on_a_gpu_trains_without_input_feeding():
     that ran (what config.json records) hold the network as it was built, nothing left to resolve."""
     gpu = preset_options("align").for_device("cuda", 2_400_000, memory=80 * GIB)
     cpu = preset_options("align").for_device("cpu", 2_400_000)
-    assert gpu.model_config["input_feeding"] is False and gpu.network().input_feeding is False
-    assert "input_feeding" not in cpu.model_config and cpu.network().input_feeding is True
-    assert gpu.gpu_network == cpu.gpu_network == {}
-    given = preset_options("align", model_config={"input_feeding": True})
-    assert given.for_device("cuda", 2_400_000, memory=80 * GIB).model_config["input_feeding"] is True
+    assert gpu.network.config["input_feeding"] is False and gpu.network.typed().input_feeding is False
+    assert "input_feeding" not in cpu.network.config and cpu.network.typed().input_feeding is True
+    assert gpu.network.gpu == cpu.network.gpu == {}
+    given = preset_options("align", input_feeding=True)
+    assert given.for_device("cuda", 2_400_000, memory=80 * GIB).network.config["input_feeding"] is True
     transformer = preset_options("align", model_type="transformer").for_device("cuda", 10**6, memory=80 * GIB)
-    assert "input_feeding" not in transformer.model_config  # a network without the option
+    assert "input_feeding" not in transformer.network.config  # a network without the option
     assert preset_flags("align").endswith("; on a CUDA GPU --no-input-feeding")
 
 
 def test_given_batch_tokens_are_kept_on_any_device():
-    opts = TrainOptions(batch_tokens=3000, lr=1e-3, precision="bf16")
+    opts = TrainOptions.of(batch_tokens=3000, lr=1e-3, precision="bf16")
     assert opts.for_device("cuda", 10**7, memory=80 * GIB) == opts
 
 
@@ -77,11 +77,11 @@ def test_bad_batch_tokens_and_precision_name_the_option():
         parse_batch_tokens("lots")
     assert parse_batch_tokens("4000") == 4000 and parse_batch_tokens("auto") == "auto"
     with pytest.raises(OptionError, match="--precision"):
-        TrainOptions(precision="fp8").check()
+        TrainOptions.of(precision="fp8").check()
     with pytest.raises(OptionError, match="--batch-tokens"):
-        TrainOptions(batch_tokens=0).check()
+        TrainOptions.of(batch_tokens=0).check()
     with pytest.raises(OptionError, match="--init-from"):  # fine-tuning is not autocast: refused, not ignored
-        TrainOptions(precision="bf16", init_from="hf:some/model").check()
+        TrainOptions.of(precision="bf16", init_from="hf:some/model").check()
 
 
 def test_train_records_what_auto_resolved_to_and_bf16_trains(tmp_path):

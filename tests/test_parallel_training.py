@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,8 @@ from helpers import SAMPLE, StubRun, children, invoke, running, tiny
 from attnalign.data.corpus import read_corpus
 from attnalign.errors import AttnAlignError, OptionError
 from attnalign.nmt.checkpoint import load_checkpoint
-from attnalign.training import TrainOptions, train
 from attnalign.training import parallel as par
+from attnalign.training import train
 from attnalign.training.parallel import wanted
 
 
@@ -70,11 +71,10 @@ def test_parallel_training_is_the_sequential_training_with_one_thread_each(tmp_p
 
 def test_a_failing_direction_stops_the_run_with_its_error(tmp_path, pairs, monkeypatch):
     # the options' check refuses so large a rate; let through here, it makes a direction fail in its process
-    from dataclasses import replace
+    from attnalign.training.options import Schedule
 
-
-    check = TrainOptions.check
-    monkeypatch.setattr(TrainOptions, "check", lambda self, *a, **k: check(replace(self, lr=None), *a, **k))
+    check = Schedule.check
+    monkeypatch.setattr(Schedule, "check", lambda self: check(replace(self, lr=None)))
     with pytest.raises(AttnAlignError, match="training loss became") as e:
         train(pairs, tmp_path / "m", tiny(direction="both", parallel_directions="on", threads=2, lr=1e30,
                                           epochs=1, label_smoothing=0.0))
@@ -135,19 +135,19 @@ def test_warnings_from_the_processes_reach_the_caller(tmp_path, pairs):
 
 def test_when_auto_starts_processes(monkeypatch):
     cpu, gpu, both = torch.device("cpu"), torch.device("cuda"), ["forward", "reverse"]
-    assert wanted("auto", both, cpu, 2, par.MIN_PAIRS)
-    assert not wanted("auto", both, cpu, 1, par.MIN_PAIRS)  # one thread: nothing to share
-    assert not wanted("auto", both, cpu, 2, par.MIN_PAIRS - 1)  # start-up would cost more
-    assert wanted("auto", both, gpu, 1, par.MIN_PAIRS)  # one GPU, two processes: its idle time shared
-    assert not wanted("auto", both, gpu, 2, par.MIN_PAIRS - 1)
-    assert not wanted("auto", ["forward"], cpu, 2, par.MIN_PAIRS)
+    assert wanted("auto", both, cpu, 2, par.PARALLEL_MIN_PAIRS)
+    assert not wanted("auto", both, cpu, 1, par.PARALLEL_MIN_PAIRS)  # one thread: nothing to share
+    assert not wanted("auto", both, cpu, 2, par.PARALLEL_MIN_PAIRS - 1)  # start-up would cost more
+    assert wanted("auto", both, gpu, 1, par.PARALLEL_MIN_PAIRS)  # one GPU, two processes share its idle time
+    assert not wanted("auto", both, gpu, 2, par.PARALLEL_MIN_PAIRS - 1)
+    assert not wanted("auto", ["forward"], cpu, 2, par.PARALLEL_MIN_PAIRS)
     assert not wanted("on", ["reverse"], cpu, 2, 10)
-    assert wanted("on", both, cpu, 1, 10) and not wanted("off", both, cpu, 2, par.MIN_PAIRS)
+    assert wanted("on", both, cpu, 1, 10) and not wanted("off", both, cpu, 2, par.PARALLEL_MIN_PAIRS)
     assert par.threads_each(2) == 1 and par.threads_each(5) == 2 and par.threads_each(1) == 1
     monkeypatch.setenv("WORLD_SIZE", "2")  # under torchrun DDP trains the directions
-    assert not wanted("auto", both, cpu, 2, par.MIN_PAIRS)
+    assert not wanted("auto", both, cpu, 2, par.PARALLEL_MIN_PAIRS)
     with pytest.raises(OptionError, match="torchrun"):
-        wanted("on", both, cpu, 2, par.MIN_PAIRS)
+        wanted("on", both, cpu, 2, par.PARALLEL_MIN_PAIRS)
 
 
 def test_cli_parallel_directions_option(tmp_path):

@@ -271,7 +271,7 @@ def test_an_attention_file_with_object_arrays_is_an_error(tmp_path):
 
 def test_option_errors_are_a_distinct_class():
     with pytest.raises(OptionError):
-        TrainOptions(epochs=0).check()
+        TrainOptions.of(epochs=0).check()
     assert issubclass(OptionError, AttnAlignError)
 
 

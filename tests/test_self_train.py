@@ -26,8 +26,8 @@ def pairs():
 
 
 def options(**kw) -> TrainOptions:
-    return tiny(direction="both", guide="auto", model_config={"hidden": 16, "emb_dim": 8,
-                        "align_head": True}, parallel_directions="off", threads=1, epochs=2, **kw)
+    return tiny(direction="both", guide="auto", hidden=16, emb_dim=8,
+                        align_head=True, parallel_directions="off", threads=1, epochs=2, **kw)
 
 
 def same_weights(a, b) -> bool:
@@ -135,7 +135,7 @@ def test_resume_continues_a_round_that_goes_on(pairs, tmp_path):
 
 def test_self_training_needs_the_built_in_teacher(tmp_path):
     with pytest.raises(OptionError, match="--self-train"):
-        TrainOptions(self_train=1, guide="links.align").check(has_guide_links=True)
+        TrainOptions.of(self_train=1, guide="links.align").check(has_guide_links=True)
     r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
                "--self-train", "1")
     assert r.exit_code == 2 and "--guide auto" in r.stderr and not (tmp_path / "m").exists()
@@ -143,7 +143,7 @@ def test_self_training_needs_the_built_in_teacher(tmp_path):
                "--preset", "align", "--self-train", "9")
     assert r.exit_code == 2 and "--self-train" in r.stderr
     with pytest.raises(OptionError, match="--self-train-epochs"):
-        TrainOptions(self_train=1, guide="auto", self_train_epochs=0).check()
+        TrainOptions.of(self_train=1, guide="auto", self_train_epochs=0).check()
     r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
                "--preset", "align", "--self-train-epochs", "1.5")
     assert r.exit_code == 2 and "add --self-train N" in r.stderr and not (tmp_path / "m").exists()

@@ -15,7 +15,7 @@ from attnalign.data.corpus import read_corpus
 from attnalign.errors import AttnAlignError
 from attnalign.eval.metrics import Counts, corpus_counts
 from attnalign.nmt.batching import make_batch
-from attnalign.statistical import TeacherOptions, align_statistical, viterbi_links, word_prefixes
+from attnalign.statistical import align_statistical, viterbi_links, word_prefixes
 from attnalign.statistical.em import digamma as _digamma
 from attnalign.statistical.em import m_step
 from attnalign.training import TrainOptions, guide_loss, guide_targets, train
@@ -75,17 +75,17 @@ def test_guided_training_teaches_the_attention(tmp_path):
     from attnalign.training import DevSet
 
     dev = DevSet(pairs[:50], [Alignment.from_links(g) for g in gold[:50]])
-    opts = TrainOptions(model_config={"hidden": 32, "emb_dim": 16, "dropout": 0.0}, epochs=6,
+    opts = TrainOptions.of(hidden=32, emb_dim=16, dropout=0.0, epochs=6,
                         batch_tokens=300, lr=3e-3, warmup=5)
     plain = train(pairs, tmp_path / "plain", opts, dev=dev)["directions"]["forward"]["dev_aer"]
-    guided = train(pairs, tmp_path / "guided", TrainOptions(**{**opts.__dict__, "guide_weight": 1.0}),
+    guided = train(pairs, tmp_path / "guided", opts.updated(guide_weight=1.0),
                    dev=dev, guide=gold)["directions"]["forward"]["dev_aer"]
     assert guided < 0.1 < plain
 
 
 def test_guide_must_match_the_corpus(tmp_path):
     with pytest.raises(AttnAlignError, match="2 lines for 1 pairs"):
-        train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1), guide=[[], []])
+        train([(["a"], ["b"])], tmp_path / "m", TrainOptions.of(epochs=1), guide=[[], []])
 
 
 def test_word_prefixes_by_hand():
@@ -112,7 +112,7 @@ def test_prefixes_pool_the_inflected_forms_of_a_word(model):
 def test_guide_prefix_option(tmp_path):
     with pytest.raises(AttnAlignError, match="--guide-prefix"):
         train([(["a"], ["b"])], tmp_path / "m",
-              TrainOptions(epochs=1, guide="auto", teacher=TeacherOptions(prefix=-1)))
+              TrainOptions.of(epochs=1, guide="auto", guide_prefix=-1))
 
 
 def test_identical_types_get_extra_counts_by_hand():
@@ -142,10 +142,10 @@ def test_identical_words_pull_singletons_together(model):
 def test_guide_identical_option(tmp_path):
     with pytest.raises(AttnAlignError, match="--guide-identical"):
         train([(["a"], ["b"])], tmp_path / "m",
-              TrainOptions(epochs=1, guide="auto", teacher=TeacherOptions(identical=-1.0)))
+              TrainOptions.of(epochs=1, guide="auto", guide_identical=-1.0))
     with pytest.raises(AttnAlignError, match="--guide-samplers 2: hmm-agree does not sample"):
-        train([(["a"], ["b"])], tmp_path / "m", TrainOptions(epochs=1, guide="auto",
-                                                             teacher=TeacherOptions("hmm-agree", samplers=2)))
+        train([(["a"], ["b"])], tmp_path / "m",
+              TrainOptions.of(epochs=1, guide="auto", guide_model="hmm-agree", guide_samplers=2))
 
 
 def cell_keys(corpus) -> np.ndarray:

@@ -75,10 +75,9 @@ def guided(tmp_path_factory):
     """A tiny bidirectional Transformer with an alignment head guided by the built-in teacher."""
     pairs = read_corpus(SAMPLE / "train.en", SAMPLE / "train.fr")[:200]
     d = tmp_path_factory.mktemp("guided") / "m"
-    train(pairs, d, TrainOptions(model_type="transformer", direction="both", epochs=1, batch_tokens=500,
-                                 guide="auto", model_config={"d_model": 16, "heads": 2, "ff_dim": 32,
-                                                             "enc_layers": 1, "dec_layers": 2,
-                                                             "align_head": True}))
+    train(pairs, d, TrainOptions.of(model_type="transformer", direction="both", epochs=1, batch_tokens=500,
+                                    guide="auto", d_model=16, heads=2, ff_dim=32, enc_layers=1, dec_layers=2,
+                                    align_head=True))
     return d, pairs
 
 
@@ -380,7 +379,7 @@ def test_an_old_guided_model_is_combined_with_the_teacher_that_guided_it(guided,
     config = json.loads((old / "config.json").read_text())
     before_teacher_options(config["train_options"])
     (old / "config.json").write_text(json.dumps(config))
-    resumed = TrainOptions.from_saved(config["train_options"]).teacher
+    resumed = TrainOptions.from_saved(config["train_options"]).teacher.aligner
     assert teacher_options(Aligner(old).meta) == resumed == TeacherOptions(COMBINED, "posterior", 0, 0.0)
 
 

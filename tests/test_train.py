@@ -7,7 +7,7 @@ import random
 
 import pytest
 import torch
-from helpers import SAMPLE, Kill, before_teacher_options, invoke, tiny, write
+from helpers import SAMPLE, Kill, before_teacher_options, tiny, write
 from typer.testing import CliRunner
 
 import attnalign.training.run as train_mod
@@ -44,8 +44,8 @@ def test_known_answer_alignment(tmp_path, model_type, config, reverse, epochs):
     torch.set_num_threads(2)
     pairs, _ = symbol_task(2000, 1, reverse)
     dev_pairs, gold = symbol_task(50, 2, reverse)
-    opts = TrainOptions(model_type=model_type, model_config=config, epochs=epochs, batch_tokens=400,
-                        lr=3e-3 if model_type == "rnn" else 1e-3, warmup=20, label_smoothing=0.0)
+    opts = TrainOptions.of(model_type=model_type, **config, epochs=epochs, batch_tokens=400,
+                           lr=3e-3 if model_type == "rnn" else 1e-3, warmup=20, label_smoothing=0.0)
     res = train(pairs, tmp_path / "m", opts, dev=DevSet(dev_pairs, gold))
     assert res["directions"]["forward"]["dev_aer"] < 0.05
 
@@ -81,19 +81,19 @@ def test_epochs_auto_and_fractional_epochs(tmp_path, sample_pairs):
     epoch stops that far into the last one (the learning rate decays over the steps actually run)."""
     assert epochs_for("auto", 300) == epochs_for("auto", 40_000) == 8
     assert epochs_for("auto", 160_000) == 4 and epochs_for("auto", 640_000) == 2
-    assert epochs_for(1.5, 10**6) == 1.5 and TrainOptions().epochs == "auto"
+    assert epochs_for(1.5, 10**6) == 1.5 and TrainOptions().schedule.epochs == "auto"
     assert epochs_for("auto", 5_000, 3) == 3 and epochs_for("auto", 160_000, 3) == 1.5  # align-fast's rule
-    assert TrainOptions(auto_epochs=3).passes(640_000) == 0.75
-    assert TrainOptions(epochs=2, auto_epochs=3).passes(9) == 2
+    assert TrainOptions.of(auto_epochs=3).passes(640_000) == 0.75
+    assert TrainOptions.of(epochs=2, auto_epochs=3).passes(9) == 2
     with pytest.raises(OptionError, match="auto_epochs"):
-        TrainOptions(auto_epochs=0).check()
+        TrainOptions.of(auto_epochs=0).check()
     assert parse_epochs("auto") == "auto" and parse_epochs("0.5") == 0.5
     assert parse_epochs("3") == 3 and isinstance(parse_epochs("3"), int)
     with pytest.raises(OptionError, match="--epochs"):
         parse_epochs("many")
     for bad in (0, -1, float("nan"), float("inf")):
         with pytest.raises(OptionError, match="--epochs"):
-            TrainOptions(epochs=bad).check()
+            TrainOptions.of(epochs=bad).check()
     pairs = sample_pairs[:60]
     one = train(pairs, tmp_path / "one", tiny(epochs=1))["directions"]["forward"]["steps"]
     part = train(pairs, tmp_path / "part", tiny(epochs=2.5))["directions"]["forward"]["steps"]
@@ -343,25 +343,3 @@ def test_smoothed_nll_known_values_and_cross_entropy():
         (g_ref,) = torch.autograd.grad(ref * 0.37, x)
         assert mine.item() == pytest.approx(ref.item(), rel=1e-6)
         assert torch.allclose(g_mine, g_ref, atol=1e-6)
-
-
-def test_a_preset_may_set_any_option_and_a_typed_one_wins(tmp_path, monkeypatch):
-    """The options are those typed over the preset's over the defaults: a preset that sets an option
-    whose command-line default is not None (--warmup) is not overridden by that default."""
-    import attnalign.workflows.train_files as tf
-    from attnalign.training import options as opts
-
-    seen = []
-    monkeypatch.setitem(opts.PRESETS, "test", {"warmup": 7, "epochs": 2, "model_config": {"hidden": 24}})
-    def record(model, options, **kw):
-        seen.append(options)
-        raise Kill  # nothing is trained
-
-    monkeypatch.setattr(tf, "train_files", record)
-    base = ["train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
-            "--preset", "test"]
-    invoke(*base)
-    invoke(*base, "--warmup", "9", "--epochs", "1.5", "--hidden", "32", "--layers", "2")
-    assert (seen[0].warmup, seen[0].epochs, seen[0].model_config) == (7, 2, {"hidden": 24})
-    assert (seen[1].warmup, seen[1].epochs) == (9, 1.5)
-    assert seen[1].model_config == {"hidden": 32, "enc_layers": 2, "dec_layers": 2}

@@ -2,38 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
 from enum import Enum
 from pathlib import Path
 
 import typer
 
 from ..dist import own_rank
-from ..errors import OptionError
 from ..nmt.configs import (
     ATTENTION_SPANS,
     ATTENTION_TYPES,
     CELLS,
     DECODER_STYLES,
+    NETWORKS,
     RNNConfig,
     TransformerConfig,
 )
 from ..nmt.options import MAX_LENGTH
 from ..nmt.scores import SCORES
-from ..statistical.options import TeacherOptions
+from ..training.config_file import given_names, preset_flags, preset_options, preset_values
 from ..training.options import (
+    BASE_LR,
     CPU_BATCH_TOKENS,
+    DIRECTION_CHOICES,
     EPOCHS,
     EPOCHS_FULL_PAIRS,
     EPOCHS_FULL_PAIRS_GPU,
+    FLAT_NAMES,
     GPU_BATCH_TOKENS,
     GPU_UPDATES_PER_PASS,
-    PRESETS,
+    PARALLEL_MIN_PAIRS,
+    SECTIONS,
     TrainOptions,
-    parse_batch_tokens,
-    parse_epochs,
-    preset_flags,
-    preset_options,
 )
 from .common import (
     INPUT,
@@ -75,31 +74,29 @@ from .common import (
 from .progress import RichTrainReporter
 from .render import train_table
 
-
-class ModelType(str, Enum):
-    rnn = "rnn"
-    transformer = "transformer"
-
-
+ModelType = choices("ModelType", NETWORKS)
 AttentionType = choices("AttentionType", ATTENTION_TYPES)
 AttentionSpan = choices("AttentionSpan", ATTENTION_SPANS)
 DecoderStyle = choices("DecoderStyle", DECODER_STYLES)
 
 
-class Direction(str, Enum):
-    forward = "forward"
-    reverse = "reverse"
-    both = "both"
+Direction = choices("Direction", DIRECTION_CHOICES)
 
 
 DEFAULTS, RNN, TRANSFORMER = TrainOptions(), RNNConfig(), TransformerConfig()  # the library's defaults
-_ALIGN, _FAST = PRESETS["align"], PRESETS["align-fast"]
+DATA, SCHEDULE, TEACHING, RUN = DEFAULTS.data, DEFAULTS.schedule, DEFAULTS.teacher, DEFAULTS.runtime
+_ALIGN, _FAST = preset_values("align"), preset_values("align-fast")
 NETWORK, TRAINING = "Network", "Training"
 
 PresetOpt = option(str | None, "--preset", panel=MODEL, help=(
-    f"Named options; others given beside it override it. align: {preset_flags('align')} (the benchmarked "
+    f"Named options (a file of attnalign/training/presets, in --config's form); others given beside it "
+    f"override it. align: {preset_flags('align')} (the benchmarked "
     f"aligner); align-fast: the same with {_FAST['auto_epochs']} passes, for aligning the training corpus "
     "with align corpus's default teacher (its student alone is weaker)."))
+ConfigOpt = option(Path | None, "--config", panel=MODEL, help=(
+    "A TOML file of options: a table per section (" + ", ".join(SECTIONS) + "), each key an option's "
+    "name without the dashes; a model directory's train.toml is one. Options typed beside it win; it "
+    "wins over its preset (a top-level preset = NAME) and over --preset's."))
 ResumeOpt = option(bool, "--resume", panel=MODEL, help="Continue an interrupted run in --model.")
 OverwriteOpt = option(bool, "--overwrite", panel=MODEL, help="Replace the model in --model.")
 InitFromOpt = option(Path | None, "--init-from", panel=MODEL, help=(
@@ -141,7 +138,7 @@ HeadsOpt = option(int | None, "--heads", panel=NETWORK, help="Transformer heads.
 LayersOpt = option(int | None, "--layers", panel=NETWORK, help="Encoder and decoder layers.",
                    show_default=f"rnn {RNN.enc_layers}, transformer {TRANSFORMER.enc_layers}")
 DropoutOpt = option(float | None, "--dropout", panel=NETWORK, help="Dropout.", show_default=(
-    f"rnn {RNN.dropout:g}, transformer {TRANSFORMER.dropout:g}; {_ALIGN['model_config']['dropout']:g} with "
+    f"rnn {RNN.dropout:g}, transformer {TRANSFORMER.dropout:g}; {_ALIGN['dropout']:g} with "
     "--preset align or align-fast"))
 InputFeedingOpt = option(bool | None, "--input-feeding/--no-input-feeding", panel=NETWORK, help=(
     "RNN (Luong's decoder): feed each step's attentional vector into the next step, one step at a "
@@ -161,18 +158,19 @@ BatchTokensOpt = option(str | None, "--batch-tokens", panel=TRAINING, help=(
     f"Padded tokens per batch, or auto: {CPU_BATCH_TOKENS:,} on a CPU; on a CUDA GPU a "
     f"{GPU_UPDATES_PER_PASS}th of the corpus's words, {CPU_BATCH_TOKENS:,} to {GPU_BATCH_TOKENS:,}, at "
     f"--lr x sqrt(tokens / {CPU_BATCH_TOKENS:,}), and --epochs auto's full passes up to "
-    f"{EPOCHS_FULL_PAIRS_GPU:,} pairs."), show_default=f"{DEFAULTS.batch_tokens}; "
+    f"{EPOCHS_FULL_PAIRS_GPU:,} pairs."), show_default=f"{SCHEDULE.batch_tokens}; "
     f"{_ALIGN['batch_tokens']} with --preset align or align-fast")
 PrecisionOpt = option(str, "--precision", panel=RUNTIME, help=(
     "Arithmetic of training: fp32, or bf16 (the network's products in bfloat16 under autocast)."))
 LrOpt = option(float | None, "--lr", panel=TRAINING, help="Peak learning rate.", show_default=(
-    f"rnn 1e-3, transformer 5e-4; {_ALIGN['lr']:g} with --preset align or align-fast"))
+    ", ".join(f"{k} {v:g}" for k, v in BASE_LR.items()) + f"; {_ALIGN['lr']:g} with --preset align or "
+    "align-fast"))
 WarmupOpt = option(int, "--warmup", panel=TRAINING, help="Warm-up steps (at most 10% of training).")
 ClipOpt = option(float, "--clip", panel=TRAINING, help="Gradient norm clipping.")
 SmoothingOpt = option(float, "--label-smoothing", panel=TRAINING, help="Label smoothing of the NMT loss.")
 SeedOpt = option(int, "--seed", panel=TRAINING, help="Same seed, data and device: same model.")
 DirectionOpt = option(Direction | None, "--direction", panel=TRAINING,
-                      help="Train src->tgt, tgt->src or both.", show_default="forward")
+                      help="Train src->tgt, tgt->src or both.", show_default=DEFAULTS.network.direction)
 MinFreqOpt = option(int, "--min-freq", panel=TRAINING, help="Words seen fewer times are <unk>.")
 MaxVocabOpt = option(int | None, "--max-vocab", panel=TRAINING, help="Largest vocabulary per side.")
 SubwordOpt = option(int | None, "--subword", panel=TRAINING, help=(
@@ -198,58 +196,21 @@ SelfTrainEpochsOpt = option(float | None, "--self-train-epochs", panel=TEACHER_P
 
 ParallelOpt = option(str | None, "--parallel-directions", panel=RUNTIME, help=(
     "auto, on or off: with --direction both, train the two directions at once, each in a process of its own "
-    "with half of --threads (auto: for 1,000 pairs or more on a CUDA GPU, which both processes share, or on "
-    "a CPU with 2 threads or more; not under torchrun)."), show_default="auto")
+    f"with half of --threads (auto: for {PARALLEL_MIN_PAIRS:,} pairs or more on a CUDA GPU, which both "
+    "processes share, or on a CPU with 2 threads or more; not under torchrun)."),
+                     show_default=RUN.parallel_directions)
 SaveEveryOpt = option(int | None, "--save-every", panel=RUNTIME, help="Resumable checkpoint every N steps.")
 
-RNN_ONLY = {"attention", "cell", "hidden", "emb_dim", "attention_span", "window", "decoder_style",
-            "input_feeding"}
-TRANSFORMER_ONLY = {"d_model", "heads"}
-
-
-def network_options(model_type: ModelType, layers: int | None, **given) -> dict:
-    """The network options given on the command line, checked against ``--model-type``."""
-    given = {k: v for k, v in given.items() if v is not None}
-    if layers is not None:
-        given.update(enc_layers=layers, dec_layers=layers)
-    wrong = set(given) & (TRANSFORMER_ONLY if model_type == ModelType.rnn else RNN_ONLY)
-    if wrong:
-        names = sorted("--[no-]input-feeding" if w == "input_feeding" else f"--{w.replace('_', '-')}"
-                       for w in wrong)
-        raise OptionError(f"{', '.join(names)} {'does' if len(names) == 1 else 'do'} not apply to "
-                          f"--model-type {model_type.value}")
-    if given.get("input_feeding") and given.get("decoder_style") == "bahdanau":
-        raise OptionError("--input-feeding is Luong's decoder's: Bahdanau's reads the context as its input",
-                          hint="leave out --input-feeding, or give --decoder-style luong")
-    if "window" in given and given.get("attention_span", "global") == "global":
-        raise OptionError("--window sets a local attention's window",
-                          hint="give --attention-span local-m or local-p with it")
-    return given
-
-
-NETWORK = RNN_ONLY | TRANSFORMER_ONLY | {"dropout", "align_head"}  # model_config's; --layers sets two
-PARSED = {"epochs": parse_epochs, "batch_tokens": parse_batch_tokens}  # text the command line reads
-
-
-def train_options(ctx: typer.Context, preset: str | None) -> TrainOptions:
-    """The command line's TrainOptions: the options the user typed, over ``preset``'s, over the
-    defaults. An option left at its default overrides no preset; each option is declared once, in
-    ``train``'s signature, under its TrainOptions name."""
+def train_options(ctx: typer.Context, preset: str | None, config: Path | None) -> TrainOptions:
+    """The command line's TrainOptions: the options the user typed, over ``config``'s, over
+    ``preset``'s, over the defaults (:func:`~attnalign.training.config_file.preset_options`). An option
+    left at its default overrides nothing; each is read by its flat name, its parameter's."""
     typed = set(typed_options(ctx))
-    value = {k: v.value if isinstance(v, Enum) else str(v) if isinstance(v, Path) else v
-             for k, v in ctx.params.items()}
-    model_type = ctx.params["model_type"]
-    config = network_options(model_type, value["layers"] if "layers" in typed else None,
-                             **{k: value[k] for k in NETWORK & typed})
-    fields_ = {f.name for f in fields(TrainOptions)} - {"model_type", "model_config", "gpu_network",
-                                                        "teacher"}
-    given = {k: PARSED.get(k, lambda v: v)(value[k]) for k in typed & fields_}
-    teacher = {f.name: value[f"guide_{f.name}"] for f in fields(TeacherOptions) if f"guide_{f.name}" in typed}
-    if teacher:
-        given["teacher"] = replace(TEACHER, **teacher)
-    if "direction" not in typed and value["reverse_init_from"] is not None:
+    given = {k: v.value if isinstance(v, Enum) else str(v) if isinstance(v, Path) else v
+             for k, v in ctx.params.items() if k in typed and k in FLAT_NAMES}
+    if "direction" not in typed and ctx.params["reverse_init_from"] is not None:
         given["direction"] = "both"
-    return preset_options(preset, model_type=model_type.value, model_config=config, **given)
+    return preset_options(preset, config, **given)
 
 
 def typed_options(ctx: typer.Context) -> list[str]:
@@ -273,34 +234,35 @@ def resume_hint(model: Path) -> str:
 
 @handle_errors
 def train(
-    ctx: typer.Context, model: ModelDirOpt, preset: PresetOpt = None, resume: ResumeOpt = False,
+    ctx: typer.Context, model: ModelDirOpt, preset: PresetOpt = None, config: ConfigOpt = None,
+    resume: ResumeOpt = False,
     overwrite: OverwriteOpt = False,
     init_from: InitFromOpt = None, reverse_init_from: ReverseInitFromOpt = None, src_lang: SrcLangOpt = None,
     tgt_lang: TgtLangOpt = None,
     src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None, encoding: EncodingOpt = "utf-8",
-    lowercase: LowercaseOpt = DEFAULTS.lowercase, dev_src: DevSrcOpt = None, dev_tgt: DevTgtOpt = None,
+    lowercase: LowercaseOpt = DATA.lowercase, dev_src: DevSrcOpt = None, dev_tgt: DevTgtOpt = None,
     dev_gold: DevGoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False,
-    model_type: ModelTypeOpt = ModelType(DEFAULTS.model_type), attention: AttentionOpt = None,
+    model_type: ModelTypeOpt = ModelType(DEFAULTS.network.model_type), attention: AttentionOpt = None,
     attention_span: AttentionSpanOpt = None, window: WindowOpt = None, decoder_style: DecoderStyleOpt = None,
     cell: CellOpt = None, hidden: HiddenOpt = None, emb_dim: EmbDimOpt = None, d_model: DModelOpt = None,
     heads: HeadsOpt = None, layers: LayersOpt = None, dropout: DropoutOpt = None,
     input_feeding: InputFeedingOpt = None, align_head: AlignHeadOpt = None,
-    epochs: EpochsOpt = DEFAULTS.epochs, max_steps: MaxStepsOpt = DEFAULTS.max_steps,
-    batch_tokens: BatchTokensOpt = None, lr: LrOpt = DEFAULTS.lr, warmup: WarmupOpt = DEFAULTS.warmup,
-    clip: ClipOpt = DEFAULTS.clip, label_smoothing: SmoothingOpt = DEFAULTS.label_smoothing,
-    seed: SeedOpt = DEFAULTS.seed, direction: DirectionOpt = None, min_freq: MinFreqOpt = DEFAULTS.min_freq,
-    max_vocab: MaxVocabOpt = DEFAULTS.max_vocab, subword: SubwordOpt = None,
-    subword_type: SubwordTypeOpt = DEFAULTS.subword_type, max_length: TrainMaxLengthOpt = None,
-    guide: GuideOpt = DEFAULTS.guide, guide_weight: GuideWeightOpt = DEFAULTS.guide_weight,
+    epochs: EpochsOpt = SCHEDULE.epochs, max_steps: MaxStepsOpt = SCHEDULE.max_steps,
+    batch_tokens: BatchTokensOpt = None, lr: LrOpt = SCHEDULE.lr, warmup: WarmupOpt = SCHEDULE.warmup,
+    clip: ClipOpt = SCHEDULE.clip, label_smoothing: SmoothingOpt = SCHEDULE.label_smoothing,
+    seed: SeedOpt = SCHEDULE.seed, direction: DirectionOpt = None, min_freq: MinFreqOpt = DATA.min_freq,
+    max_vocab: MaxVocabOpt = DATA.max_vocab, subword: SubwordOpt = None,
+    subword_type: SubwordTypeOpt = DATA.subword_type, max_length: TrainMaxLengthOpt = None,
+    guide: GuideOpt = TEACHING.guide, guide_weight: GuideWeightOpt = TEACHING.guide_weight,
     guide_model: GuideModelOpt = TEACHER_MODEL, guide_sym: GuideSymOpt = TEACHER_SYM,
     guide_prefix: GuidePrefixOpt = TEACHER.prefix, guide_identical: GuideIdenticalOpt = TEACHER.identical,
     guide_samplers: GuideSamplersOpt = TEACHER.samplers, guide_seed: GuideSeedOpt = TEACHER.seed,
-    self_train: SelfTrainOpt = DEFAULTS.self_train,
-    self_train_epochs: SelfTrainEpochsOpt = DEFAULTS.self_train_epochs,
-    device: DeviceOpt = DEFAULTS.device, precision: PrecisionOpt = DEFAULTS.precision,
-    threads: ThreadsOpt = DEFAULTS.threads, parallel_directions: ParallelOpt = None,
-    save_every: SaveEveryOpt = DEFAULTS.save_every,
+    self_train: SelfTrainOpt = TEACHING.self_train,
+    self_train_epochs: SelfTrainEpochsOpt = TEACHING.self_train_epochs,
+    device: DeviceOpt = RUN.device, precision: PrecisionOpt = RUN.precision,
+    threads: ThreadsOpt = RUN.threads, parallel_directions: ParallelOpt = None,
+    save_every: SaveEveryOpt = RUN.save_every,
     quiet: QuietOpt = False,
 ) -> None:
     """Train an attention NMT model (one or both directions) into a model directory.
@@ -311,7 +273,7 @@ def train(
     """
     from ..workflows.train_files import train_files
 
-    options = train_options(ctx, preset)
+    options = train_options(ctx, preset, config)
     rank = own_rank()  # read before the process group exists: training chooses its backend
     try:
         summary = train_files(model, options, src=src, tgt=tgt, corpus=corpus, dev_src=dev_src,
@@ -319,7 +281,7 @@ def train(
                               gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
                               overwrite=overwrite, resume=resume,
                               reporter=None if quiet or rank else RichTrainReporter(err()),
-                              typed=typed_options(ctx), preset=preset)
+                              typed=set(typed_options(ctx)) | given_names(None, config), preset=preset)
     except (KeyboardInterrupt, SystemError) as e:
         if interruption(e) is None:
             raise

@@ -33,7 +33,8 @@ STDIO = "-"
 # What train writes in a model directory (training/model_dir.py), and the blend align corpus --tune-gold
 # chose for it (combine/tune.py): no command's output replaces one, train --overwrite replaces them all.
 TEACHER_FILE, SELF_GUIDE, BLEND_FILE = "teacher.npz", "self_guide.align", "blend.json"
-MODEL_DIR_FILES = frozenset({"config.json", "log.csv", TEACHER_FILE, SELF_GUIDE, BLEND_FILE} | {
+CONFIG_FILE = "train.toml"  # the run's options as train --config reads them (training/config_file.py)
+MODEL_DIR_FILES = frozenset({"config.json", "log.csv", TEACHER_FILE, SELF_GUIDE, BLEND_FILE, CONFIG_FILE} | {
     f"{d}{ext}" for d in ("forward", "reverse") for ext in (".pt", ".last.pt", ".start.pt")})
 
 

@@ -106,3 +106,8 @@ class TransformerConfig:
         """The layers' weights (a lower bound: the vocabularies add theirs)."""
         d, ff = self.d_model, self.ff_dim
         return self.enc_layers * (4 * d * d + 2 * d * ff) + self.dec_layers * (8 * d * d + 2 * d * ff)
+
+
+# The network types (``train --model-type``): a name and its configuration, torch-free; nmt.models
+# registers the network each builds.
+NETWORKS = {"rnn": RNNConfig, "transformer": TransformerConfig}

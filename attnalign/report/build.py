@@ -38,7 +38,7 @@ from ..eval.explorer import EXPLORER_FILE, write_explorer
 from ..eval.plot import settings_text
 from ..eval.scoring import GoldOptions, gold_signature, read_gold, read_gold_for
 from ..nmt.options import AlignOptions
-from ..training.options import flat_options
+from ..training.options import TrainOptions
 from ..workflows.views import model_panels, saved_panels
 from .page import REPORT_TITLE, html_table, readable, write_page, write_systems_page
 from .plots import write_plots
@@ -265,7 +265,9 @@ def _model_info(model, options) -> str:
                 + (f", reverse direction <code>{html.escape(rev)}</code>" if rev else ", one direction")
                 + ".</p>")
 
-    train = {k: v for k, v in flat_options(cfg.get("train_options") or {}).items() if k != "model_config"}
+    options = TrainOptions.from_saved(cfg.get("train_options") or {})
+    network = {*options.network.config, "gpu_network"}
+    train = {k: v for k, v in options.flat().items() if k not in network}
     return (f"<p>Model: {html.escape(str(cfg.get('model_type')))}, directions "
             f"{html.escape(', '.join(cfg.get('directions', [])))}; architecture "
             f"<code>{html.escape(settings_text(cfg.get('model_config') or {}))}</code>; trained with "

@@ -8,8 +8,8 @@ declares its defaults from) can be read without importing torch.
 
 from importlib import import_module
 
-_WHERE = {"guide_loss": ".guide", "guide_targets": ".guide", "train": ".loop", "PRESETS": ".options",
-          "TrainOptions": ".options", "preset_options": ".options", "DevSet": ".dev", "evaluate": ".dev",
+_WHERE = {"guide_loss": ".guide", "guide_targets": ".guide", "train": ".loop", "PRESETS": ".config_file",
+          "TrainOptions": ".options", "preset_options": ".config_file", "DevSet": ".dev", "evaluate": ".dev",
           "Reporter": ".run", "lr_at": ".run"}
 
 __all__ = sorted(_WHERE)

@@ -18,7 +18,6 @@ import math
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -42,26 +41,27 @@ BASE_LR = 1e-4  # without --lr: a fine-tuning rate, not a from-scratch one
 def finetune(pairs: Pairs, model_dir: str | Path, options: TrainOptions, *, dev=None,
              guide: Sequence[Sequence[Link]] | None = None, overwrite: bool = False, reporter=None,
              data: dict | None = None) -> dict:
-    """Fine-tune ``options.init_from`` (and ``options.reverse_init_from`` for the reverse direction)
-    on ``pairs`` with guide links (given, or the built-in aligner's with ``options.guide == "auto"``)
-    into ``model_dir``. Returns the same summary as :func:`attnalign.training.train`."""
+    """Fine-tune ``options.network.init_from`` (and ``options.network.reverse_init_from`` for the
+    reverse direction) on ``pairs`` with guide links (given, or the built-in aligner's with
+    ``options.teacher.guide == "auto"``) into ``model_dir``. Returns the same summary as
+    :func:`attnalign.training.train`."""
     from ..nmt.hf import HFModel
 
     model_dir = Path(model_dir)
-    if options.guide is None and guide is None:
+    if options.teacher.guide is None and guide is None:
         raise OptionError("fine-tuning a pretrained model learns from a guide alignment",
                           hint="add --guide auto (the built-in aligner) or --guide FILE")
-    if "reverse" in options.directions and not options.reverse_init_from:
+    if "reverse" in options.directions and not options.network.reverse_init_from:
         raise OptionError("--direction both/reverse needs --reverse-init-from (the target-to-source model)")
-    device = resolve_device(options.device)
-    set_threads(options.threads)
+    device = resolve_device(options.runtime.device)
+    set_threads(options.runtime.threads)
     keep = [k for k, (s, t) in enumerate(pairs) if s and t]
     train_pairs = [pairs[k] for k in keep]
     if not train_pairs:
         raise AttnAlignError("the training corpus has no pair with both sides non-empty")
     if guide is not None:
         guide = [guide[k] for k in keep]
-    models = {d: HFModel(options.init_from if d == "forward" else options.reverse_init_from,
+    models = {d: HFModel(options.network.init_from if d == "forward" else options.network.reverse_init_from,
                          *_langs(options, d), device=str(device)) for d in options.directions}
     for m in models.values():
         _trainable(m, 0)  # an unsupported architecture fails before the guide is computed
@@ -81,16 +81,16 @@ def finetune(pairs: Pairs, model_dir: str | Path, options: TrainOptions, *, dev=
         out = work / d
         m.model.save_pretrained(out)
         m.tok.save_pretrained(out)
-    config = {"heads": heads, "src_lang": options.src_lang, "tgt_lang": options.tgt_lang,
-              "init_from": options.init_from, "reverse_init_from": options.reverse_init_from}
-    write_config(work, replace(options, model_type="pretrained"), options.directions, config, data,
-                 options.directions)
+    config = {"heads": heads, "src_lang": options.network.src_lang, "tgt_lang": options.network.tgt_lang,
+              "init_from": options.network.init_from, "reverse_init_from": options.network.reverse_init_from}
+    write_config(work, options, options.directions, config, data, options.directions,
+                 model_type="pretrained")
     finish_dir(work, model_dir)
     return summary
 
 
 def _langs(options: TrainOptions, direction: str) -> tuple[str | None, str | None]:
-    s, t = options.src_lang, options.tgt_lang
+    s, t = options.network.src_lang, options.network.tgt_lang
     return (s, t) if direction == "forward" else (t, s)
 
 
@@ -143,7 +143,7 @@ class _HeadRun:
         total = torch.zeros(self.hf.config["heads"])
         with torch.inference_mode():
             for group in bucket_batches([(len(self.enc[i][0][0]), len(self.enc[i][1][0])) for i in idx],
-                                        self.options.batch_tokens * 4):
+                                        self.options.schedule.batch_tokens * 4):
                 _, att, _, target = self._forward(self._batch(group))
                 total += torch.stack([guide_loss(att[:, h], target) for h in range(att.size(1))]).cpu()
         return int(total.argmin())
@@ -161,15 +161,15 @@ class _HeadRun:
             p.requires_grad_(True)
             p.register_hook(lambda g: g * (rows[:, None] if g.dim() == 2 else rows))
         self.params = params
-        return torch.optim.AdamW(params, lr=self.options.lr or BASE_LR, weight_decay=0.0)
+        return torch.optim.AdamW(params, lr=self.options.schedule.lr or BASE_LR, weight_decay=0.0)
 
     def _step(self, opt, group) -> tuple[float, int]:
         logits, att, labels, target = self._forward(self._batch(group))
         nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100)
-        loss = nll + self.options.guide_weight * guide_loss(att[:, self.head], target)
+        loss = nll + self.options.teacher.guide_weight * guide_loss(att[:, self.head], target)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.params, self.options.clip)
+        torch.nn.utils.clip_grad_norm_(self.params, self.options.schedule.clip)
         opt.step()
         return float(loss.detach()), int((labels != -100).sum())
 
@@ -179,10 +179,10 @@ class _HeadRun:
         opts, hf = self.options, self.hf
         opt = self._optimizer()
         hf.model.eval()  # no dropout: the attention trained is the attention read
-        batches = bucket_batches([(len(s[0]), len(t[0])) for s, t in self.enc], opts.batch_tokens)
+        batches = bucket_batches([(len(s[0]), len(t[0])) for s, t in self.enc], opts.schedule.batch_tokens)
         total = opts.total_steps(len(batches), len(self.enc))
-        rng = random.Random(opts.seed)
-        torch.manual_seed(opts.seed)
+        rng = random.Random(opts.schedule.seed)
+        torch.manual_seed(opts.schedule.seed)
         if reporter:
             reporter.start(self.direction, total, 0)
         step, tokens, t0, best, kept, epoch = 0, 0, time.perf_counter(), None, None, 0
@@ -222,6 +222,6 @@ class _HeadRun:
 
         spec = AttentionSpec(self.layer, self.head, 0)
         mats = dict((i, (mm, e)) for i, mm, e in self.hf.iter_attention(
-            dev.pairs, spec, self.options.batch_tokens, self.device))
+            dev.pairs, spec, self.options.schedule.batch_tokens, self.device))
         hyps = [Alignment.from_links(argmax_links(*mats[i])) for i in range(len(dev.pairs))]
         return sum(corpus_counts(hyps, dev.gold), Counts()).aer

@@ -31,8 +31,8 @@ def teacher_links(pairs: Pairs, options: TrainOptions, note=None) -> tuple[list[
     torchrun, where each process holds a share of it)."""
     t0 = time.perf_counter()
     if note:
-        note(f"guide: aligning {len(pairs)} pairs with {options.teacher.model} ...")
-    chosen = options.teacher
+        note(f"guide: aligning {len(pairs)} pairs with {options.teacher.aligner.model} ...")
+    chosen = options.teacher.aligner
     teacher = None
     if dist.launched():
         links = statistical.align_statistical(pairs, **chosen.as_kwargs())
@@ -53,7 +53,8 @@ def keep_teacher(model_dir, teacher, keep: list[int], pairs: Pairs, options: Tra
     (:mod:`attnalign.statistical.teacher_file`)."""
     shapes = [(len(t), len(s)) for s, t in pairs]
     teacher_file.save_matrices(Path(model_dir) / teacher_file.FILE, teacher, keep, shapes,
-                               teacher_file.teacher_meta(asdict(options.teacher), fingerprint, len(pairs)),
+                               teacher_file.teacher_meta(asdict(options.teacher.aligner), fingerprint,
+                                                         len(pairs)),
                                pair_keys(pairs))
 
 

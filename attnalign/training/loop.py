@@ -64,7 +64,7 @@ def train(
     file names, recorded in ``config.json`` (``attnalign train --resume`` reads them back).
 
     ``guide``: alignment links (source first) for every pair, to supervise the attention (guided
-    alignment, Garg et al. 2019); with ``options.guide == "auto"`` and no ``guide``, the built-in
+    alignment, Garg et al. 2019); with ``options.teacher.guide == "auto"`` and no ``guide``, the built-in
     statistical aligner (:mod:`attnalign.statistical`) makes them.
 
     Returns a summary: for each direction its best step, dev loss and dev AER, and the elapsed time.
@@ -80,7 +80,7 @@ def _train(pairs: Pairs, model_dir: Path, options: TrainOptions, dev: DevSet | N
     if resume:  # continue with the options the run started with
         options = saved_options(model_dir)
     options = _for_device(options, pairs, getattr(reporter, "note", None))
-    if options.init_from is not None:
+    if options.network.init_from is not None:
         from .finetune import finetune
 
         options.check(has_guide_links=guide is not None)
@@ -88,13 +88,13 @@ def _train(pairs: Pairs, model_dir: Path, options: TrainOptions, dev: DevSet | N
                         reporter=reporter, data=_data_record(pairs, dev, files))
     # everything is checked before the model directory is touched
     model_config = asdict(options.check(has_guide_links=guide is not None))
-    if options.self_train and dist.launched():
+    if options.teacher.self_train and dist.launched():
         raise OptionError("--self-train aligns with the teacher in one process, not under torchrun",
                           hint="run it without torchrun, or leave --self-train out")
-    device = _device(options.device)
-    set_threads(options.threads)
+    device = _device(options.runtime.device)
+    set_threads(options.runtime.threads)
 
-    kernels.set_threads(options.threads)  # the teacher's loops
+    kernels.set_threads(options.runtime.threads)  # the teacher's loops
     data = _data_record(pairs, dev, files)
     if resume:
         _check_same_data(model_dir, data)
@@ -102,9 +102,10 @@ def _train(pairs: Pairs, model_dir: Path, options: TrainOptions, dev: DevSet | N
     else:
         data["run_id"] = uuid.uuid4().hex[:16]  # in config.json and every checkpoint of this run
     keep, train_pairs, guide = _usable_pairs(pairs, guide)
-    _check_some_fit(train_pairs, options.max_length)
+    _check_some_fit(train_pairs, options.data.max_length)
     # decided (and a torchrun conflict refused) before the teacher's minutes are spent
-    in_processes = parallel.wanted(options.parallel_directions, options.directions, device, options.threads,
+    runtime = options.runtime
+    in_processes = parallel.wanted(runtime.parallel_directions, options.directions, device, runtime.threads,
                                    len(train_pairs))
     note = getattr(reporter, "note", None)
     # a resumed self-training round reads its guide and the kept teacher: the teacher is not fit again
@@ -124,7 +125,7 @@ def _train(pairs: Pairs, model_dir: Path, options: TrainOptions, dev: DevSet | N
     if teacher is not None:  # align corpus on this corpus reads its matrices instead of training it again
         keep_teacher(work_dir, teacher, keep, pairs, options, data["fingerprint"])
     reporter = reporter or Silent()
-    for self_round in range(first, options.self_train + 1):
+    for self_round in range(first, options.teacher.self_train + 1):
         again = resume and self_round == first
         if self_round:
             guide = self_guide(work_dir, pairs, keep, device, self_round, again, note,
@@ -178,9 +179,9 @@ def _guide(train_pairs: Pairs, guide, options: TrainOptions, note):
     """The guide's links (given, or the teacher's under ``--guide auto``) and the fitted teacher (or
     None), with the passes of ``--epochs auto`` told to ``note`` where they are fewer than the full."""
     n = len(train_pairs)
-    if note and options.epochs == "auto" and options.passes(n) < options.auto_epochs:
+    if note and options.schedule.epochs == "auto" and options.passes(n) < options.schedule.auto_epochs:
         note(f"--epochs auto: {options.passes(n):.2f} passes over {n:,} pairs")
-    if guide is not None or options.guide != "auto":
+    if guide is not None or options.teacher.guide != "auto":
         return guide, None
     guide, teacher = teacher_links(train_pairs, options, note)
     return dist.broadcast(guide), teacher  # under torchrun rank 0 gathered the teacher's links
@@ -191,8 +192,8 @@ def _run(jobs: list, options: TrainOptions, in_processes: bool, resume: bool, re
     """Train the directions' runs (``jobs``: (run, dev set)): together under the agreement loss, each in
     a process, or one after the other; their summaries by direction."""
     if in_processes:
-        return parallel.train_in_processes(jobs, resume, parallel.threads_each(options.threads), reporter,
-                                           lambda d: mark_finished(work_dir, d))
+        return parallel.train_in_processes(jobs, resume, parallel.threads_each(options.runtime.threads),
+                                           reporter, lambda d: mark_finished(work_dir, d))
     done = {}
     for run, d in jobs:
         done[run.direction] = run.train(d, resume, reporter)
@@ -203,16 +204,16 @@ def _run(jobs: list, options: TrainOptions, in_processes: bool, resume: bool, re
 def _for_device(options: TrainOptions, pairs: Pairs, note) -> TrainOptions:
     """The options with ``--batch-tokens auto`` and a preset's GPU network resolved for the run's
     device (a resumed run's were resolved when it began), told to ``note`` on a GPU."""
-    if options.batch_tokens != "auto" and not options.gpu_network:
+    if options.schedule.batch_tokens != "auto" and not options.network.gpu:
         return options
-    device = _process_device(options.device)
+    device = _process_device(options.runtime.device)
     words = sum(max(len(s), len(t)) + 1 for s, t in pairs)
     resolved = options.for_device(device.type, words, cuda_memory(device))
-    if note and device.type == "cuda" and options.batch_tokens == "auto":
-        note(f"--batch-tokens auto on {device}: {resolved.batch_tokens:,} tokens a batch at --lr "
-             f"{resolved.base_lr:.3g}, {resolved.precision}")
-    if note and device.type == "cuda" and resolved.model_config != options.model_config:
-        changed = {k: v for k, v in resolved.model_config.items() if options.model_config.get(k) != v}
+    if note and device.type == "cuda" and options.schedule.batch_tokens == "auto":
+        note(f"--batch-tokens auto on {device}: {resolved.schedule.batch_tokens:,} tokens a batch at --lr "
+             f"{resolved.base_lr:.3g}, {resolved.runtime.precision}")
+    if note and device.type == "cuda" and resolved.network.config != options.network.config:
+        changed = {k: v for k, v in resolved.network.config.items() if options.network.config.get(k) != v}
         note(f"on {device} the network takes {', '.join(f'{k}={v}' for k, v in changed.items())}")
     return resolved
 
@@ -270,7 +271,7 @@ def _check_resumable(model_dir: Path, options: TrainOptions) -> str | None:
     if cfg.get("directions") != options.directions or not finished <= set(options.directions):
         raise AttnAlignError(
             f"config.json lists the directions {cfg.get('directions')} (finished: {cfg.get('finished')}) but "
-            f"its training options train {options.direction}: it was changed after the run began",
+            f"its training options train {options.network.direction}: it was changed after the run began",
             path=model_dir,
             hint="resume needs the config.json the run wrote; start a new run with --overwrite")
     recorded, now = cfg.get("libraries"), libraries()

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from .. import dist
 from .._version import __version__
-from ..data.fileio import MODEL_DIR_FILES, model_file_open
+from ..data.fileio import CONFIG_FILE, MODEL_DIR_FILES, model_file_open
 from ..errors import AttnAlignError, OptionError
 from ..nmt.checkpoint import FORMAT_VERSION, read_model_config
+from .config_file import config_text
 from .options import DIRECTIONS, TrainOptions
 
 LOG_FIELDS = ["direction", "epoch", "step", "train_loss", "dev_loss", "dev_ppl", "dev_aer",
@@ -161,18 +162,21 @@ def finish_dir(work_dir: Path, model_dir: Path) -> None:
 
 
 def write_config(model_dir: Path, options: TrainOptions, directions: list[str], model_config: dict,
-                 data: dict | None = None, finished: list[str] | None = None, self_round: int = 0) -> None:
-    """``config.json``: the network, the options, what data the run saw (``data``: fingerprints and
-    files, so that ``--resume`` can check and restore them), the directions whose training ended, and
-    the self-training round they belong to (``--self-train``)."""
+                 data: dict | None = None, finished: list[str] | None = None, self_round: int = 0,
+                 model_type: str | None = None) -> None:
+    """``config.json``: the network (``model_type``, else the options'), the options, what data the run
+    saw (``data``: fingerprints and files, so that ``--resume`` can check and restore them), the
+    directions whose training ended, and the self-training round they belong to (``--self-train``);
+    and ``train.toml``: the options as ``train --config`` reads them, the network as it runs."""
+    own = model_type is None
     payload = {
         "format_version": FORMAT_VERSION,
         "attnalign_version": __version__,
-        "model_type": options.model_type,
+        "model_type": options.network.model_type if own else model_type,
         "model_config": model_config,
         "directions": directions,
-        "lowercase": options.lowercase,
-        "train_options": options.as_dict(),
+        "lowercase": options.data.lowercase,
+        "train_options": options.record(),
         "data": data or {},
         "finished": finished or [],
         **({"self_train_round": self_round} if self_round else {}),
@@ -181,6 +185,14 @@ def write_config(model_dir: Path, options: TrainOptions, directions: list[str], 
     with model_file_open(model_dir / "config.json") as f:
         json.dump(payload, f, indent=2)
         f.write("\n")
+    files = (data or {}).get("files") or {}
+    inputs = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in files.items()
+                      if k in ("src", "tgt", "corpus", "dev_src", "dev_tgt", "dev_gold") and v)
+    comment = (f"The options of this model's training run (attnalign {__version__}), as the network ran.\n"
+               f"To train it again: attnalign train --config train.toml {inputs or '--src SRC --tgt TGT'} "
+               "--model NEW")
+    with model_file_open(model_dir / CONFIG_FILE) as f:
+        f.write(config_text(options, model_config if own else None, comment))
 
 
 def libraries() -> dict[str, str | None]:

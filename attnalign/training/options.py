@@ -1,12 +1,14 @@
-"""Training options: :class:`TrainOptions`, the named presets, and the checks that run before any work.
+"""Training options: a run's configuration as data, in sections, each with its defaults and its check.
 
-``TrainOptions`` is what users and bench/ construct (``TrainOptions(teacher=TeacherOptions(...),
-model_config={...})``) and what a model directory's ``config.json`` stores as ``train_options`` (so that
-``--resume`` restarts exactly the run it resumes; :meth:`TrainOptions.from_saved` reads old directories
-too). Its parts are :meth:`TrainOptions.network` (the model's ``RNNConfig`` / ``TransformerConfig``,
-with every default filled in) and :attr:`TrainOptions.teacher` (the
-:class:`~attnalign.statistical.TeacherOptions` of ``--guide auto``, the ``--guide-*`` options), and
-:meth:`TrainOptions.check` validates them all.
+:class:`TrainOptions` is made of :class:`Data`, :class:`Network`, :class:`Schedule`, :class:`Teacher`
+(the :class:`~attnalign.statistical.TeacherOptions` of ``--guide auto`` among them) and
+:class:`Runtime`; every default is stated once, in its section, and the command line's help reads it
+there. Each option also has a flat name, the command line's without dashes (``batch_tokens``; the
+teacher's aligner's as ``guide_*``): :meth:`TrainOptions.of` builds options from flat names, and a
+``train --config`` file or a preset (training/config_file.py) holds them under their section's table.
+A model directory's ``config.json`` keeps :meth:`TrainOptions.record` (so that ``--resume`` restarts
+exactly the run it resumes; :meth:`TrainOptions.from_saved` reads old directories too) and its
+``train.toml`` the same options as a ``--config`` file.
 """
 
 from __future__ import annotations
@@ -15,12 +17,17 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from ..errors import OptionError, require
+from ..nmt.configs import NETWORKS, RNNConfig
 from ..nmt.options import MAX_BATCH_TOKENS, MAX_LENGTH
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import TeacherOptions
 
 DIRECTIONS = ("forward", "reverse")
+DIRECTION_CHOICES = (*DIRECTIONS, "both")  # --direction
 PARALLEL_CHOICES = ("auto", "on", "off")  # --parallel-directions
+# --parallel-directions auto on a CUDA GPU starts processes for corpora of this many pairs or more: below,
+# the few seconds each process takes to start weigh more than what the processes save (parallel.wanted)
+PARALLEL_MIN_PAIRS = 1000
 EPOCHS = 8  # --epochs auto: the passes over a corpus of up to EPOCHS_FULL_PAIRS pairs
 # up to here a corpus gets the full EPOCHS (measured at 40,447 pairs: docs/benchmarks.md, "Scale:
 # `--preset align`")
@@ -82,141 +89,289 @@ def parse_epochs(text: str | int | float) -> int | float | str:
     return int(value) if value.is_integer() else value
 
 
-@dataclass
-class TrainOptions:
-    """Everything that determines a training run besides the data."""
+# --lr left out: the peak learning rate of each network type
+BASE_LR = {"rnn": 1e-3, "transformer": 5e-4}
+
+
+def flag(name: str) -> str:
+    """An option's command-line flag from its name: ``batch_tokens`` -> ``--batch-tokens``."""
+    return "--" + name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Data:
+    """``[data]``: what the networks read of each sentence."""
+
+    lowercase: bool = False
+    min_freq: int = 1  # words seen fewer times are <unk>
+    max_vocab: int | None = None
+    subword: int | None = None  # sentencepiece vocabulary size per side; None or 0: words
+    subword_type: str = "unigram"  # unigram | bpe
+    max_length: int = MAX_LENGTH  # model tokens per side (EOS included); longer pairs are left out
+
+    def check(self) -> None:
+        if self.subword is not None and (not isinstance(self.subword, int) or self.subword < 0):
+            raise OptionError(f"bad --subword {self.subword}",
+                              hint="give 0 (whole words) or a vocabulary size per side, e.g. 4000")
+        require("--min-freq", self.min_freq, low=1)
+        require("--max-length", self.max_length, low=1)
+        require("--max-vocab", self.max_vocab, low=1, optional=True)
+        require("--subword-type", self.subword_type, choices=("unigram", "bpe"))
+
+
+@dataclass(frozen=True)
+class Network:
+    """``[network]``: which networks, in which directions. ``config``: the network options given
+    (the others take the ``NETWORKS`` config's defaults: :meth:`typed`); ``gpu``: options a run on a
+    CUDA GPU takes instead (a preset's ``[network.gpu]``; :meth:`TrainOptions.for_device` applies them,
+    then empties this, so that the record holds the network that ran). ``init_from``: fine-tune a
+    pretrained Hugging Face model instead (training/finetune.py)."""
 
     model_type: str = "rnn"
-    model_config: dict = field(default_factory=dict)  # network options given; see network()
-    # network options a run on a CUDA GPU takes instead (a preset's; for_device applies them, then empties
-    # this: config.json records the network that ran)
-    gpu_network: dict = field(default_factory=dict)
-    epochs: int | float | str = "auto"  # passes over the data, or "auto" (epochs_for)
-    auto_epochs: int = EPOCHS  # the passes "auto" makes over a corpus of up to EPOCHS_FULL_PAIRS pairs
-    max_steps: int | None = None
-    batch_tokens: int | str = 1000  # or "auto": sized for the device (for_device)
-    lr: float | None = None  # None: the model type's (see base_lr)
-    precision: str = "fp32"  # fp32 | bf16 (torch.autocast; docs/benchmarks.md says why fp32)
-    auto_full_pairs: int = EPOCHS_FULL_PAIRS  # --epochs auto: the full passes up to this many pairs
-    warmup: int = 200
-    clip: float = 1.0
-    label_smoothing: float = 0.1
-    seed: int = 1
-    device: str = "auto"
-    threads: int | None = None
-    min_freq: int = 1
-    max_vocab: int | None = None
-    lowercase: bool = False
     direction: str = "forward"  # forward | reverse | both
-    subword: int | None = None  # sentencepiece vocabulary size per side; None or 0: words
-    guide: str | None = None  # guided alignment: "auto" (built-in statistical aligner) or a file
-    guide_weight: float = 1.0  # weight of the guided-alignment loss
-    teacher: TeacherOptions = TEACHER  # the statistical aligner of guide="auto" (--guide-*)
-    subword_type: str = "unigram"  # unigram | bpe
-    save_every: int | None = None  # steps between resumable checkpoints inside an epoch
-    max_length: int = MAX_LENGTH  # model tokens per side (EOS included); longer pairs are left out
-    parallel_directions: str = "auto"  # both directions at once, a process each (training/parallel.py)
-    # rounds of self-training after the teacher-guided one: the student trained again, guided by the
-    # links align corpus writes with the last round's model and the kept teacher (training/loop.py)
-    self_train: int = 0
-    # passes of each self-training round, going on from the round before's weights (None: each round
-    # trains a new student from scratch for --epochs)
-    self_train_epochs: int | float | None = None
-    # guided fine-tuning of a pretrained Hugging Face model instead of a new network (training/finetune.py)
+    config: dict = field(default_factory=dict)
+    gpu: dict = field(default_factory=dict)
     init_from: str | None = None  # the source-to-target model: a save_pretrained directory or hf:NAME
     reverse_init_from: str | None = None  # the target-to-source model (--direction both)
     src_lang: str | None = None  # language codes of a multilingual model
     tgt_lang: str | None = None
 
+    def typed(self):
+        """The network's ``RNNConfig`` / ``TransformerConfig`` with every default filled in."""
+        require("--model-type", self.model_type, choices=tuple(NETWORKS))
+        wrong = sorted(set(self.config) - network_keys(self.model_type))
+        if wrong:
+            names = [f"--[no-]{w.replace('_', '-')}" if w == "input_feeding" else flag(w) for w in wrong]
+            raise OptionError(f"{', '.join(names)} {'does' if len(names) == 1 else 'do'} not apply to "
+                              f"--model-type {self.model_type}")
+        return NETWORKS[self.model_type](**self.config)
+
+    def check(self):
+        """Validate; return the typed network config."""
+        require("--direction", self.direction, choices=DIRECTION_CHOICES)
+        if self.config.get("input_feeding") and self.config.get("decoder_style") == "bahdanau":
+            raise OptionError("--input-feeding is Luong's decoder's: Bahdanau's reads the context as its "
+                              "input", hint="leave out --input-feeding, or give --decoder-style luong")
+        window = self.config.get("window", RNNConfig.window)  # a file of every option names the default
+        if window != RNNConfig.window and self.config.get("attention_span", "global") == "global":
+            raise OptionError("--window sets a local attention's window",
+                              hint="give --attention-span local-m or local-p with it")
+        return self.typed().check()
+
     @property
     def directions(self) -> list[str]:
         return list(DIRECTIONS) if self.direction == "both" else [self.direction]
 
+    def on(self, cuda: bool) -> Network:
+        """The network a device runs: on a CUDA GPU with ``gpu``'s options (those the type has); the
+        ``gpu`` entries emptied everywhere."""
+        if not self.gpu:
+            return self
+        wanted = {k: v for k, v in self.gpu.items() if k in network_keys(self.model_type)} if cuda else {}
+        return replace(self, config={**self.config, **wanted}, gpu={})
+
+
+def network_keys(model_type: str) -> set[str]:
+    """The options of a network type (none for an unknown one)."""
+    return {f.name for f in fields(NETWORKS[model_type])} if model_type in NETWORKS else set()
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """``[schedule]``: how long and how fast the networks learn."""
+
+    epochs: int | float | str = "auto"  # passes over the data, or "auto" (epochs_for)
+    auto_epochs: int = EPOCHS  # the passes "auto" makes over a corpus of up to auto_full_pairs pairs
+    auto_full_pairs: int = EPOCHS_FULL_PAIRS
+    max_steps: int | None = None
+    batch_tokens: int | str = 1000  # or "auto": sized for the device (TrainOptions.for_device)
+    lr: float | None = None  # None: the network type's BASE_LR
+    warmup: int = 200
+    clip: float = 1.0
+    label_smoothing: float = 0.1
+    seed: int = 1
+
+    def check(self) -> None:
+        if self.epochs != "auto":
+            require("--epochs", parse_epochs(self.epochs), low=0, low_open=True, high=10**6)
+        require("auto_epochs", self.auto_epochs, low=1, high=10**6)
+        require("auto_full_pairs", self.auto_full_pairs, low=1)
+        if self.batch_tokens != "auto":
+            require("--batch-tokens", self.batch_tokens, low=1, high=MAX_BATCH_TOKENS)
+        require("--max-steps", self.max_steps, low=1, optional=True)
+        require("--lr", self.lr, low=0, low_open=True, high=1, optional=True)  # Adam's steps: 1e-4 to 1e-2
+        require("--warmup", self.warmup, low=0)
+        require("--clip", self.clip, low=0, low_open=True)
+        require("--label-smoothing", self.label_smoothing, low=0, high=1, high_open=True)
+        require("--seed", self.seed, low=0, high=2**32 - 1)
+
+
+@dataclass(frozen=True)
+class Teacher:
+    """``[teacher]``: guided alignment. ``guide``: ``auto`` (the built-in statistical aligner,
+    ``aligner``: the ``--guide-*`` options) or a file of links; ``self_train`` rounds after the
+    teacher-guided one (training/loop.py), each going on from the round before for
+    ``self_train_epochs`` passes where that is given, else trained from scratch."""
+
+    guide: str | None = None
+    guide_weight: float = 1.0  # weight of the guided-alignment loss
+    self_train: int = 0
+    self_train_epochs: int | float | None = None
+    aligner: TeacherOptions = TEACHER
+
+    def check(self) -> None:
+        require("--guide-weight", self.guide_weight, low=0)
+        require("--self-train", self.self_train, low=0, high=MAX_SELF_TRAIN)
+        require("--self-train-epochs", self.self_train_epochs, low=0, low_open=True, high=10**6,
+                optional=True)
+
+    def check_together(self, has_guide_links: bool = False) -> None:
+        """The rules between the teacher's options."""
+        if self.self_train_epochs is not None and not self.self_train:
+            raise OptionError("--self-train-epochs sets the passes of self-training rounds: there are none",
+                              hint="add --self-train N, or leave --self-train-epochs out")
+        if self.guide != "auto" and self.aligner != TEACHER:  # they would do nothing
+            flags = [flag(f"guide_{f.name}") for f in fields(TeacherOptions)
+                     if getattr(self.aligner, f.name) != getattr(TEACHER, f.name)]
+            raise OptionError(f"{', '.join(flags)} set{'s' if len(flags) == 1 else ''} the built-in "
+                              "teacher of --guide auto, which this run does not use",
+                              hint="add --guide auto, or leave them out")
+        if self.guide == "auto" and not has_guide_links:
+            self.aligner.check(prefix_flag="--guide-prefix", identical_flag="--guide-identical",
+                               samplers_flag="--guide-samplers", seed_flag="--guide-seed")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """``[runtime]``: where and how the run computes. A run's result does not depend on ``threads``
+    or ``save_every``."""
+
+    device: str = "auto"
+    threads: int | None = None
+    precision: str = "fp32"  # fp32 | bf16 (torch.autocast; docs/benchmarks.md says why fp32)
+    parallel_directions: str = "auto"  # both directions at once, a process each (training/parallel.py)
+    save_every: int | None = None  # steps between resumable checkpoints inside an epoch
+
+    def check(self) -> None:
+        require("--precision", self.precision, choices=PRECISIONS)
+        require("--parallel-directions", self.parallel_directions, choices=PARALLEL_CHOICES)
+        require("--threads", self.threads, low=1, optional=True)
+        require("--save-every", self.save_every, low=1, optional=True)
+
+
+SECTIONS = {"data": Data, "network": Network, "schedule": Schedule, "teacher": Teacher, "runtime": Runtime}
+# the network options the command line gives as one: --layers sets both stacks
+LAYERS = ("enc_layers", "dec_layers")
+PARSED = {"epochs": parse_epochs, "batch_tokens": parse_batch_tokens}  # text the command line reads
+
+
+def _where() -> dict[str, tuple[str, str]]:
+    """Each flat option name (the command line's, without dashes) -> its section and field; the
+    teacher's aligner's as ``guide_*``."""
+    where = {f.name: (section, f.name) for section, cls in SECTIONS.items() for f in fields(cls)
+             if (section, f.name) not in {("network", "config"), ("network", "gpu"), ("teacher", "aligner")}}
+    where |= {f"guide_{f.name}": ("aligner", f.name) for f in fields(TeacherOptions)}
+    where |= {k: ("config", k) for cls in NETWORKS.values() for k in (f.name for f in fields(cls))}
+    return where
+
+
+WHERE = _where()
+FLAT_NAMES = (*WHERE, "layers", "gpu_network")
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """Everything that determines a training run besides the data, in sections (``train --config``'s
+    TOML file has one table each; training/config_file.py). :meth:`of` builds one from flat names,
+    the command line's; :meth:`record` is ``config.json``'s ``train_options`` (flat), which
+    :meth:`from_saved` reads back, old directories' too."""
+
+    data: Data = field(default_factory=Data)
+    network: Network = field(default_factory=Network)
+    schedule: Schedule = field(default_factory=Schedule)
+    teacher: Teacher = field(default_factory=Teacher)
+    runtime: Runtime = field(default_factory=Runtime)
+
+    @classmethod
+    def of(cls, **flat) -> TrainOptions:
+        """The defaults with options given by their flat names (``epochs=2``, ``hidden=64``,
+        ``layers=2``, ``guide_model=...``, ``gpu_network={...}``); None leaves the default."""
+        return cls().updated(**flat)
+
+    def updated(self, **flat) -> TrainOptions:
+        """These options with those given by flat name changed (network options merged)."""
+        unknown = sorted(set(flat) - set(FLAT_NAMES))
+        if unknown:
+            raise OptionError(f"unknown training option{'s' if len(unknown) > 1 else ''} "
+                              f"{', '.join(unknown)}", hint="see attnalign train --help")
+        given = {k: PARSED.get(k, lambda v: v)(v) for k, v in flat.items() if v is not None}
+        if "layers" in given:
+            layers = given.pop("layers")
+            given |= {k: layers for k in LAYERS if k not in given}
+        parts: dict[str, dict] = {}
+        for name, value in given.items():
+            section, key = WHERE.get(name, ("gpu", None))
+            parts.setdefault(section, {})
+            if key is None:
+                parts["gpu"] = dict(value)
+            else:
+                parts[section][key] = value
+        network = self.network
+        if "config" in parts or "gpu" in parts:
+            config = {**network.config, **parts.pop("config", {})}
+            gpu = parts.pop("gpu", network.gpu)
+            network = replace(network, config=config, gpu=gpu)
+        teacher = self.teacher
+        if "aligner" in parts:
+            teacher = replace(teacher, aligner=replace(teacher.aligner, **parts.pop("aligner")))
+        own = {"network": network, "teacher": teacher}
+        return TrainOptions(**{name: replace(own.get(name, getattr(self, name)), **parts.get(name, {}))
+                               for name in SECTIONS})
+
+    @property
+    def directions(self) -> list[str]:
+        return self.network.directions
+
     @property
     def rounds_go_on(self) -> bool:
         """Each self-training round goes on from the last round's weights (``self_train_epochs``)."""
-        return self.self_train_epochs is not None
+        return self.teacher.self_train_epochs is not None
+
+    @property
+    def base_lr(self) -> float:
+        return self.schedule.lr or BASE_LR.get(self.network.model_type, BASE_LR["rnn"])
 
     def passes(self, pairs: int) -> float:
         """The passes over ``pairs`` training pairs this run makes (see :func:`epochs_for`)."""
-        return epochs_for(self.epochs, pairs, self.auto_epochs, self.auto_full_pairs)
+        s = self.schedule
+        return epochs_for(s.epochs, pairs, s.auto_epochs, s.auto_full_pairs)
 
     def total_steps(self, per_epoch: int, pairs: int, going_on: bool = False) -> int:
         """The updates of a run over ``pairs`` pairs in ``per_epoch`` batches an epoch: its passes'
         worth (at least one; ``going_on``: a self-training round that goes on from the round before,
         ``self_train_epochs``' worth), at most ``max_steps``."""
-        passes = float(self.self_train_epochs) if going_on else self.passes(pairs)
+        passes = float(self.teacher.self_train_epochs) if going_on else self.passes(pairs)
         total = max(1, round(per_epoch * passes))
-        return total if self.max_steps is None else min(self.max_steps, total)
-
-    @property
-    def base_lr(self) -> float:
-        return self.lr or (1e-3 if self.model_type == "rnn" else 5e-4)
-
-    def network(self):
-        """The typed network config (``RNNConfig`` or ``TransformerConfig``) with every default."""
-        from ..nmt.models import MODEL_TYPES
-
-        if self.model_type not in MODEL_TYPES:
-            raise OptionError(f"unknown model type {self.model_type!r}; choose {', '.join(MODEL_TYPES)}")
-        try:
-            return MODEL_TYPES[self.model_type][0](**self.model_config)
-        except TypeError as e:
-            raise OptionError(f"bad model option: {e}") from None
+        return total if self.schedule.max_steps is None else min(self.schedule.max_steps, total)
 
     def check(self, has_guide_links: bool = False):
-        """Validate everything before any work (an OptionError names the option); return the typed
-        network config."""
-        require("--direction", self.direction, choices=(*DIRECTIONS, "both"))
-        if self.subword is not None and self.subword < 0:
-            raise OptionError(f"bad --subword {self.subword}",
-                              hint="give 0 (whole words) or a vocabulary size per side, e.g. 4000")
-        if self.epochs != "auto":
-            require("--epochs", parse_epochs(self.epochs), low=0, low_open=True, high=10**6)
-        require("auto_epochs", self.auto_epochs, low=1, high=10**6)
-        if self.batch_tokens != "auto":
-            require("--batch-tokens", self.batch_tokens, low=1, high=MAX_BATCH_TOKENS)
-        require("--precision", self.precision, choices=PRECISIONS)
-        require("auto_full_pairs", self.auto_full_pairs, low=1)
-        for flag, value in (("--min-freq", self.min_freq), ("--max-length", self.max_length)):
-            require(flag, value, low=1)
-        for flag, value in (("--max-steps", self.max_steps), ("--threads", self.threads),
-                            ("--max-vocab", self.max_vocab), ("--save-every", self.save_every)):
-            require(flag, value, low=1, optional=True)
-        require("--lr", self.lr, low=0, low_open=True, high=1, optional=True)  # Adam's steps: 1e-4 to 1e-2
-        require("--seed", self.seed, low=0, high=2**32 - 1)
-        require("--warmup", self.warmup, low=0)
-        require("--clip", self.clip, low=0, low_open=True)
-        require("--label-smoothing", self.label_smoothing, low=0, high=1, high_open=True)
-        require("--guide-weight", self.guide_weight, low=0)
-        require("--subword-type", self.subword_type, choices=("unigram", "bpe"))
-        require("--parallel-directions", self.parallel_directions, choices=PARALLEL_CHOICES)
-        require("--self-train", self.self_train, low=0, high=MAX_SELF_TRAIN)
-        require("--self-train-epochs", self.self_train_epochs, low=0, low_open=True, high=10**6,
-                optional=True)
-        if self.self_train_epochs is not None and not self.self_train:
-            raise OptionError("--self-train-epochs sets the passes of self-training rounds: there are none",
-                              hint="add --self-train N, or leave --self-train-epochs out")
-        if self.precision != "fp32" and self.init_from is not None:
+        """Validate everything before any work (an OptionError names the option): each section's
+        values, then the rules between them; return the typed network config."""
+        for name in SECTIONS:
+            if name != "network":
+                getattr(self, name).check()
+        network, teacher = self.network.check(), self.teacher
+        teacher.check_together(has_guide_links)
+        if self.runtime.precision != "fp32" and self.network.init_from is not None:
             raise OptionError("--precision bf16 trains attnalign's own networks; --init-from fine-tunes a "
                               "pretrained model in its own precision", hint="leave --precision out")
-        if self.self_train and (self.guide != "auto" or self.init_from is not None):
+        if teacher.self_train and (teacher.guide != "auto" or self.network.init_from is not None):
             raise OptionError("--self-train learns from a model and its built-in teacher",
                               hint="train with --guide auto (as --preset align does), not --guide FILE "
                                    "or --init-from")
-        network = self.network().check()
-        if network.align_head and not has_guide_links and self.guide is None:
+        if network.align_head and not has_guide_links and teacher.guide is None:
             raise OptionError("the alignment head learns from a guide alignment only",
                               hint="add --guide auto (or --guide FILE), or leave out --align-head")
-        if self.guide != "auto" and self.teacher != TEACHER:  # they would do nothing
-            flags = [f"--guide-{f.name}" for f in fields(TeacherOptions)
-                     if getattr(self.teacher, f.name) != getattr(TEACHER, f.name)]
-            raise OptionError(f"{', '.join(flags)} set{'s' if len(flags) == 1 else ''} the built-in "
-                              "teacher of --guide auto, which this run does not use",
-                              hint="add --guide auto, or leave them out")
-        if self.guide == "auto" and not has_guide_links:
-            self.teacher.check(prefix_flag="--guide-prefix", identical_flag="--guide-identical",
-                               samplers_flag="--guide-samplers", seed_flag="--guide-seed")
         return network
 
     def for_device(self, device_type: str, corpus_tokens: int, memory: int | None = None) -> TrainOptions:
@@ -225,126 +380,63 @@ class TrainOptions:
         what ran: CPU_BATCH_TOKENS on a CPU; on a CUDA GPU of ``memory`` bytes, :func:`gpu_batch_tokens`
         of the corpus's ``corpus_tokens``, the learning rate scaled by sqrt(tokens /
         CPU_BATCH_TOKENS) and the full passes of ``--epochs auto`` up to EPOCHS_FULL_PAIRS_GPU pairs; and
-        on a CUDA GPU the network options of ``gpu_network``."""
-        options = self._gpu_network(device_type == "cuda")
-        if options.batch_tokens != "auto":
+        on a CUDA GPU the network options of ``[network.gpu]``."""
+        options = replace(self, network=self.network.on(device_type == "cuda"))
+        schedule = options.schedule
+        if schedule.batch_tokens != "auto":
             return options
         if device_type != "cuda" or not memory:
-            return replace(options, batch_tokens=CPU_BATCH_TOKENS)
+            return replace(options, schedule=replace(schedule, batch_tokens=CPU_BATCH_TOKENS))
         tokens = gpu_batch_tokens(corpus_tokens, memory)
         lr = options.base_lr * math.sqrt(tokens / CPU_BATCH_TOKENS)
-        return replace(options, batch_tokens=tokens, lr=lr, auto_full_pairs=EPOCHS_FULL_PAIRS_GPU)
+        return replace(options, schedule=replace(schedule, batch_tokens=tokens, lr=lr,
+                                                 auto_full_pairs=EPOCHS_FULL_PAIRS_GPU))
 
-    def _gpu_network(self, cuda: bool) -> TrainOptions:
-        """The options with ``gpu_network`` applied on a CUDA GPU (the entries the network has) and
-        emptied everywhere."""
-        if not self.gpu_network:
-            return self
-        from ..nmt.models import MODEL_TYPES
+    def flat(self) -> dict:
+        """Every option by its flat name (network options as given, ``gpu_network``)."""
+        values = {name: getattr(self.teacher.aligner if section == "aligner" else getattr(self, section), key)
+                  for name, (section, key) in WHERE.items() if section != "config"}
+        return {**values, **self.network.config, "gpu_network": self.network.gpu}
 
-        have = {f.name for f in fields(MODEL_TYPES[self.model_type][0])} if self.model_type in MODEL_TYPES \
-            else set()
-        wanted = {k: v for k, v in self.gpu_network.items() if k in have} if cuda else {}
-        return replace(self, model_config={**self.model_config, **wanted}, gpu_network={})
+    def record(self) -> dict:
+        """``config.json``'s ``train_options``: the flat options, the network's as ``model_config``, the
+        teacher's aligner's as ``teacher`` (the layout every attnalign version has read)."""
+        values = {name: getattr(getattr(self, section), key) for name, (section, key) in WHERE.items()
+                  if section in SECTIONS}
+        return {**values, "model_config": dict(self.network.config), "gpu_network": dict(self.network.gpu),
+                "teacher": asdict(self.teacher.aligner)}
 
     @classmethod
     def from_saved(cls, saved: dict) -> TrainOptions:
-        """The options a model directory recorded (``config.json``'s ``train_options``): the teacher's
-        as :meth:`TeacherOptions.from_saved` reads them; a run started before --max-length had no length
-        filter."""
+        """The options a model directory recorded (:meth:`record`): the teacher's as
+        :meth:`TeacherOptions.from_saved` reads them; a run started before --max-length had no length
+        filter, and trained its directions one after the other."""
         saved = {"max_length": 10**9, "parallel_directions": "off", **saved}
-        known = {f.name for f in fields(cls)} - {"teacher"}
-        return cls(**{k: v for k, v in saved.items() if k in known}, teacher=TeacherOptions.from_saved(saved))
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-# Named sets of training options (``attnalign train --preset NAME``); options given beside a preset
-# override it. "align": the configuration benchmarked in bench/quality.py (docs/benchmarks.md, "How
-# `--preset align` was chosen"): both directions reading 4,000 sentencepiece pieces per side, guided
-# by the built-in statistical aligner (its default, on words), with an alignment head; 5 passes under
-# --epochs auto, in batches sized for the device (on a CPU 2,000 tokens, which keep its matrix products
-# busier than the defaults' 1,000) at a 2e-3 learning rate for 2,000 tokens, and without dropout, which
-# slows a student learning its teacher's links in few passes. "align-fast": the same network in 3
-# passes, for the corpus it aligns with its teacher (``align corpus --teacher``); alone its student is
-# weaker than "align"'s (the same section).
-_ALIGN = {"direction": "both", "guide": "auto", "subword": 4000, "auto_epochs": 5, "batch_tokens": "auto",
-          "lr": 2e-3, "model_config": {"align_head": True, "dropout": 0.0},
-          "gpu_network": {"input_feeding": False}}
-PRESETS: dict[str, dict] = {
-    "align": _ALIGN,
-    "align-fast": {**_ALIGN, "auto_epochs": 3},
-}
-
-
-def preset_flags(name: str) -> str:
-    """A preset as the options it sets, for ``--help``: ``--direction both --guide auto ...``."""
-    preset = dict(PRESETS[name])
-    config, passes = preset.pop("model_config", {}), preset.pop("auto_epochs", None)
-    gpu = preset.pop("gpu_network", {})
-
-    def flag(k: str, v) -> str:
-        k = k.replace("_", "-")
-        return f"--{k}" if v is True else f"--no-{k}" if v is False else f"--{k} {v:g}"
-
-    words = [f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
-             for k, v in preset.items()]
-    words += [flag(k, v) for k, v in config.items()]
-    text = " ".join(words) + (f" and {passes} passes under --epochs auto" if passes else "")
-    return text + (f"; on a CUDA GPU {' '.join(flag(k, v) for k, v in gpu.items())}" if gpu else "")
-
-
-def preset_options(name: str | None, **given) -> TrainOptions:
-    """TrainOptions from a preset (or none) and the options given (those not None win; model_config
-    entries are merged)."""
-    if name is not None and name not in PRESETS:
-        raise OptionError(f"unknown preset {name!r}; choose {', '.join(PRESETS)}")
-    base = PRESETS.get(name, {}) if name else {}
-    given = {k: v for k, v in given.items() if v is not None}
-    mine = given.pop("model_config", {})
-    config = {**base.get("model_config", {}), **mine}
-    gpu = {k: v for k, v in base.get("gpu_network", {}).items() if k not in mine}  # what is given wins
-    return TrainOptions(**{**base, **given, "model_config": config, "gpu_network": gpu})
+        simple = {k: v for k, v in saved.items() if WHERE.get(k, ("", ""))[0] in SECTIONS}
+        options = cls.of(**simple)
+        network = replace(options.network, config=dict(saved.get("model_config") or {}),
+                          gpu=dict(saved.get("gpu_network") or {}))
+        teacher = replace(options.teacher, aligner=TeacherOptions.from_saved(saved))
+        return replace(options, network=network, teacher=teacher)
 
 
 # what a --resume command line may give again with other values: the data (checked by its fingerprint),
 # where to write, what to show, and the threads (a run's result does not depend on them)
 RESUME_FREE = frozenset({"model", "resume", "quiet", "threads", "src", "tgt", "corpus", "dev_src", "dev_tgt",
                          "dev_gold", "encoding", "gold_format", "gold_one_based", "reverse_gold"})
-_NETWORK = {"hidden": ("hidden",), "emb_dim": ("emb_dim",), "d_model": ("d_model",), "heads": ("heads",),
-            "dropout": ("dropout",), "align_head": ("align_head",), "attention": ("attention",),
-            "cell": ("cell",), "layers": ("enc_layers", "dec_layers"), "attention_span": ("attention_span",),
-            "window": ("window",), "decoder_style": ("decoder_style",),
-            "input_feeding": ("input_feeding",)}
-
-
-def flat_options(options: dict) -> dict:
-    """Recorded options (``TrainOptions.as_dict``, or an old ``config.json``'s) as the command line names
-    them: the teacher's fields as ``guide_*``."""
-    options = dict(options)
-    teacher = options.pop("teacher", None)
-    return {**options, **{f"guide_{k}": v for k, v in (teacher or {}).items()}}
-
-
-def resume_conflicts(given: TrainOptions, run: TrainOptions, network: dict, typed, preset: str | None = None
-                     ) -> list[str]:
-    """The options of ``typed`` (names, as the command line's parameters; ``preset``: every option that
-    preset sets) whose values in ``given`` (the options a ``--resume`` command line makes) differ from
-    the ``run``'s, whose network is ``network`` (``config.json``'s ``model_config``)."""
-    new, old = (flat_options(o.as_dict()) for o in (given, run))
-    names = set(typed) - RESUME_FREE - {"preset"}
-    if preset in PRESETS:
-        sets = PRESETS[preset]
-        names |= {k for k in sets if k != "model_config"} | set(sets.get("model_config", {}))
+def resume_conflicts(given: TrainOptions, run: TrainOptions, network: dict, names) -> list[str]:
+    """The options of ``names`` (flat names: those the user gave, and those a preset or a config file
+    sets) whose values in ``given`` (the options a ``--resume`` command line makes) differ from the
+    ``run``'s, whose network is ``network`` (``config.json``'s ``model_config``)."""
+    new, old = given.flat(), run.flat()
 
     def differs(name: str) -> bool:
-        if name in _NETWORK:
-            return any(k in given.model_config and given.model_config[k] != network.get(k)
-                       for k in _NETWORK[name])
-        if name not in new:
+        if name == "layers" or WHERE.get(name, ("",))[0] == "config":
+            keys = LAYERS if name == "layers" else (name,)
+            return any(k in given.network.config and given.network.config[k] != network.get(k) for k in keys)
+        if name not in new or name == "gpu_network":
             return False
         # "auto" was resolved when the run began and recorded: naming it again asks for the same
         return new[name] != old[name] and not (new[name] == "auto" and name == "batch_tokens")
 
-    return sorted(n for n in names if differs(n))
+    return sorted(n for n in set(names) - RESUME_FREE if differs(n))

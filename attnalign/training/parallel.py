@@ -25,18 +25,16 @@ import torch
 
 from .. import dist
 from ..errors import AttnAlignError, OptionError
+from .options import PARALLEL_MIN_PAIRS
 from .worker import Events
-
-# ``auto`` starts processes for corpora of this many pairs or more: below, the few seconds each process
-# takes to start weigh more than what the processes save.
-MIN_PAIRS = 1000
 
 
 def wanted(choice: str, directions: list[str], device: torch.device, threads: int | None,
            n_pairs: int) -> bool:
     """Whether to train the directions in processes of their own: ``on``, or ``auto`` with both
-    directions and ``MIN_PAIRS`` pairs, on a CUDA GPU (which one process's launches leave idle between
-    kernels) or on a CPU with at least 2 threads; never under torchrun (DDP runs the directions there)."""
+    directions and PARALLEL_MIN_PAIRS pairs, on a CUDA GPU (which one process's launches leave idle
+    between kernels) or on a CPU with at least 2 threads; never under torchrun (DDP runs the directions
+    there)."""
     if len(directions) < 2 or choice == "off":
         return False
     if dist.launched():
@@ -48,7 +46,7 @@ def wanted(choice: str, directions: list[str], device: torch.device, threads: in
     if choice == "on":
         return True
     shared = device.type == "cuda" or (device.type == "cpu" and (threads or torch.get_num_threads()) >= 2)
-    return shared and n_pairs >= MIN_PAIRS
+    return shared and n_pairs >= PARALLEL_MIN_PAIRS
 
 
 def threads_each(threads: int | None) -> int:

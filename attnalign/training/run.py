@@ -105,13 +105,14 @@ class DirectionRun:
             tgt_seg = Segmenter.from_tensor(saved["tgt_spm"])
         else:
             src_seg = tgt_seg = Segmenter()
-            if opts.subword:
-                src_seg = train_segmenter((s for s, _ in pairs), opts.subword, opts.subword_type)
-                tgt_seg = train_segmenter((t for _, t in pairs), opts.subword, opts.subword_type)
-            src_vocab = Vocab.build((src_seg.segment(s)[0] for s, _ in pairs), opts.min_freq, opts.max_vocab)
-            tgt_vocab = Vocab.build((tgt_seg.segment(t)[0] for _, t in pairs), opts.min_freq, opts.max_vocab)
-        torch.manual_seed(opts.seed)
-        model = build_model(opts.model_type, self.model_config, len(src_vocab), len(tgt_vocab))
+            data = opts.data
+            if data.subword:
+                src_seg = train_segmenter((s for s, _ in pairs), data.subword, data.subword_type)
+                tgt_seg = train_segmenter((t for _, t in pairs), data.subword, data.subword_type)
+            src_vocab = Vocab.build((src_seg.segment(s)[0] for s, _ in pairs), data.min_freq, data.max_vocab)
+            tgt_vocab = Vocab.build((tgt_seg.segment(t)[0] for _, t in pairs), data.min_freq, data.max_vocab)
+        torch.manual_seed(opts.schedule.seed)
+        model = build_model(opts.network.model_type, self.model_config, len(src_vocab), len(tgt_vocab))
         self.model = model.to(self.device)
         self.rank, self.procs = dist.world()
         self.net = self.model  # what the updates run through: the model, or DDP around it
@@ -120,15 +121,15 @@ class DirectionRun:
 
             self.net = DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
-        self.loaded = LoadedModel(self.model, opts.model_type, self.model_config, src_vocab, tgt_vocab,
-                                  self.direction, opts.lowercase, None, src_seg, tgt_seg)
+        self.loaded = LoadedModel(self.model, opts.network.model_type, self.model_config, src_vocab,
+                                  tgt_vocab, self.direction, opts.data.lowercase, None, src_seg, tgt_seg)
         self.opt = _adam(self.model.parameters(), opts.base_lr)
         self.src_ids, self.tgt_ids = encode(self.loaded, pairs)
         self.tok_links = (link_arrays(token_links(src_seg, tgt_seg, pairs, self.links))
                           if self.links is not None else None)
         self._drop_long()
         self.lengths = [(len(s), len(t)) for s, t in zip(self.src_ids, self.tgt_ids, strict=True)]
-        per_epoch = len(self._mine(bucket_batches(self.lengths, opts.batch_tokens)))
+        per_epoch = len(self._mine(bucket_batches(self.lengths, opts.schedule.batch_tokens)))
         self.total = opts.total_steps(per_epoch, len(pairs), going_on)
         self.progress = _Progress()
         if start is not None:  # a fresh optimizer and schedule over the round's passes
@@ -141,9 +142,9 @@ class DirectionRun:
             torch.set_rng_state(state["torch_rng"])
             if self.device.type == "cuda" and state.get("cuda_rng") is not None:
                 torch.cuda.set_rng_state(state["cuda_rng"], self.device)
-        self.meta = {"model_type": opts.model_type, "config": self.model_config, "src_vocab": src_vocab.itos,
-                     "tgt_vocab": tgt_vocab.itos, "direction": self.direction, "src_spm": src_seg.to_tensor(),
-                     "tgt_spm": tgt_seg.to_tensor(),
+        self.meta = {"model_type": opts.network.model_type, "config": self.model_config,
+                     "src_vocab": src_vocab.itos, "tgt_vocab": tgt_vocab.itos, "direction": self.direction,
+                     "src_spm": src_seg.to_tensor(), "tgt_spm": tgt_seg.to_tensor(),
                      # the run's data and id, as config.json records them: the directions prove they belong
                      # together, and --resume that a checkpoint is its run's
                      **{k: (read_model_config(self.model_dir).get("data") or {}).get(k)
@@ -160,7 +161,7 @@ class DirectionRun:
     def _drop_long(self) -> None:
         """Leave out the pairs longer than ``--max-length`` model tokens on either side (EOS included):
         one very long pair makes a batch of its own and can cost more than an epoch of the rest."""
-        limit = self.options.max_length
+        limit = self.options.data.max_length
         keep = [k for k, (s, t) in enumerate(zip(self.src_ids, self.tgt_ids, strict=True))
                 if len(s) + 1 <= limit and len(t) + 1 <= limit]
         if len(keep) == len(self.src_ids):
@@ -206,8 +207,8 @@ class DirectionRun:
     def _epoch_batches(self) -> list[list[int]]:
         """The batches of the current epoch not yet done (shuffled by seed and epoch)."""
         prog = self.progress
-        batches = self._mine(bucket_batches(self.lengths, self.options.batch_tokens,
-                                            random.Random(self.options.seed * 100_003 + prog.epoch)))
+        batches = self._mine(bucket_batches(self.lengths, self.options.schedule.batch_tokens,
+                                            random.Random(self.options.schedule.seed * 100_003 + prog.epoch)))
         return batches[prog.offset:]
 
     def train(self, dev: DevSet | None, resume: bool, reporter: Reporter) -> dict:
@@ -246,16 +247,16 @@ class DirectionRun:
         """The training objective of one batch, its translation loss (summed) and its target tokens."""
         opts = self.options
         # bf16: the network's products in bfloat16 on the device (torch.autocast), the losses in float32
-        with torch.autocast(self.device.type, torch.bfloat16, enabled=opts.precision == "bf16"):
+        with torch.autocast(self.device.type, torch.bfloat16, enabled=opts.runtime.precision == "bf16"):
             out = self.net(b.src, b.src_mask, b.tgt_in, lengths=b.lengths)
-        loss = token_loss(out.logits.float(), b.tgt_out, opts.label_smoothing)
+        loss = token_loss(out.logits.float(), b.tgt_out, opts.schedule.label_smoothing)
         n = b.tokens
         objective = loss / n
         if self.tok_links is not None:  # supervise the alignment head, else the attention read
             target = guide_targets(b, [self.tok_links[k] for k in group],
                                    null_to_eos=out.align is not None)
             read = out.align if out.align is not None else reduce_attention(out.attention, AttentionSpec())
-            objective = objective + opts.guide_weight * guide_loss(read.float(), target)
+            objective = objective + opts.teacher.guide_weight * guide_loss(read.float(), target)
         return objective, loss, n
 
     def _step(self, b, group: list[int]) -> None:
@@ -266,7 +267,7 @@ class DirectionRun:
         self.pending.append((objective.detach(), loss.detach(), n))
         self.opt.zero_grad(set_to_none=True)
         objective.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), opts.clip)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), opts.schedule.clip)
         self.opt.step()
 
     def _update(self, group: list[int], reporter: Reporter) -> None:
@@ -275,14 +276,14 @@ class DirectionRun:
         b = make_batch(group, [self.src_ids[k] for k in group], [self.tgt_ids[k] for k in group])
         b = b.to(self.device)
         for g in self.opt.param_groups:
-            g["lr"] = lr_at(prog.step, self.total, opts.base_lr, min(opts.warmup, self.total // 10))
+            g["lr"] = lr_at(prog.step, self.total, opts.base_lr, min(opts.schedule.warmup, self.total // 10))
         try:
             with flushed_denormals():
                 self._step(b, group)
         except torch.OutOfMemoryError:
             raise AttnAlignError(
                 f"out of memory on a batch of {b.src.numel() + b.tgt_in.numel()} padded tokens",
-                hint=f"lower --batch-tokens (now {opts.batch_tokens})") from None
+                hint=f"lower --batch-tokens (now {opts.schedule.batch_tokens})") from None
         self._account(len(group), time.perf_counter() - t_step)
         self._tell(reporter)
 
@@ -317,7 +318,8 @@ class DirectionRun:
         self.run_tokens += self.pending[-1][2]
         self.run_pairs += pairs
         prog.elapsed = time.perf_counter() - self.t0
-        if opts.save_every and prog.step % opts.save_every == 0 and prog.step < self.total and self.rank == 0:
+        every = opts.runtime.save_every
+        if every and prog.step % every == 0 and prog.step < self.total and self.rank == 0:
             self.snapshot()
 
     def _tell(self, reporter: Reporter) -> None:
@@ -344,7 +346,7 @@ class DirectionRun:
                "tokens_per_s": round(self.tok_rate), "elapsed_s": round(time.perf_counter() - self.t0, 1),
                "round": self.self_round}
         if dev is not None:
-            row.update(evaluate(self.loaded, dev, self.options.batch_tokens, self.device))
+            row.update(evaluate(self.loaded, dev, self.options.schedule.batch_tokens, self.device))
         key = row["dev_aer"] if row.get("dev_aer") is not None else row.get("dev_loss", row["train_loss"])
         row["best"] = prog.best is None or key <= prog.best
         if row["best"]:

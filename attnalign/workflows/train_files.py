@@ -16,6 +16,7 @@ from ..data.corpus import is_piped, read_corpus
 from ..errors import AttnAlignError, OptionError
 from ..eval.scoring import GoldOptions, read_gold
 from ..training import DevSet, TrainOptions, train
+from ..training.config_file import given_names
 from ..training.model_dir import run_config, saved_options
 from ..training.options import resume_conflicts
 from ..training.run import Reporter
@@ -41,10 +42,11 @@ def train_files(
     preset: str | None = None,
 ) -> dict:
     """Train ``options`` on a corpus file (``src`` + ``tgt`` or one ``corpus``) into ``model``; with
-    ``dev_src`` + ``dev_tgt`` (and ``dev_gold``) validate on them. ``options.guide`` is ``None``,
+    ``dev_src`` + ``dev_tgt`` (and ``dev_gold``) validate on them. ``options.teacher.guide`` is ``None``,
     ``"auto"`` or a Pharaoh file of links, one line per training pair. ``typed``: the options the user
-    gave (their parameter names; ``preset``: the preset named), which ``resume`` refuses where they
-    differ from the run's. Returns :func:`train`'s summary."""
+    gave (their flat names, the command line's parameters; ``preset``: the preset named, whose options
+    count as given), which ``resume`` refuses where they differ from the run's. Returns :func:`train`'s
+    summary."""
     files = {"src": src, "tgt": tgt, "corpus": corpus, "dev_src": dev_src, "dev_tgt": dev_tgt,
              "dev_gold": dev_gold}
     if resume and overwrite:
@@ -65,32 +67,34 @@ def train_files(
             gold_options = GoldOptions(**saved["gold_options"])
         run = saved_options(Path(model))
         network = run_config(Path(model)).get("model_config") or {}
-        if wrong := resume_conflicts(options, run, network, typed, preset):
+        if wrong := resume_conflicts(options, run, network, set(typed) | given_names(preset)):
             flags = ", ".join("--" + w.replace("_", "-") for w in wrong)
             raise OptionError(f"--resume continues the run with its own options; {flags} differ from the "
                               "run's", path=model,
                               hint="leave them out to resume, or start a new run with --overwrite")
         options = run
     elif overwrite:
-        used = {"guide": None if options.guide == "auto" else options.guide, "init_from": options.init_from,
-                "reverse_init_from": options.reverse_init_from}
+        guide, network = options.teacher.guide, options.network
+        used = {"guide": None if guide == "auto" else guide, "init_from": network.init_from,
+                "reverse_init_from": network.reverse_init_from}
         _check_inputs_outside(Path(model), {**files, **used})
     src, tgt, corpus = files["src"], files["tgt"], files["corpus"]
     dev_src, dev_tgt, dev_gold = files["dev_src"], files["dev_tgt"], files["dev_gold"]
-    options.check(has_guide_links=options.guide not in (None, "auto"))  # options first, then the data
+    guide = options.teacher.guide
+    options.check(has_guide_links=guide not in (None, "auto"))  # options first, then the data
     encoding = gold_options.encoding
-    pairs = read_corpus(src, tgt, corpus, encoding=encoding, lowercase=options.lowercase)
+    pairs = read_corpus(src, tgt, corpus, encoding=encoding, lowercase=options.data.lowercase)
     dev = None
     if dev_src or dev_tgt:
-        dev_pairs = read_corpus(dev_src, dev_tgt, encoding=encoding, lowercase=options.lowercase)
+        dev_pairs = read_corpus(dev_src, dev_tgt, encoding=encoding, lowercase=options.data.lowercase)
         gold = None if dev_gold is None else read_gold(dev_gold, gold_options, pairs=dev_pairs)[0]
         dev = DevSet(dev_pairs, gold)
     elif dev_gold is not None:
         raise OptionError("--dev-gold needs the dev text: --dev-src and --dev-tgt")
     guide_links = None
-    if options.guide not in (None, "auto"):
+    if guide not in (None, "auto"):
         lengths = [len(s) for s, _ in pairs], [len(t) for _, t in pairs]
-        alignments = read_alignments(options.guide, fmt="pharaoh", role=GUIDE_ROLE, src_lengths=lengths[0],
+        alignments = read_alignments(guide, fmt="pharaoh", role=GUIDE_ROLE, src_lengths=lengths[0],
                                      tgt_lengths=lengths[1], encoding=encoding)[0]
         guide_links = [sorted(a.links) for a in alignments]
     record = {k: None if v is None else str(Path(v).resolve()) if str(v) != "-" else None

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from ..configs import NETWORKS
 from .output import ModelOutput
 from .rnn import RNNConfig, RNNModel
 from .transformer import TransformerConfig, TransformerModel
 
-MODEL_TYPES = {"rnn": (RNNConfig, RNNModel), "transformer": (TransformerConfig, TransformerModel)}
+_BUILT_BY = {RNNConfig: RNNModel, TransformerConfig: TransformerModel}
+MODEL_TYPES = {name: (config, _BUILT_BY[config]) for name, config in NETWORKS.items()}
 
 
 def build_model(model_type: str, config: dict, src_vocab_size: int, tgt_vocab_size: int):

@@ -1,0 +1,223 @@
+"""A run's configuration as a file: the presets shipped in ``presets/`` and ``attnalign train --config``.
+
+A configuration file is TOML with one table per section of :class:`~.options.TrainOptions`:
+``[data]``, ``[network]`` (and ``[network.gpu]``: what a CUDA GPU runs instead), ``[schedule]``,
+``[teacher]`` and ``[runtime]``. A key is the option's flat name, the command line's without dashes:
+``batch_tokens``; the network's own options under ``[network]`` (``hidden``, ``layers``, ``ff_dim``);
+the teacher's aligner's as ``guide_*`` under ``[teacher]``. A top-level ``preset = "NAME"`` starts
+from that preset. A preset is such a file, naming only what it changes. What the user typed wins over
+the file, the file over its preset, the preset over the defaults (:func:`preset_options`).
+
+A model directory's ``train.toml`` is the run's effective configuration in this form
+(:func:`config_text`): ``train --config`` of it trains the same model again.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import types
+import typing
+from dataclasses import asdict, fields
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+from ..errors import AttnAlignError, OptionError
+from ..nmt.configs import NETWORKS
+from ..statistical.options import TeacherOptions
+from .options import LAYERS, SECTIONS, WHERE, Network, Teacher, TrainOptions
+
+PRESET_DIR = Path(__file__).parent / "presets"
+PRESETS = tuple(sorted(p.stem for p in PRESET_DIR.glob("*.toml")))  # train --preset NAME
+
+
+def _hints() -> dict[str, object]:
+    """Each flat name's type, from its dataclass's annotation."""
+    owners = {"aligner": TeacherOptions, **SECTIONS}
+    hints = {}
+    for name, (section, key) in WHERE.items():
+        classes = list(NETWORKS.values()) if section == "config" else [owners[section]]
+        for cls in classes:
+            if key in {f.name for f in fields(cls)}:
+                hints[name] = typing.get_type_hints(cls)[key]
+    return {**hints, "layers": int}
+
+
+HINTS = _hints()
+
+
+def _allowed(table: str) -> set[str]:
+    """The keys a table of a configuration file takes."""
+    sections = {"data": {"data"}, "network": {"network", "config"}, "network.gpu": {"config"},
+                "schedule": {"schedule"}, "teacher": {"teacher", "aligner"}, "runtime": {"runtime"}}[table]
+    keys = {name for name, (section, _) in WHERE.items() if section in sections}
+    return keys | ({"layers"} if "config" in sections else set())
+
+
+def _fits(value, hint) -> bool:
+    """Whether a TOML value has the type an option's annotation names (a whole number is a float)."""
+    kinds = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    if isinstance(value, bool):
+        return bool in kinds
+    return any(isinstance(value, k) or (k is float and isinstance(value, int)) for k in kinds
+               if isinstance(k, type) and k is not bool and k is not type(None))
+
+
+def _line(text: str, key: str) -> int | None:
+    """The 1-based line where ``key`` is set, or its ``[key]`` table begins, in a TOML text (for an
+    error's place)."""
+    for n, line in enumerate(text.splitlines(), 1):
+        if re.match(rf"\s*({re.escape(key)}\s*=|\[\s*{re.escape(key)}\s*\])", line):
+            return n
+    return None
+
+
+def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
+    """A configuration file's preset (or None) and its options by flat name, each checked: one error
+    naming the file, the line and the fix for a file that is not TOML, a table or key that is no
+    option, or a value of the wrong type or out of range."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = "is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else f"cannot be read ({e.strerror})"
+        raise AttnAlignError(f"the configuration file {why}", path=path,
+                             hint="give a TOML file of options, such as a model directory's train.toml"
+                             ) from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        at = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        raise AttnAlignError(f"not a TOML file: {str(e).replace(at.group(0), '').strip() if at else e}",
+                             path=path, line=int(at.group(1)) if at else None,
+                             hint="write key = value lines under [section] headers, as a model "
+                                  "directory's train.toml does") from None
+    preset = doc.pop("preset", None)
+    if preset is not None and preset not in PRESETS:
+        raise OptionError(f"unknown preset {preset!r}; choose {', '.join(PRESETS)}", path=path,
+                          line=_line(text, "preset"))
+    values: dict = {}
+    tables = [(name, doc[name]) for name in doc]
+    if isinstance(doc.get("network"), dict) and isinstance(doc["network"].get("gpu"), dict):
+        tables.append(("network.gpu", doc["network"].pop("gpu")))
+    for table, entries in tables:
+        if table not in SECTIONS and table != "network.gpu" or not isinstance(entries, dict):
+            raise OptionError(f"{table!r} is not a section of a run's configuration", path=path,
+                              line=_line(text, table),
+                              hint=f"the sections are {', '.join(SECTIONS)}, each a [table]")
+        allowed = _allowed(table)
+        for key, value in entries.items():
+            if key not in allowed:
+                raise OptionError(f"[{table}] has no option {key!r}", path=path, line=_line(text, key),
+                                  hint=f"its options are {', '.join(sorted(allowed))}")
+            if not _fits(value, HINTS[key]):
+                raise OptionError(f"[{table}] {key} = {value!r} is not a {_kind(HINTS[key])}", path=path,
+                                  line=_line(text, key))
+        if table == "network.gpu":
+            values["gpu_network"] = _layers(entries)
+        else:
+            values.update(_layers(entries) if table == "network" else entries)
+    try:  # each value on its own (the rules between options hold once the command line's are in)
+        own = TrainOptions.of(**values)
+        for name in SECTIONS:
+            if name != "network":
+                getattr(own, name).check()
+        if "model_type" in values:
+            own.network.typed()
+    except OptionError as e:
+        key = next((k for k in values if f"--{k.replace('_', '-')}" in e.message or k in e.message), None)
+        raise OptionError(e.message, path=path, line=key and _line(text, key), hint=e.hint) from None
+    return preset, values
+
+
+def _kind(hint) -> str:
+    kinds = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    return " or ".join(getattr(k, "__name__", str(k)) for k in kinds if k is not type(None))
+
+
+def _layers(entries: dict) -> dict:
+    """``layers = N`` as both stacks' (an own ``enc_layers`` or ``dec_layers`` wins)."""
+    entries = dict(entries)
+    if "layers" in entries:
+        layers = entries.pop("layers")
+        entries = {**{k: layers for k in LAYERS}, **entries}
+    return entries
+
+
+@functools.cache
+def preset_values(name: str) -> dict:
+    """A preset's options by flat name, over the preset it starts from."""
+    if name not in PRESETS:
+        raise OptionError(f"unknown preset {name!r}; choose {', '.join(PRESETS)}")
+    base, own = read_config(PRESET_DIR / f"{name}.toml")
+    return layered(preset_values(base) if base else {}, own)
+
+
+def layered(below: dict, above: dict) -> dict:
+    """Options by flat name, ``above``'s over ``below``'s. A network option given above also wins over
+    ``below``'s ``[network.gpu]`` entry for it."""
+    above = _layers(above)
+    gpu = {k: v for k, v in (below.get("gpu_network") or {}).items() if k not in above}
+    merged = {**below, **above}
+    merged["gpu_network"] = {**gpu, **(above.get("gpu_network") or {})}
+    if not merged["gpu_network"]:
+        del merged["gpu_network"]
+    return merged
+
+
+def preset_options(name: str | None = None, config: str | os.PathLike | None = None, **given) -> TrainOptions:
+    """TrainOptions from the defaults, a preset (``name``, else the one ``config`` names), a
+    configuration file (``config``) and the options ``given`` by flat name (those not None), each over
+    the one before."""
+    file_preset, from_file = read_config(config) if config is not None else (None, {})
+    name = name or file_preset
+    values = preset_values(name) if name else {}
+    values = layered(layered(values, from_file), {k: v for k, v in given.items() if v is not None})
+    return TrainOptions.of(**values)
+
+
+def given_names(name: str | None = None, config: str | os.PathLike | None = None) -> set[str]:
+    """The flat names a preset and a configuration file set (``--resume`` checks them as if typed)."""
+    file_preset, from_file = read_config(config) if config is not None else (None, {})
+    name = name or file_preset
+    return set(preset_values(name) if name else {}) | set(from_file)
+
+
+def preset_flags(name: str) -> str:
+    """A preset as the options it sets, for ``--help``: ``--direction both --guide auto ...``."""
+    values = dict(preset_values(name))
+    gpu, passes = values.pop("gpu_network", {}), values.pop("auto_epochs", None)
+
+    def words(k: str, v) -> str:
+        k = k.replace("_", "-")
+        return f"--{k}" if v is True else f"--no-{k}" if v is False else f"--{k} {v:g}" \
+            if isinstance(v, float) else f"--{k} {v}"
+
+    text = " ".join(words(k, v) for k, v in values.items())
+    text += f" and {passes} passes under --epochs auto" if passes else ""
+    return text + (f"; on a CUDA GPU {' '.join(words(k, v) for k, v in gpu.items())}" if gpu else "")
+
+
+def config_text(options: TrainOptions, network: dict | None = None, comment: str = "") -> str:
+    """``options`` as a configuration file, every value written (``network``: the network's every
+    option, as it ran; a value None, the default's, is left out); ``comment`` heads it."""
+    import tomli_w
+
+    sections = {}
+    for name in SECTIONS:
+        part = getattr(options, name)
+        table = {k: v for k, v in asdict(part).items()
+                 if v is not None and k not in ("config", "gpu", "aligner")}
+        if isinstance(part, Network):
+            table |= network if network is not None else part.config
+            if part.gpu:
+                table["gpu"] = dict(part.gpu)
+        if isinstance(part, Teacher):
+            table |= {f"guide_{k}": v for k, v in asdict(part.aligner).items()}
+        sections[name] = table
+    head = "".join(f"# {line}\n".replace("# \n", "#\n") for line in comment.splitlines())
+    return head + ("\n" if head else "") + tomli_w.dumps(sections)

@@ -1,0 +1,152 @@
+"""A run's configuration is data: sections with their defaults, presets as files, ``train --config``,
+and a model directory's ``train.toml`` that trains the same model again."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pytest
+import tomllib
+import torch
+from helpers import SAMPLE, Kill, invoke, one_error
+
+from attnalign.errors import OptionError
+from attnalign.nmt.checkpoint import load_checkpoint
+from attnalign.training.config_file import PRESET_DIR, PRESETS, config_text, preset_options, read_config
+from attnalign.training.options import SECTIONS, TrainOptions
+
+
+@pytest.fixture
+def seen(monkeypatch):
+    """The TrainOptions each ``train`` command line makes (nothing is trained)."""
+    import attnalign.workflows.train_files as tf
+
+    runs = []
+
+    def record(model, options, **kw):
+        runs.append(options)
+        raise Kill
+
+    monkeypatch.setattr(tf, "train_files", record)
+    return runs
+
+
+def test_typed_options_win_over_the_file_which_wins_over_its_preset(tmp_path, seen):
+    config = tmp_path / "run.toml"
+    config.write_text('preset = "align"\n[schedule]\nwarmup = 7\nepochs = 2\n[network]\nhidden = 24\n'
+                      "input_feeding = true\n")
+    base = ["train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+            "--config", config]
+    invoke(*base)
+    invoke(*base, "--warmup", "9", "--epochs", "1.5", "--hidden", "32", "--layers", "2", "--preset",
+           "align-fast")
+    file, typed = seen
+    assert (file.schedule.warmup, file.schedule.epochs, file.schedule.auto_epochs) == (7, 2, 5)
+    # the preset's
+    assert (file.network.direction, file.data.subword, file.teacher.guide) == ("both", 4000, "auto")
+    # the file's input_feeding wins over the preset's [network.gpu] entry for it
+    assert file.network.config == {"align_head": True, "dropout": 0.0, "hidden": 24, "input_feeding": True}
+    assert file.network.gpu == {}
+    assert (typed.schedule.warmup, typed.schedule.epochs, typed.schedule.auto_epochs) == (9, 1.5, 3)
+    assert typed.network.config["hidden"] == 32 and typed.network.config["enc_layers"] == 2
+
+
+def test_the_readme_example_is_a_config_file(tmp_path):
+    from helpers import ROOT
+
+    text = (ROOT / "README.md").read_text()
+    block = text.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "r.toml").write_text(block)
+    o = preset_options(config=tmp_path / "r.toml")
+    assert (o.network.config["hidden"], o.schedule.epochs, o.teacher.guide) == (512, 3, "auto")
+
+
+def test_a_preset_names_only_what_it_changes():
+    defaults = TrainOptions().flat()
+    for name in PRESETS:
+        preset, values = read_config(PRESET_DIR / f"{name}.toml")
+        for key, value in values.items():
+            assert key == "gpu_network" or defaults.get(key) != value, (name, key)
+    assert preset_options("align-fast") == preset_options("align").updated(auto_epochs=3)
+
+
+def test_the_options_round_trip_through_the_record_and_the_file(tmp_path):
+    cases = [TrainOptions(), preset_options("align"),
+             TrainOptions.of(model_type="transformer", d_model=32, heads=2, layers=1, guide="auto",
+                             guide_model="hmm-agree", guide_prefix=3, self_train=1, self_train_epochs=1.5,
+                             lr=3e-4, max_steps=7, threads=2, save_every=50, subword=0, lowercase=True)]
+    for options in cases:
+        assert TrainOptions.from_saved(options.record()) == options
+        path = tmp_path / "o.toml"
+        path.write_text(config_text(options, comment="a\nb"))
+        assert preset_options(config=path) == options
+        assert set(tomllib.loads(path.read_text())) == set(SECTIONS)
+
+
+def test_an_old_config_json_record_keeps_loading():
+    # before sections (and before --max-length and the teacher's own record): flat guide_* keys
+    old = {"model_type": "rnn", "model_config": {"hidden": 64}, "epochs": 3, "batch_tokens": 2000,
+           "direction": "both", "guide": "auto", "guide_model": "hmm-agree", "guide_sym": "posterior",
+           "lr": 0.002, "seed": 4}
+    o = TrainOptions.from_saved(old)
+    assert (o.schedule.epochs, o.schedule.batch_tokens, o.schedule.lr, o.schedule.seed) == (3, 2000, 0.002, 4)
+    assert (o.network.direction, o.network.config) == ("both", {"hidden": 64})
+    assert o.teacher.aligner.model == "hmm-agree"
+    assert (o.data.max_length, o.runtime.parallel_directions, o.teacher.aligner.prefix) == (10**9, "off", 0)
+
+
+def test_train_toml_trains_the_same_model_again(tmp_path):
+    src, tgt = tmp_path / "s.txt", tmp_path / "t.txt"
+    src.write_text("a b c\nb c\na c\n" * 15)
+    tgt.write_text("x y z\ny z\nx z\n" * 15)
+    r = invoke("train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--hidden", "8", "--emb-dim",
+               "8", "--epochs", "1", "--seed", "5", "--batch-tokens", "auto", "--quiet")
+    assert r.exit_code == 0, r.output
+    written = (tmp_path / "m" / "train.toml").read_text()
+    assert f"--src {src}" in written and "batch_tokens = 2000" in written  # auto, as it ran on the CPU
+    assert tomllib.loads(written)["network"]["hidden"] == 8
+    r = invoke("train", "--src", src, "--tgt", tgt, "--model", tmp_path / "again", "--config",
+               tmp_path / "m" / "train.toml", "--quiet")
+    assert r.exit_code == 0, r.output
+    a, b = (load_checkpoint(tmp_path / d / "forward.pt")["state_dict"] for d in ("m", "again"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    # --resume with the run's own file asks for nothing new; with another value it is refused
+    r = invoke("train", "--model", tmp_path / "m", "--resume", "--config", tmp_path / "m" / "train.toml",
+               "--quiet")
+    assert r.exit_code == 0, r.output
+    other = tmp_path / "other.toml"
+    other.write_text("[schedule]\nseed = 6\n")
+    one_error(invoke("train", "--model", tmp_path / "m", "--resume", "--config", other), 2, "--seed differ")
+
+
+@pytest.mark.parametrize("text, code, needles", [
+    ("[schedule]\nepochs = \n", 1, ("o.toml:2", "not a TOML file")),
+    ("[shedule]\nepochs = 2\n", 2, ("o.toml:1", "'shedule' is not a section", "the sections are data")),
+    ("[schedule]\nwarmup = 2\nhidden = 8\n", 2, ("o.toml:3", "[schedule] has no option 'hidden'")),
+    ("[data]\nlowercase = \"yes\"\n", 2, ("o.toml:2", "lowercase = 'yes' is not a bool")),
+    ("[schedule]\nepochs = 0\n", 2, ("o.toml:2", "--epochs must be > 0")),
+    ("[network]\nmodel_type = \"rnn\"\nd_model = 8\n", 2, ("o.toml", "--d-model does not apply")),
+    ('preset = "fast"\n', 2, ("o.toml:1", "unknown preset 'fast'")),
+    (b"[data]\nlowercase = true # \xff\n", 1, ("o.toml", "is not UTF-8")),
+])
+def test_a_bad_config_file_is_one_error_line(tmp_path, text, code, needles):
+    path = tmp_path / "o.toml"
+    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
+    r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+               "--config", path)
+    one_error(r, code, *needles)
+    assert not (tmp_path / "m").exists()
+    one_error(invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model",
+                     tmp_path / "m", "--config", tmp_path / "missing.toml"), 1, "missing.toml",
+              "cannot be read")
+
+
+def test_each_section_checks_its_own_values():
+    for flat, flag in [({"min_freq": 0}, "--min-freq"), ({"clip": 0}, "--clip"),
+                       ({"threads": 0}, "--threads"), ({"guide_weight": -1}, "--guide-weight"),
+                       ({"direction": "up"}, "--direction"), ({"window": 5}, "--window sets a local")]:
+        with pytest.raises(OptionError, match=flag):
+            TrainOptions.of(**flat).check()
+    with pytest.raises(OptionError, match="unknown training option hiden"):
+        TrainOptions.of(hiden=8)
+    assert asdict(TrainOptions.of(layers=3).network.typed())["dec_layers"] == 3
