@@ -9,6 +9,7 @@ import csv
 import hashlib
 import json
 import os
+import shlex
 import shutil
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
@@ -17,7 +18,7 @@ from pathlib import Path
 from .. import dist
 from .._version import __version__
 from ..data.fileio import CONFIG_FILE, MODEL_DIR_FILES, model_file_open
-from ..errors import AttnAlignError, OptionError
+from ..errors import AttnAlignError, OptionError, path_text
 from ..nmt.checkpoint import FORMAT_VERSION, read_model_config
 from .config_file import config_text
 from .options import DIRECTIONS, TrainOptions
@@ -186,7 +187,7 @@ def write_config(model_dir: Path, options: TrainOptions, directions: list[str], 
         json.dump(payload, f, indent=2)
         f.write("\n")
     files = (data or {}).get("files") or {}
-    inputs = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in files.items()
+    inputs = " ".join(f"--{k.replace('_', '-')} {shlex.quote(path_text(v))}" for k, v in files.items()
                       if k in ("src", "tgt", "corpus", "dev_src", "dev_tgt", "dev_gold") and v)
     comment = (f"The options of this model's training run (attnalign {__version__}), as the network ran.\n"
                f"To train it again: attnalign train --config train.toml {inputs or '--src SRC --tgt TGT'} "
