@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -34,6 +35,13 @@ class Combined:
         if SYMMETRIZATIONS[self.decoding.sym].both and aligner.reverse is None:
             raise OptionError(f"--sym {self.decoding.sym} needs the reverse direction, which this run did "
                               "not load", hint="give --sym explicitly")
+
+    def with_decoding(self, decoding: Decoding) -> Combined:
+        """The same blend decoded with ``decoding`` (every value given): a ``--tune-gold`` candidate, or
+        its choice."""
+        other = copy.copy(self)
+        other.decoding = decoding
+        return other
 
     @property
     def lowercase(self) -> bool:

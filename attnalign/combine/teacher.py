@@ -18,6 +18,8 @@ from ..decoding.policy import (
     TeacherPlan,
     may_want_teacher,
     plan_teacher,
+    reads_counts,
+    reads_kept,
     reads_training,
 )
 from ..errors import AttnAlignError, OptionError, warn
@@ -60,10 +62,10 @@ def gather_teacher(model, meta: dict, pairs: Pairs, corpus: str, options: Teache
     opts = asdict(options)
     data = meta.get("data") or {}
     fingerprint = data.get("fingerprint")  # the kept teacher must be this model's own
-    kept, held = _kept_view(model, pairs, opts, fingerprint) if corpus != "aligned" else (None, None)
+    kept, held = _kept_view(model, pairs, opts, fingerprint) if reads_kept(corpus) else (None, None)
     if kept is not None:
         return TeacherSources(TeacherFacts(len(pairs), kept=kept.pairs), kept=kept)
-    counts = teacher_file.load_kept(model, opts, fingerprint) if corpus in ("auto", "kept") else None
+    counts = teacher_file.load_kept(model, opts, fingerprint) if reads_counts(corpus) else None
     files = {k: v for k, v in (data.get("files") or {}).items() if k in ("src", "tgt", "corpus") and v}
     recorded = data.get("pairs", 0) if files and data.get("fingerprint") else None
     facts = TeacherFacts(len(pairs), counts=counts[1] if counts else None, recorded=recorded,

@@ -17,12 +17,11 @@ from pathlib import Path
 
 from ..data.alignments import Alignment
 from ..data.fileio import BLEND_FILE, model_file_open, path_text
-from ..decoding import decode_pair
 from ..decoding.policy import AUTO, TUNE_FOLDS, TUNE_MIN_SENTENCES, TUNE_P, Decoding, blend_candidates
 from ..errors import OptionError, require, warn
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.significance import Bootstrap, Interval, PairedResult, paired_test
-from .blend import Combined, blend
+from .blend import Combined
 
 
 @dataclass(frozen=True)
@@ -126,21 +125,10 @@ def tune_blend(combined: Combined, pairs, gold: list[Alignment], start: int, nam
     if default not in candidates:
         candidates.append(default)
     per: dict[Decoding, list[Counts]] = {}
-    mixed: dict[float, list] = {}  # per weight, each pair's blended matrices (computed once)
-
-    def links(p, m, d: Decoding):
-        if p.skipped:
-            return []
-        return decode_pair(m[0], p.eos, m[1], p.reverse_eos, d.decoder, d.sym, d.threshold)[0]
-
-    for d in candidates:
-        w = d.teacher_weight
-        if w not in mixed:
-            mixed[w] = [None if p.skipped else (blend(p.forward, t, w),
-                                                None if p.reverse is None else blend(p.reverse, t, w))
-                        for p, t in zip(read, teacher, strict=True)]
-        per[d] = [alignment_counts(Alignment.from_links(links(p, m, d)), g)
-                  for p, m, g in zip(read, mixed[w], gold, strict=True)]
+    for d in candidates:  # each read through the blend align corpus then decodes with
+        blended = combined.with_decoding(d)
+        per[d] = [alignment_counts(Alignment.from_links(blended.blended(p, t).links), g)
+                  for p, t, g in zip(read, teacher, gold, strict=True)]
     aer = {d: sum(c, Counts()).aer for d, c in per.items()}
     ranked = sorted(candidates, key=lambda d: (aer[d], d != default))
     held_out = cross_validated(per, default, TUNE_FOLDS)

@@ -127,6 +127,13 @@ def choose_decoding(given: Decoding, *, both: bool, head: bool, teacher_pairs: i
     return Decoding(sym, decoder, threshold)
 
 
+def reads_reverse(sym: str, both: bool) -> bool:
+    """Whether the decoding of ``--sym sym`` reads the reverse direction, for a model of ``both``
+    directions (``auto`` chooses a symmetrization of two directions wherever the model has them):
+    known before :func:`choose_decoding` runs, so that the reverse model is loaded only where read."""
+    return both if sym == AUTO else SYMMETRIZATIONS[sym].both
+
+
 # align corpus --tune-gold: the blends scored on the user's gold (both decoders of the teacher's
 # defaults over these weights and cuts; w 1 reads the teacher's matrix alone), the fewest sentences
 # that may choose, and the paired test's level below which the gold's best replaces the default.
@@ -138,6 +145,14 @@ TUNE_P = 0.05
 # The gain of the gold's best is measured on sentences that did not choose it: each of this many folds
 # of the gold (every TUNE_FOLDS-th sentence) is scored with the candidate the other folds chose.
 TUNE_FOLDS = 5
+
+
+def check_tunable(given: Decoding) -> None:
+    """``--tune-gold`` chooses every value of the blend: none of them may be given beside it."""
+    if given != Decoding():
+        raise OptionError("--tune-gold chooses the symmetrization, the decoder, the threshold and the "
+                          "teacher's weight", hint="give --tune-gold, or --sym, --decoder, --threshold and "
+                                                   "--teacher-weight, not both")
 
 
 def blend_candidates(both: bool) -> list[Decoding]:
@@ -166,6 +181,16 @@ def may_want_teacher(teacher: str, guided: bool, launched: bool) -> bool:
     """Whether ``--teacher`` can combine for some corpus, before any data is read: ``on``; ``auto``: for
     a model ``guided`` by the built-in teacher, in one process (not ``launched`` under torchrun)."""
     return teacher == "on" or (teacher == AUTO and guided and not launched)
+
+
+def reads_kept(corpus: str) -> bool:
+    """Whether ``--teacher-corpus corpus`` reads the teacher train kept where it holds every pair."""
+    return corpus != "aligned"
+
+
+def reads_counts(corpus: str) -> bool:
+    """Whether ``--teacher-corpus corpus`` goes on from the counts train's teacher kept."""
+    return corpus in (AUTO, "kept")
 
 
 def reads_training(corpus: str, recorded: int | None) -> bool:
@@ -247,14 +272,14 @@ def plan_teacher(teacher: str, corpus: str, *, guided: bool, launched: bool, fac
     def enough(n: int) -> bool:
         return teacher == "on" or n >= TEACHER_MIN_PAIRS
 
-    if corpus != "aligned" and facts.kept is not None:
+    if reads_kept(corpus) and facts.kept is not None:
         return TeacherPlan("kept", kept=facts.kept) if enough(facts.kept) else NO_TEACHER
     if corpus == "kept" and facts.counts is None:
         raise OptionError("--teacher-corpus kept: the model directory keeps no teacher counts it can use "
                           "(none kept, kept with other teacher options, another model's, or damaged; train "
                           "--guide auto keeps them)", path=model or None,
                           hint="give --teacher-corpus auto, training or aligned, or train the model again")
-    going_on = facts.counts if corpus in (AUTO, "kept") else None
+    going_on = facts.counts if reads_counts(corpus) else None
     warnings = []
     if corpus == "training" and facts.training is None:
         why = facts.problem or "the model records no training files (attnalign train records them)"

@@ -18,8 +18,8 @@ import numpy as np
 from .. import dist
 from ..data.alignments import Link
 from ..data.corpus import Pairs
-from ..decoding import SYMMETRIZATIONS, decode_pair
-from ..decoding.policy import THRESHOLDED, Decoding, choose_decoding
+from ..decoding import decode_pair
+from ..decoding.policy import THRESHOLDED, Decoding, choose_decoding, reads_reverse
 from ..errors import AttnAlignError, OptionError, warn
 from .checkpoint import LoadedModel, is_hf_model, load_model, read_model_config
 from .extract import AttentionSpec, default_layer, iter_attention, reduce_attention, uses_align_head
@@ -116,9 +116,10 @@ def load_directions(model: str | os.PathLike, options: AlignOptions, both: bool)
 
 
 class Aligner:
-    """Loads the model(s) a configuration needs, extracts their attention over pairs of word lists and
-    decodes it with :attr:`decoding` (the options given, "auto" chosen for the model without a teacher:
-    :func:`~attnalign.decoding.policy.choose_decoding`; :mod:`attnalign.combine` blends in a teacher)."""
+    """Loads the model(s) a configuration needs, extracts their attention over pairs of word lists and,
+    aligning alone, decodes it with :attr:`decoding` (the options given, "auto" chosen for the model
+    without a teacher: :func:`~attnalign.decoding.policy.choose_decoding`, when first read;
+    :class:`attnalign.combine.Combined` decodes a blend with a teacher instead)."""
 
     def __init__(self, model_dir: str | os.PathLike, options: AlignOptions = AlignOptions()):
         options.check()
@@ -129,10 +130,10 @@ class Aligner:
         self.both = meta["directions"] == ["forward", "reverse"]
         head = bool(meta.get("model_config", {}).get("align_head")) and options.layer in (None, "align")
         self.head = head  # read through an alignment head, as far as the options say
-        self.decoding = choose_decoding(options.decoding, both=self.both, head=head)
-        sym = self.decoding.sym
+        self._decoding: Decoding | None = None
+        sym = options.sym
         first = "forward" if "forward" in meta["directions"] else "reverse"
-        both = SYMMETRIZATIONS[sym].both
+        both = reads_reverse(sym, self.both)
         if both and not self.both:
             raise OptionError(
                 f"--sym {sym} needs a model trained in both directions; this one has "
@@ -147,6 +148,13 @@ class Aligner:
         self.forward, self.reverse = load_directions(model_dir, options, both)
         self.lowercase = self.forward.lowercase
         self._check_layer_head(self.forward)
+
+    @property
+    def decoding(self) -> Decoding:
+        """How this aligner alone decodes: the options' decoding, its ``auto`` choices made for the model."""
+        if self._decoding is None:
+            self._decoding = choose_decoding(self.options.decoding, both=self.both, head=self.head)
+        return self._decoding
 
     def _check_layer_head(self, lm: LoadedModel) -> None:
         if _reads_align(lm, self.spec):  # raises for --layer align without a head

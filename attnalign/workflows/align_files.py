@@ -23,6 +23,7 @@ from ..data.alignments import Alignment, format_pharaoh_line
 from ..data.attnfile import AttentionWriter
 from ..data.corpus import open_corpus, tokenize
 from ..data.fileio import atomic_open, check_distinct, check_writable, is_stdio
+from ..decoding.policy import check_tunable
 from ..dist import world
 from ..errors import AttnAlignError, OptionError, require, warn
 from ..eval.metrics import Counts, alignment_counts
@@ -172,11 +173,7 @@ def _tuned(aligner, model, pairs, text, golds, name: str, outputs, progress):
     from ..combine import Combined, Followed, combined_aligner, save_tuning, tune_blend
     from ..nmt.checkpoint import is_hf_model
 
-    o = aligner.options
-    if o.sym != "auto" or o.decoder != "auto" or o.threshold is not None or o.teacher_weight is not None:
-        raise OptionError("--tune-gold chooses the symmetrization, the decoder, the threshold and the "
-                          "teacher's weight", hint="give --tune-gold, or --sym, --decoder, --threshold and "
-                                                   "--teacher-weight, not both")
+    check_tunable(aligner.options.decoding)
     if is_hf_model(model):
         raise OptionError("--tune-gold keeps its choice in an attnalign model directory", path=model,
                           hint="fine-tune it with attnalign train --init-from, or leave --tune-gold out")
@@ -189,7 +186,7 @@ def _tuned(aligner, model, pairs, text, golds, name: str, outputs, progress):
     tuning = tune_blend(combined, pairs if text is None else text, golds, 0 if text is None else len(pairs),
                         name)
     save_tuning(model, tuning)
-    return Combined(combined.aligner, combined.teacher, combined.plan, tuning.chosen), tuning
+    return (combined if tuning.chosen is None else combined.with_decoding(tuning.chosen)), tuning
 
 
 def _write_pairs(aligner, pairs, model, output, save_attention, json_lines: bool, scores: bool, golds,
