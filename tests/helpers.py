@@ -9,6 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data"
 SHARED = ROOT.parent / "shared" / "data"
+TEST_TEXT = ["--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr"]  # the sample gold's text
 
 
 def invoke(*args, **kw):
@@ -61,6 +62,38 @@ def write(path: Path, text: str | bytes) -> Path:
         path.write_bytes(text)
     else:
         path.write_text(text, encoding="utf-8")
+    return path
+
+
+def snapshot(folder: Path) -> dict:
+    """Every file under ``folder`` and its bytes (to show that a run left a folder as it was)."""
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def npy_bytes(array) -> bytes:
+    """``array`` as the bytes of a ``.npy`` file (an entry of a hand-made ``.npz``)."""
+    import io
+
+    import numpy as np
+
+    f = io.BytesIO()
+    np.lib.format.write_array(f, np.asarray(array))
+    return f.getvalue()
+
+
+def bomb_npz(path: Path, name: str, shape=(1 << 20, 1 << 20)) -> Path:
+    """An .npz whose entry ``name`` declares ``shape`` float32 but holds 16 bytes."""
+    import io
+    import json
+    import zipfile
+
+    import numpy as np
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("meta.npy", npy_bytes(np.array(json.dumps({"model": "m"}))))
+        z.writestr(name + ".npy", b"\x93NUMPY\x01\x00" + header.getvalue()[8:] + bytes(16))
     return path
 
 

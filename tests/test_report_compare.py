@@ -10,7 +10,7 @@ import sys
 
 import pandas as pd
 import pytest
-from helpers import ROOT, SAMPLE, invoke, write
+from helpers import ROOT, SAMPLE, TEST_TEXT, invoke, one_error, write
 
 from attnalign.eval.metrics import Counts
 from attnalign.report.sweep import Config, Result
@@ -158,3 +158,54 @@ def test_disagreement_order_by_hand():
     # sentence 0: the same links; 1: four links not shared; 2: one; 3: too short to draw
     assert disagreement_order([one, two], pairs, 5) == [1, 2]
     assert disagreement_order([one, two], pairs, 1) == [1]
+
+
+
+
+def test_report_rows_have_names_of_their_own(tmp_path):
+    r = invoke("report", "--pred", SAMPLE / "test.diagonal.align", "--pred-name",
+               "align corpus default output: student + teacher", "--gold", SAMPLE / "test.gold.naacl",
+               *TEST_TEXT, "-o", tmp_path / "R")
+    one_error(r, 2, "is the name of one of the model's rows")
+    r = invoke("report", "--pred", "-", "--pred", "-", "--gold", SAMPLE / "test.gold.naacl", *TEST_TEXT,
+               "-o", tmp_path / "R", input="0-0\n" * 200)
+    one_error(r, 2, "--pred 1 and --pred 2 both read stdin")
+
+
+@pytest.mark.parametrize("gold", ["blank", "possible only"])
+def test_a_report_of_a_system_without_links_or_a_gold_without_sure_links(tmp_path, gold):
+    pred, gold_file = SAMPLE / "test.diagonal.align", SAMPLE / "test.gold.naacl"
+    if gold == "blank":
+        pred = write(tmp_path / "blank.align", "\n" * 200)
+    else:
+        possible = (SAMPLE / "test.gold.naacl").read_text().replace(" S\n", " P\n")
+        gold_file = write(tmp_path / "p.naacl", possible)
+    r = invoke("report", "--pred", pred, "--gold", gold_file, *TEST_TEXT, "-o", tmp_path / "R")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "R" / "index.html").is_file()
+
+
+def test_the_captions_a_report_writes_for_a_naacl_pred_run(tmp_path):
+    import html
+    import re
+    import shlex
+
+    r = invoke("report", "--pred", SAMPLE / "test.gold.naacl", "--pred", SAMPLE / "test.diagonal.align",
+               "--gold", SAMPLE / "test.gold.pharaoh", *TEST_TEXT, "-o", tmp_path / "R", "--gallery", "1")
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "R" / "index.html").read_text()
+    cmd = html.unescape(re.search(r"<code>(attnalign plot sentence [^<]*)</code>", page).group(1))
+    words = shlex.split(cmd)[1:]
+    words[words.index("-o") + 1] = str(tmp_path / "again.png")
+    again = invoke(*words)
+    assert again.exit_code == 0, again.output
+    # hints name options the command has: report and plot read --pred-format, --pred-one-based, --reverse-pred
+    r = invoke("plot", "sentence", "--pred", SAMPLE / "test.diagonal.align", "--pred-format", "naacl",
+               *TEST_TEXT, "--index", "0", "-o", tmp_path / "x.png")
+    one_error(r, 1, "--pred-format pharaoh")
+    # a text shorter than a NAACL gold: said as it is
+    short = {s: write(tmp_path / f"s.{s}", "".join((SAMPLE / f"test.{s}").read_text().splitlines(True)[:150]))
+             for s in ("en", "fr")}
+    r = invoke("score", SAMPLE / "test.gold.naacl", SAMPLE / "test.diagonal.align", "--src", short["en"],
+               "--tgt", short["fr"])
+    one_error(r, 1, "sentence 200 has links, but the text has only 150 sentences")

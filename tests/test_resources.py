@@ -5,14 +5,17 @@ never opens (a FIFO no one writes) is not waited on; a lack of memory is one `er
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
 import threading
 import tracemalloc
+import zipfile
 
+import numpy as np
 import pytest
-from helpers import ROOT, SAMPLE
+from helpers import ROOT, SAMPLE, invoke, npy_bytes, one_error, write
 
 from attnalign.data import corpus as corpus_mod
 from attnalign.errors import CorpusError
@@ -139,3 +142,59 @@ def test_out_of_memory_is_one_error_line_never_an_abort(mib, command, fits, tmp_
     if r.returncode == 1:
         errors = [x for x in r.stderr.splitlines() if x.startswith("error:")]
         assert len(errors) == 1 and "out of memory" in errors[0] and "hint:" in r.stderr, r.stderr[-2000:]
+
+
+def test_a_huge_naacl_sentence_id_is_an_error_not_a_memory_error(tmp_path):
+    gold = write(tmp_path / "g.naacl", "100000000 1 1 S\n")
+    one_error(invoke("score", gold, gold), 1, "sentence 100000000", str(gold))
+
+
+def test_a_corpus_left_empty_by_max_length_is_one_error_not_an_endless_run(texts, tmp_path):
+    src, tgt = texts
+    r = invoke("train", "--src", src, "--tgt", tgt, "--model", tmp_path / "x", "--max-length", "1",
+               "--epochs", "1", "--hidden", "16", "--emb-dim", "8")
+    one_error(r, 1, "longer than --max-length 1", "nothing is left to train on")
+    assert not (tmp_path / "x").exists()
+
+
+def test_too_few_resamples_are_refused_and_an_interval_holds_its_estimate(tmp_path):
+    from attnalign.eval.metrics import Counts
+    from attnalign.eval.significance import intervals, paired_test
+
+    r = invoke("score", SAMPLE / "test.gold.naacl", SAMPLE / "test.diagonal.align", "--confidence",
+               "--samples", "3")
+    one_error(r, 2, "--samples")
+    # two sentences, two resamples that both drop the better one: the percentiles alone leave the score out
+    per = [Counts(2, 2, 2, 2, 2, 1), Counts(2, 2, 2, 0, 0, 1)]
+    weights = np.array([[0, 2], [0, 2]])
+    iv = intervals(per, weights)["aer"]
+    assert iv.low <= 0.5 <= iv.high  # the corpus AER: 1 - 4/8
+    test = paired_test(per, [Counts(2, 2, 2, 2, 2, 1), Counts(2, 2, 2, 2, 2, 1)], weights)
+    assert test.interval.low <= test.delta <= test.interval.high
+
+
+def test_resamples_are_drawn_in_blocks_of_bounded_memory(monkeypatch):
+    from attnalign.eval import significance
+    from attnalign.eval.metrics import Counts
+
+    b = significance.Bootstrap(300, 7)
+    monkeypatch.setattr(significance, "BLOCK_BYTES", 8 * 50 * 40)  # 40 resamples of 50 sentences a block
+    blocks = list(b.blocks(50))
+    assert len(blocks) == 8 and np.array_equal(np.concatenate(blocks), b.weights(50))  # the same numbers
+    assert isinstance(b.resamples(50), significance.Bootstrap)  # too big for one block: drawn in blocks
+    per = [Counts(k % 3, 2, 3, k % 2, k % 3, 1) for k in range(50)]
+    assert significance.intervals(per, b) == significance.intervals(per, b.weights(50))
+
+
+def test_an_attention_file_entry_that_inflates_past_any_pair_is_refused_unread(tmp_path):
+    path = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("meta.npy", npy_bytes(np.array(json.dumps({"model": "m"}))))
+        # 309 MiB of zeros, deflated
+        z.writestr("att_0.npy", npy_bytes(np.zeros((9000, 9000), dtype=np.float32)))
+        z.writestr("src_0.npy", npy_bytes(np.array(["a"])))
+        z.writestr("tgt_0.npy", npy_bytes(np.array(["b"])))
+        z.writestr("eos_0.npy", npy_bytes(np.zeros(9000, dtype=np.float32)))
+    assert path.stat().st_size < 2 << 20
+    r = invoke("plot", "sentence", "--attention", path, "--index", "0", "-o", tmp_path / "x.png")
+    one_error(r, 1, "more than any entry of it holds")
