@@ -198,3 +198,20 @@ def test_an_attention_file_entry_that_inflates_past_any_pair_is_refused_unread(t
     assert path.stat().st_size < 2 << 20
     r = invoke("plot", "sentence", "--attention", path, "--index", "0", "-o", tmp_path / "x.png")
     one_error(r, 1, "more than any entry of it holds")
+
+
+def test_a_report_reads_a_saved_attention_file_once_not_once_a_sentence(models, tmp_path, monkeypatch):
+    # opening the file checks every entry of it: opened for each of 447 sentences, the work was quadratic
+    import attnalign.data.attnfile as attnfile
+
+    att = tmp_path / "a.npz"
+    r = invoke("align", "corpus", "--model", models / "rnn", *TEXT, "--save-attention", att, "--quiet", "-o",
+               tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    opened = []
+    real = attnfile.open_attention
+    monkeypatch.setattr(attnfile, "open_attention", lambda path: opened.append(path) or real(path))
+    r = invoke("report", "--attention", att, "--gold", GOLD, "-o", tmp_path / "rep", "--gallery", "1")
+    assert r.exit_code == 0, r.output
+    # the gold's pairs, the sweep, one a gallery picture: a handful, not one a sentence (200 here)
+    assert 1 <= len(opened) <= 8

@@ -86,6 +86,9 @@ class SavedPair:
     meta: dict
 
 
+REWRITE = "write the file again with attnalign align corpus --save-attention"  # a damaged file's hint
+
+
 def open_attention(path: str | os.PathLike):
     """Open a saved attention file (``numpy.load``), with a clear error if it is not one."""
     p = Path(path)
@@ -100,48 +103,78 @@ def open_attention(path: str | os.PathLike):
         raise AttnAlignError(f"not an attnalign attention file ({e})", path=p) from None
     if not isinstance(meta, dict):
         raise AttnAlignError("not an attnalign attention file (its meta entry is not a JSON object)", path=p,
-                             hint="write the file again with attnalign align corpus --save-attention")
+                             hint=REWRITE)
     return z
 
 
+class AttentionFile:
+    """A saved attention file, opened and checked once (:func:`open_attention`), read a pair at a time
+    (:meth:`pair`): a report reads every gold sentence's pair, and opening the file for each would
+    check every entry of it each time. A context manager that closes the file."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = path
+        self.z = open_attention(path)
+        self.names = set(self.z.zip.namelist())
+        self.meta = json.loads(str(self.z["meta"]))
+
+    def __enter__(self) -> AttentionFile:
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.z.close()
+        return False
+
+    def indices(self) -> list[int]:
+        """Indices of the pairs in the file, in file order."""
+        names = [n for n in self.z.zip.namelist() if n.startswith("att_")]
+        odd = [n for n in names if not _PAIR_ENTRY.fullmatch(n)]
+        if odd:
+            raise AttnAlignError(f"the attention file has an entry {odd[0]!r} that names no pair",
+                                 path=self.path,
+                                 hint=REWRITE)
+        return [int(n[4:-4]) for n in names]
+
+    def pair(self, index: int) -> SavedPair:
+        """One pair (0-based corpus line), its arrays checked."""
+        z, path = self.z, self.path
+        if f"att_{index}.npy" not in self.names:
+            raise AttnAlignError(f"the attention file has no pair {index} (skipped, or out of range)",
+                                 path=path)
+        try:
+            rev = z[f"rev_{index}"] if f"rev_{index}.npy" in self.names else None
+            pair = SavedPair(index, [str(t) for t in z[f"src_{index}"]], [str(t) for t in z[f"tgt_{index}"]],
+                             z[f"att_{index}"], z[f"eos_{index}"], rev, self.meta)
+        except (KeyError, ValueError, TypeError, OSError, zipfile.BadZipFile) as e:  # object arrays, cuts
+            raise AttnAlignError(f"pair {index} of the attention file cannot be read ({str(e)[:200]})",
+                                 path=path, hint=REWRITE) from None
+        for name, arr in (("matrix", pair.matrix), ("EOS mass", pair.eos), ("reverse matrix", rev)):
+            if arr is not None and arr.dtype.kind not in "fiu":  # float, int, unsigned
+                raise AttnAlignError(f"pair {index} of the attention file has a {name} of type {arr.dtype}, "
+                                     "not real numbers", path=path,
+                                     hint=REWRITE)
+        shape = (len(pair.tgt), len(pair.src))
+        shapes = (pair.matrix.shape, pair.eos.shape, shape if rev is None else rev.shape)
+        if shapes != (shape, shape[:1], shape):
+            raise AttnAlignError(f"pair {index} of the attention file has a matrix of shape "
+                                 f"{pair.matrix.shape} for {shape[0]} target and {shape[1]} source words",
+                                 path=path)
+        for arr in (pair.matrix, pair.eos, rev):  # attention weights: 0-1, a float's rounding allowed
+            if arr is not None and arr.size and not (
+                    np.isfinite(arr).all() and 0 <= arr.min() <= arr.max() <= 1 + 1e-3):
+                raise AttnAlignError(f"pair {index} of the attention file holds weights outside 0-1 (NaN, "
+                                     "inf or negative)", path=path, hint=REWRITE)
+        return pair
+
+
 def read_attention(path: str | os.PathLike, index: int) -> SavedPair:
-    """One pair (0-based corpus line) from a saved attention file."""
-    z = open_attention(path)
-    if f"att_{index}.npy" not in z.zip.namelist():
-        raise AttnAlignError(f"the attention file has no pair {index} (skipped, or out of range)",
-                             path=path)
-    try:
-        rev = z[f"rev_{index}"] if f"rev_{index}.npy" in z.zip.namelist() else None
-        pair = SavedPair(index, [str(t) for t in z[f"src_{index}"]], [str(t) for t in z[f"tgt_{index}"]],
-                         z[f"att_{index}"], z[f"eos_{index}"], rev, json.loads(str(z["meta"])))
-    except (KeyError, ValueError, TypeError, OSError, zipfile.BadZipFile) as e:  # object arrays, truncation
-        raise AttnAlignError(f"pair {index} of the attention file cannot be read ({str(e)[:200]})",
-                             path=path, hint="write the file again with attnalign align corpus "
-                                             "--save-attention") from None
-    for name, arr in (("matrix", pair.matrix), ("EOS mass", pair.eos), ("reverse matrix", rev)):
-        if arr is not None and arr.dtype.kind not in "fiu":  # float, int, unsigned
-            raise AttnAlignError(f"pair {index} of the attention file has a {name} of type {arr.dtype}, not "
-                                 "real numbers", path=path, hint="write the file again with attnalign align "
-                                                                 "corpus --save-attention")
-    shape = (len(pair.tgt), len(pair.src))
-    if pair.matrix.shape != shape or pair.eos.shape != shape[:1] or (rev is not None and rev.shape != shape):
-        raise AttnAlignError(f"pair {index} of the attention file has a matrix of shape {pair.matrix.shape} "
-                             f"for {shape[0]} target and {shape[1]} source words", path=path)
-    for arr in (pair.matrix, pair.eos, rev):  # attention weights: 0-1, a float's rounding allowed
-        if arr is not None and arr.size and not (
-                np.isfinite(arr).all() and 0 <= arr.min() <= arr.max() <= 1 + 1e-3):
-            raise AttnAlignError(f"pair {index} of the attention file holds weights outside 0-1 (NaN, inf or "
-                                 "negative)", path=path,
-                                 hint="write the file again with attnalign align corpus --save-attention")
-    return pair
+    """One pair (0-based corpus line) from a saved attention file (to read many, open an
+    :class:`AttentionFile` once)."""
+    with AttentionFile(path) as f:
+        return f.pair(index)
 
 
 def saved_indices(path: str | os.PathLike) -> list[int]:
     """Indices of the pairs in a saved attention file, in file order."""
-    z = open_attention(path)
-    names = [n for n in z.zip.namelist() if n.startswith("att_")]
-    odd = [n for n in names if not _PAIR_ENTRY.fullmatch(n)]
-    if odd:
-        raise AttnAlignError(f"the attention file has an entry {odd[0]!r} that names no pair", path=path,
-                             hint="write the file again with attnalign align corpus --save-attention")
-    return [int(n[4:-4]) for n in names]
+    with AttentionFile(path) as f:
+        return f.indices()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..data.alignments import Alignment
-from ..data.attnfile import read_attention, saved_indices
+from ..data.attnfile import AttentionFile
 from ..data.corpus import Pairs, open_corpus
 from ..data.fileio import atomic_dir, check_one_stdin, inside, is_stdio
 from ..errors import OptionError
@@ -136,9 +136,10 @@ def read_inputs(request: ReportRequest) -> ReportInputs:
     if r.attention is not None:  # its own pairs; the corpus options do not apply
         gold, info = read_gold(r.gold, r.gold_options)
         pairs = None
-        if set(range(len(gold))) <= set(saved_indices(r.attention)):
-            pairs = [(p.src, p.tgt) for p in (read_attention(r.attention, k) for k in range(len(gold)))]
-            gold, info = read_gold(r.gold, r.gold_options, pairs=pairs)
+        with AttentionFile(r.attention) as saved:
+            if set(range(len(gold))) <= set(saved.indices()):
+                pairs = [(p.src, p.tgt) for p in (saved.pair(k) for k in range(len(gold)))]
+                gold, info = read_gold(r.gold, r.gold_options, pairs=pairs)
     else:
         lowercase = r.lowercase
         if r.model is not None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.alignments import Alignment
-from ..data.attnfile import read_attention, saved_indices
+from ..data.attnfile import AttentionFile
 from ..data.corpus import Pairs
 from ..decoding import DECODERS, SYMMETRIZATIONS, decode_pair
 from ..errors import AttnAlignError
@@ -125,17 +125,18 @@ def model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int):
 
 
 def saved_results(path, gold):
-    idx = set(saved_indices(path))
     fwd, rev, pairs = [], [], []
-    for k in range(len(gold)):
-        if k not in idx:
-            raise AttnAlignError(
-                f"the attention file has no pair {k}; the report needs the gold's pairs", path=path
-            )
-        p = read_attention(path, k)
-        fwd.append((p.matrix, p.eos))
-        rev.append((p.reverse, None) if p.reverse is not None else None)
-        pairs.append((p.src, p.tgt))
+    with AttentionFile(path) as saved:
+        idx = set(saved.indices())
+        for k in range(len(gold)):
+            if k not in idx:
+                raise AttnAlignError(
+                    f"the attention file has no pair {k}; the report needs the gold's pairs", path=path
+                )
+            p = saved.pair(k)
+            fwd.append((p.matrix, p.eos))
+            rev.append((p.reverse, None) if p.reverse is not None else None)
+            pairs.append((p.src, p.tgt))
     has_rev = all(r is not None for r in rev)
     rev = rev if has_rev else None
     return _sweep(None, 0, fwd, rev, gold, full=True), {(None, 0): (fwd, rev)}, pairs
