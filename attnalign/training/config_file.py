@@ -129,7 +129,8 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
         if "model_type" in values:
             own.network.typed()
     except OptionError as e:
-        key = next((k for k in values if f"--{k.replace('_', '-')}" in e.message or k in e.message), None)
+        flags = [k for k in values if f"--{k.replace('_', '-')} " in f"{e.message} "]  # the option named
+        key = next(iter(flags), None) or next((k for k in values if k in e.message), None)
         raise OptionError(e.message, path=path, line=key and _line(text, key), hint=e.hint) from None
     return preset, values
 
