@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 
 from ..data.corpus import Pairs
-from ..decoding.policy import TeacherPlan
+from ..decoding.policy import AUTO, TeacherPlan
 from ..nmt.aligner import Aligner
 from .blend import Combined, blend
 from .corpus import Followed, JoinedCorpus, TeacherView, joined_index
@@ -22,15 +22,16 @@ from .teacher import find_teacher, fit_teacher, gather_teacher, guided, teacher_
 from .tune import Tuning, kept_blend, kept_tuning, save_tuning, tune_blend
 
 
-def combined_aligner(aligner: Aligner, model: str | os.PathLike, pairs: Pairs, outputs: dict | None = None,
+def combined_aligner(aligner: Aligner, model: str | os.PathLike, pairs: Pairs, teacher: str = AUTO,
+                     teacher_corpus: str = AUTO, outputs: dict | None = None,
                      progress: Callable[[str, str, int, int], None] | None = None, kept: bool = True
                      ) -> tuple[Aligner | Combined, TeacherPlan]:
-    """What aligns ``pairs`` with ``aligner`` (of the model ``model``) as ``align corpus`` does: the
-    aligner itself, or the aligner combined with the teacher its options and the model name
-    (:func:`find_teacher`, whose ``outputs`` and ``progress`` these are), decoded with the blend
-    ``--tune-gold`` kept in the model directory where there is one (and ``kept``); and the plan."""
-    o = aligner.options
-    plan, teacher = find_teacher(model, aligner.meta, pairs, o.teacher, o.teacher_corpus, outputs, progress)
+    """What aligns ``pairs`` with ``aligner`` (of the model ``model``) as ``align corpus`` does under
+    ``--teacher teacher --teacher-corpus teacher_corpus``: the aligner itself, or the aligner combined
+    with the teacher they and the model name (:func:`find_teacher`, whose ``outputs`` and ``progress``
+    these are), decoded with the blend ``--tune-gold`` kept in the model directory where there is one
+    (and ``kept``); and the plan."""
+    plan, teacher = find_teacher(model, aligner.meta, pairs, teacher, teacher_corpus, outputs, progress)
     if teacher is None:
         return aligner, plan
     return Combined(aligner, teacher, plan, kept_blend(model) if kept and "train_options" in aligner.meta

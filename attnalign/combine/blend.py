@@ -30,7 +30,7 @@ class Combined:
     def __init__(self, aligner: Aligner, teacher: TeacherView, plan: TeacherPlan,
                  tuned: Decoding | None = None):
         self.aligner, self.teacher, self.plan = aligner, teacher, plan
-        self.decoding = choose_decoding(aligner.options.decoding, both=aligner.both, head=aligner.head,
+        self.decoding = choose_decoding(aligner.given, both=aligner.both, head=aligner.head,
                                         teacher_pairs=plan.pairs, tuned=tuned)
         if SYMMETRIZATIONS[self.decoding.sym].both and aligner.reverse is None:
             raise OptionError(f"--sym {self.decoding.sym} needs the reverse direction, which this run did "

@@ -23,7 +23,7 @@ from ..decoding.policy import THRESHOLDED, Decoding, choose_decoding, reads_reve
 from ..errors import AttnAlignError, OptionError, warn
 from .checkpoint import LoadedModel, is_hf_model, load_model, read_model_config
 from .extract import AttentionSpec, default_layer, iter_attention, reduce_attention, uses_align_head
-from .options import AlignOptions
+from .options import AlignOptions, Reading
 
 
 @dataclass
@@ -68,7 +68,7 @@ def _zeros(config: dict):
     return torch.zeros(1, config["dec_layers"], config["heads"], 1, 1)
 
 
-def model_meta(model: str | os.PathLike, options: AlignOptions = AlignOptions()) -> dict:
+def model_meta(model: str | os.PathLike, options: Reading = Reading()) -> dict:
     """What a model directory's config.json says (directions, model type, network config, lower-casing),
     or the same keys for a pretrained Hugging Face model (both directions with ``reverse_model``)."""
     if not is_hf_model(model):
@@ -86,7 +86,7 @@ def model_meta(model: str | os.PathLike, options: AlignOptions = AlignOptions())
             "reverse_model": options.reverse_model}
 
 
-def load_directions(model: str | os.PathLike, options: AlignOptions, both: bool):
+def load_directions(model: str | os.PathLike, options: Reading, both: bool):
     """The forward model and, with ``both``, the reverse one (a :class:`LoadedModel`, or an
     :class:`~attnalign.nmt.hf.HFModel` for a pretrained model)."""
     from .hf import HFModel
@@ -123,15 +123,16 @@ class Aligner:
 
     def __init__(self, model_dir: str | os.PathLike, options: AlignOptions = AlignOptions()):
         options.check()
-        meta = model_meta(model_dir, options)
+        self.reading = reading = options.reading  # all the aligner reads of the options
+        self.given = options.decoding  # the decoding as given, for aligning alone (decoding)
+        meta = model_meta(model_dir, reading)
         self.meta = meta
-        self.options = options
-        self.spec = AttentionSpec(options.layer, options.head, options.shift)
+        self.spec = AttentionSpec(reading.layer, reading.head, reading.shift)
         self.both = meta["directions"] == ["forward", "reverse"]
-        head = bool(meta.get("model_config", {}).get("align_head")) and options.layer in (None, "align")
+        head = bool(meta.get("model_config", {}).get("align_head")) and reading.layer in (None, "align")
         self.head = head  # read through an alignment head, as far as the options say
         self._decoding: Decoding | None = None
-        sym = options.sym
+        sym = self.given.sym
         first = "forward" if "forward" in meta["directions"] else "reverse"
         both = reads_reverse(sym, self.both)
         if both and not self.both:
@@ -143,9 +144,9 @@ class Aligner:
         if first == "reverse" and not both:
             raise AttnAlignError("the model has only the reverse direction", path=model_dir,
                                  hint="align with the corpus sides swapped, or train --direction forward")
-        if dist.launched() and options.device.startswith("cuda"):  # one GPU per process of a machine
-            self.options = options = replace(options, device=dist.process_gpu())
-        self.forward, self.reverse = load_directions(model_dir, options, both)
+        if dist.launched() and reading.device.startswith("cuda"):  # one GPU per process of a machine
+            self.reading = reading = replace(reading, device=dist.process_gpu())
+        self.forward, self.reverse = load_directions(model_dir, reading, both)
         self.lowercase = self.forward.lowercase
         self._check_layer_head(self.forward)
 
@@ -153,16 +154,16 @@ class Aligner:
     def decoding(self) -> Decoding:
         """How this aligner alone decodes: the options' decoding, its ``auto`` choices made for the model."""
         if self._decoding is None:
-            self._decoding = choose_decoding(self.options.decoding, both=self.both, head=self.head)
+            self._decoding = choose_decoding(self.given, both=self.both, head=self.head)
         return self._decoding
 
     def _check_layer_head(self, lm: LoadedModel) -> None:
         if _reads_align(lm, self.spec):  # raises for --layer align without a head
-            if self.options.head != "mean":
+            if self.reading.head != "mean":
                 warn("--head applies to Transformer layers; the alignment head is a single attention")
             return
         if not lm.has_layers:
-            if self.options.layer not in (None,) or self.options.head != "mean":
+            if self.reading.layer is not None or self.reading.head != "mean":
                 warn("--layer and --head apply to Transformer models only; this RNN has one attention")
             return
         reduce_attention(_zeros(lm.config), self.spec)  # raises with the valid choices
@@ -170,7 +171,7 @@ class Aligner:
     @property
     def description(self) -> dict:
         """The settings, for titles, signatures and saved-attention metadata."""
-        o, d = self.options, self.decoding
+        o, d = self.reading, self.decoding
         tf = self.forward.has_layers
         head_read = _reads_align(self.forward, self.spec)
         layer = "align" if head_read else o.layer
@@ -183,12 +184,12 @@ class Aligner:
                 "teacher": None, "teacher_pairs": None}
 
     def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:
-        return lm.token_count(words, side) > self.options.max_length
+        return lm.token_count(words, side) > self.reading.max_length
 
     def extract(self, pairs: Pairs, start: int = 0) -> list[AlignedPair]:
         """The attention of a list of pairs (one chunk), in order, not yet decoded; ``start`` numbers
         them. A pair longer than ``--max-length`` is skipped (a warning; no links)."""
-        o = self.options
+        o = self.reading
         ok = [k for k, (s, t) in enumerate(pairs)
               if not (self._too_long(self.forward, s, "src") or self._too_long(self.forward, t, "tgt"))]
         for k in sorted(set(range(len(pairs))) - set(ok)):
@@ -216,7 +217,7 @@ class Aligner:
         rank, procs = dist.world()
         it = iter(pairs)
         start = 0
-        while chunk := list(islice(it, self.options.chunk_size)):
+        while chunk := list(islice(it, self.reading.chunk_size)):
             if start == 0 and rank == 0:
                 self._check_coverage(chunk)
             if procs == 1:

@@ -1,10 +1,14 @@
-"""How attention is read and decoded into links: :class:`AlignOptions`, with each default stated once, and
-the extraction's sizes. Torch-free, so that the CLI declares its defaults (and ``--help`` shows them)
-without importing torch."""
+"""What ``align corpus`` is given: :class:`AlignOptions`, the one flat record of the command line and the
+Python API, in three parts with each default stated once: :class:`Reading` (how a model's attention is
+read: all the :class:`~.aligner.Aligner` sees), the decoding as given (a
+:class:`~attnalign.decoding.policy.Decoding` whose ``auto`` choices the runner makes once, for its model
+and teacher) and whether and on what a teacher joins (``teacher``, ``teacher_corpus``:
+:func:`attnalign.combine.combined_aligner`'s). Torch-free, so that the CLI declares its defaults (and
+``--help`` shows them) without importing torch."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ..decoding import TEACHER_CHOICES, TEACHER_CORPUS_CHOICES
 from ..decoding.policy import AUTO, Decoding
@@ -18,11 +22,10 @@ DEVICE = "auto"  # --device: cuda where torch sees a GPU, else cpu (nmt.device.r
 
 
 @dataclass(frozen=True)
-class AlignOptions:
-    # the decoding as given (auto, None: decoding.policy.choose_decoding's): see decoding
-    decoder: str = AUTO  # a name of decoding.DECODERS
-    threshold: float | None = None
-    sym: str = AUTO  # a name of decoding.SYMMETRIZATIONS
+class Reading:
+    """How a model's attention is read: the layer and head (Transformers), Shift-Att, the batches, the
+    device, the longest pair; a pretrained model's reverse direction and language codes."""
+
     layer: int | str | None = None
     head: int | str = "mean"
     shift: int = 0
@@ -30,16 +33,49 @@ class AlignOptions:
     device: str = "cpu"
     max_length: int = MAX_LENGTH  # model tokens per side; longer pairs are skipped (empty line, warning)
     chunk_size: int = 5000  # pairs extracted at once (bounds memory)
-    # pretrained (Hugging Face) models only: the tgt->src model for both directions, and the language
-    # codes a multilingual model needs
     reverse_model: str | None = None
     src_lang: str | None = None
     tgt_lang: str | None = None
-    # combine the attention with the statistical teacher's soft matrices (align corpus), on what it
-    # trains, and its share of the blend: decoding.policy.plan_teacher and choose_decoding
+
+    def check(self) -> Reading:
+        """Raise an OptionError naming the option that is out of range."""
+        require("--shift", self.shift, choices=(0, 1))
+        require("--batch-tokens", self.batch_tokens, low=1, high=MAX_BATCH_TOKENS)
+        for flag, value in (("--max-length", self.max_length), ("chunk_size", self.chunk_size)):
+            require(flag, value, low=1)
+        return self
+
+
+@dataclass(frozen=True)
+class AlignOptions:
+    """The flat record of ``align corpus``'s options (and of the Python API): the :attr:`reading`, the
+    :attr:`decoding` as given, and the teacher's ``teacher`` and ``teacher_corpus``. Its defaults are
+    its parts'."""
+
+    # the decoding as given (auto, None: decoding.policy.choose_decoding's)
+    decoder: str = Decoding.decoder  # a name of decoding.DECODERS
+    threshold: float | None = Decoding.threshold
+    sym: str = Decoding.sym  # a name of decoding.SYMMETRIZATIONS
+    teacher_weight: float | None = Decoding.teacher_weight  # the teacher's share of the blend
+    # the reading
+    layer: int | str | None = Reading.layer
+    head: int | str = Reading.head
+    shift: int = Reading.shift
+    batch_tokens: int = Reading.batch_tokens
+    device: str = Reading.device
+    max_length: int = Reading.max_length
+    chunk_size: int = Reading.chunk_size
+    reverse_model: str | None = Reading.reverse_model
+    src_lang: str | None = Reading.src_lang
+    tgt_lang: str | None = Reading.tgt_lang
+    # whether the statistical teacher joins (align corpus) and on what it trains: decoding.policy.plan_teacher
     teacher: str = AUTO
-    teacher_weight: float | None = None
     teacher_corpus: str = AUTO
+
+    @property
+    def reading(self) -> Reading:
+        """How the model's attention is read."""
+        return Reading(**{f.name: getattr(self, f.name) for f in fields(Reading)})
 
     @property
     def decoding(self) -> Decoding:
@@ -49,10 +85,7 @@ class AlignOptions:
     def check(self) -> AlignOptions:
         """Raise an OptionError naming the option that is out of range or unknown."""
         self.decoding.check()
-        require("--shift", self.shift, choices=(0, 1))
+        self.reading.check()
         require("--teacher", self.teacher, choices=TEACHER_CHOICES)
         require("--teacher-corpus", self.teacher_corpus, choices=TEACHER_CORPUS_CHOICES)
-        require("--batch-tokens", self.batch_tokens, low=1, high=MAX_BATCH_TOKENS)
-        for flag, value in (("--max-length", self.max_length), ("chunk_size", self.chunk_size)):
-            require(flag, value, low=1)
         return self

@@ -161,7 +161,8 @@ def default_output(model_dir, pairs: Pairs, gold: Sequence[Alignment], options) 
     from ..combine import combined_aligner
     from ..nmt.aligner import Aligner
 
-    aligner, plan = combined_aligner(Aligner(model_dir, options), model_dir, pairs)
+    aligner, plan = combined_aligner(Aligner(model_dir, options), model_dir, pairs, options.teacher,
+                                     options.teacher_corpus)
     teacher = plan.describe()
     if teacher is not None:
         teacher += f"; the blend read with {aligner.decoding.describe()}"

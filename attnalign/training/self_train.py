@@ -58,6 +58,6 @@ def _model_links(model_dir: Path, pairs: Pairs, device) -> list[list[Link]]:
     except READ_ERRORS as e:
         raise AttnAlignError(f"the kept teacher cannot be read ({e})", path=model_dir / FILE,
                              hint="train the model again with --overwrite") from None
-    aligner = Aligner(model_dir, AlignOptions(teacher="on", device=str(device)))
+    aligner = Aligner(model_dir, AlignOptions(device=str(device)))
     combined = Combined(aligner, TeacherView(teacher), TeacherPlan("kept", kept=teacher.pairs))
     return [sorted(p.links) for p in combined.align(pairs)]

@@ -107,7 +107,8 @@ def align_corpus_files(
     set_threads(threads)
     kernels.set_threads(threads)  # the teacher's loops
     outputs = {"--output": output, "--save-attention": save_attention}
-    reverse_model = options.reverse_model if options is not None else None
+    options = options or AlignOptions()
+    reverse_model = options.reverse_model
     check_distinct(outputs, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold,
                              **(tune.inputs if tune else {}),
                              **model_files(model), **model_files(reverse_model, "--reverse-model")})
@@ -116,17 +117,18 @@ def align_corpus_files(
             check_writable(path, what)
     if is_stdio(output) and is_stdio(save_attention):
         raise OptionError("--output and --save-attention cannot both go to stdout (-)")
-    aligner = Aligner(model, options or AlignOptions())
+    aligner = Aligner(model, options)
     pairs = open_corpus(src, tgt, corpus, encoding=encoding,
                         lowercase=aligner.lowercase if lowercase is None else lowercase)
     golds, gold_info = read_gold_for(gold, gold_options, pairs) if gold else ([], None)
     if tune is None:
-        aligner, _ = combined_aligner(aligner, model, pairs, outputs, teacher_progress)
+        aligner, _ = combined_aligner(aligner, model, pairs, options.teacher, options.teacher_corpus, outputs,
+                                      teacher_progress)
         tuning = None
     else:
         text = tune.text(encoding, aligner.lowercase)
         tune_golds, _ = read_gold_for(tune.gold, gold_options, pairs if text is None else text)
-        aligner, tuning = _tuned(aligner, model, pairs, text, tune_golds, str(tune.gold), outputs,
+        aligner, tuning = _tuned(aligner, options, model, pairs, text, tune_golds, str(tune.gold), outputs,
                                  teacher_progress)
     summary = AlignSummary(settings=aligner.description, tuning=tuning)
     if world()[0] != 0:  # under torchrun: align this process's share; rank 0 writes
@@ -166,19 +168,19 @@ class TuneGold:
                                                          lowercase=lowercase)
 
 
-def _tuned(aligner, model, pairs, text, golds, name: str, outputs, progress):
+def _tuned(aligner, options: AlignOptions, model, pairs, text, golds, name: str, outputs, progress):
     """The aligner combined with its teacher, the blend chosen on ``golds`` (named ``name``) of ``text``
     (None: of the first lines of ``pairs``; else the teacher reads ``text`` after ``pairs``), and the
     :class:`~attnalign.combine.Tuning`, kept in the model directory."""
     from ..combine import Combined, Followed, combined_aligner, save_tuning, tune_blend
     from ..nmt.checkpoint import is_hf_model
 
-    check_tunable(aligner.options.decoding)
+    check_tunable(options.decoding)
     if is_hf_model(model):
         raise OptionError("--tune-gold keeps its choice in an attnalign model directory", path=model,
                           hint="fine-tune it with attnalign train --init-from, or leave --tune-gold out")
-    combined, _ = combined_aligner(aligner, model, pairs if text is None else Followed(pairs, text), outputs,
-                                   progress, kept=False)
+    combined, _ = combined_aligner(aligner, model, pairs if text is None else Followed(pairs, text),
+                                   options.teacher, options.teacher_corpus, outputs, progress, kept=False)
     if not isinstance(combined, Combined):
         raise OptionError("--tune-gold chooses how the student is blended with its teacher, and this run has "
                           "no teacher", hint="give --teacher on (a model trained with --guide auto gets one "

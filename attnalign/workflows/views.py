@@ -65,7 +65,7 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
     grid = all_layers or all_heads
     aligner = Aligner(model_dir, replace(options, layer=None if all_layers else options.layer,
                                          head="mean" if all_heads else options.head))
-    options, dec = aligner.options, aligner.decoding  # "auto" choices resolved for this model
+    reading, dec = aligner.reading, aligner.decoding  # "auto" choices resolved for this model
     settings = {**aligner.description, "model": os.path.basename(os.path.normpath(model_dir))}  # name last
     if grid:
         fwd = aligner.forward
@@ -78,8 +78,8 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
         settings = {**settings, "grid_cols": len(heads) if all_heads else min(4, len(layers))}
         for layer in layers:
             for head in heads:
-                spec = AttentionSpec(layer, head, options.shift)
-                ((m, eos),) = corpus_attention(fwd, [(src, tgt)], spec, device=options.device)
+                spec = AttentionSpec(layer, head, reading.shift)
+                ((m, eos),) = corpus_attention(fwd, [(src, tgt)], spec, device=reading.device)
                 links = decode_matrix(m, dec.decoder, eos, dec.threshold)
                 panels.append(Panel(m, src, tgt, links, gold, eos if show_eos else None,
                                     f"layer {layer} head {head}", settings))
@@ -89,12 +89,12 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
         rev_eos = None
         if aligner.reverse is not None:
             ((_, rev_eos),) = corpus_attention(aligner.reverse, [(tgt, src)], aligner.spec,
-                                               device=options.device)
+                                               device=reading.device)
         return _compare_panels(pair.forward, pair.eos, pair.reverse, rev_eos, src, tgt, gold, dec, settings,
                                show_eos)
     # what the picture is comes first; the model's folder name last (it is often just "model")
     title = f"{_background(dec.sym)}\n{settings_line(settings)}, model {settings['model']}"
-    where = predicted_positions(aligner.forward, src, tgt, options.device)
+    where = predicted_positions(aligner.forward, src, tgt, reading.device)
     if where is not None:
         title += "\ndashed: the forward local-p attention's predicted position"
     return [Panel(pair.matrix, src, tgt, pair.links, gold, pair.eos if show_eos else None, title, settings,
