@@ -268,11 +268,16 @@ PARSED = {"epochs": parse_epochs, "batch_tokens": parse_batch_tokens}  # text th
 def _where() -> dict[str, tuple[str, str]]:
     """Each flat option name (the command line's, without dashes) -> its section and field; the
     teacher's aligner's as ``guide_*``."""
-    where = {f.name: (section, f.name) for section, cls in SECTIONS.items() for f in fields(cls)
-             if (section, f.name) not in {("network", "config"), ("network", "gpu"), ("teacher", "aligner")}}
-    where |= {f"guide_{f.name}": ("aligner", f.name) for f in fields(TeacherOptions)}
-    where |= {k: ("config", k) for cls in NETWORKS.values() for k in (f.name for f in fields(cls))}
-    return where
+    parts = [(f.name, (section, f.name)) for section, cls in SECTIONS.items() for f in fields(cls)
+             if (section, f.name) not in {("network", "config"), ("network", "gpu"), ("teacher", "aligner")}]
+    parts += [(f"guide_{f.name}", ("aligner", f.name)) for f in fields(TeacherOptions)]
+    network = dict.fromkeys(f.name for cls in NETWORKS.values() for f in fields(cls))  # shared names once
+    parts += [(k, ("config", k)) for k in network]
+    names = [name for name, _ in parts]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # a name in two places would be read from one of them only
+        raise AssertionError(f"training options named twice: {twice}")
+    return dict(parts)
 
 
 WHERE = _where()
