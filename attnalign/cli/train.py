@@ -32,6 +32,7 @@ from ..training.options import (
     GPU_UPDATES_PER_PASS,
     PARALLEL_MIN_PAIRS,
     SECTIONS,
+    WARMUP_SHARE,
     TrainOptions,
 )
 from .common import (
@@ -165,7 +166,8 @@ PrecisionOpt = option(str, "--precision", panel=RUNTIME, help=(
 LrOpt = option(float | None, "--lr", panel=TRAINING, help="Peak learning rate.", show_default=(
     ", ".join(f"{k} {v:g}" for k, v in BASE_LR.items()) + f"; {_ALIGN['lr']:g} with --preset align or "
     "align-fast"))
-WarmupOpt = option(int, "--warmup", panel=TRAINING, help="Warm-up steps (at most 10% of training).")
+WarmupOpt = option(int, "--warmup", panel=TRAINING,
+                   help=f"Warm-up steps (at most {WARMUP_SHARE:.0%} of training).")
 ClipOpt = option(float, "--clip", panel=TRAINING, help="Gradient norm clipping.")
 SmoothingOpt = option(float, "--label-smoothing", panel=TRAINING, help="Label smoothing of the NMT loss.")
 SeedOpt = option(int, "--seed", panel=TRAINING, help="Same seed, data and device: same model.")

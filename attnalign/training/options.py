@@ -91,6 +91,12 @@ def parse_epochs(text: str | int | float) -> int | float | str:
 
 # --lr left out: the peak learning rate of each network type
 BASE_LR = {"rnn": 1e-3, "transformer": 5e-4}
+WARMUP_SHARE = 0.1  # --warmup takes at most this share of a run's updates
+
+
+def warmup_steps(warmup: int, total: int) -> int:
+    """The warm-up of a run of ``total`` updates: ``--warmup`` steps, at most WARMUP_SHARE of them."""
+    return min(warmup, int(total * WARMUP_SHARE))
 
 
 def flag(name: str) -> str:

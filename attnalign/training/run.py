@@ -28,7 +28,7 @@ from ..nmt.vocab import Vocab
 from .dev import DevSet, encode, evaluate, token_loss
 from .guide import guide_loss, guide_targets, link_arrays, token_links
 from .model_dir import append_log, round_start
-from .options import TrainOptions
+from .options import TrainOptions, warmup_steps
 
 
 class Reporter(Protocol):
@@ -275,8 +275,9 @@ class DirectionRun:
         t_step = time.perf_counter()
         b = make_batch(group, [self.src_ids[k] for k in group], [self.tgt_ids[k] for k in group])
         b = b.to(self.device)
+        warmup = warmup_steps(opts.schedule.warmup, self.total)
         for g in self.opt.param_groups:
-            g["lr"] = lr_at(prog.step, self.total, opts.base_lr, min(opts.schedule.warmup, self.total // 10))
+            g["lr"] = lr_at(prog.step, self.total, opts.base_lr, warmup)
         try:
             with flushed_denormals():
                 self._step(b, group)
