@@ -157,3 +157,25 @@ def test_writers_round_trip(tmp_path):
     assert buf.getvalue().splitlines()[0] == "1 1 1 S"
     back, _ = read_alignments(write(tmp_path / "n", buf.getvalue()), n_sentences=3)
     assert back == al
+
+
+def test_a_format_is_one_registered_reader(tmp_path, monkeypatch):
+    # a new format is a reader and its traits: read by name, detected by its look, 0-based unless told
+    from attnalign.data import alignments as al
+
+    monkeypatch.setattr(al, "ALIGNMENT_FORMATS", dict(al.ALIGNMENT_FORMATS))
+
+    @al.register_format("arrows", help="arrows: i>j links", looks_like=lambda line: ">" in line)
+    def read_arrows(p, encoding, role, n_sentences, max_sentences, from_text):
+        rows = [line.split() for line in p.read_text(encoding=encoding).splitlines()]
+        raw = [al._RawLink(k, int(a), int(b), True, None, k + 1)
+               for k, row in enumerate(rows) for a, b in (t.split(">") for t in row)]
+        return raw, len(rows), 0
+
+    path = write(tmp_path / "x.txt", "0>0 1>2\n1>1\n")
+    alignments, info = al.read_alignments(path)
+    assert (info.format, info.one_based, info.sentences) == ("arrows", False, 2)
+    assert [set(a.sure) for a in alignments] == [{(0, 0), (1, 2)}, {(1, 1)}]
+    one_based = write(tmp_path / "y.txt", "1>1 2>3\n2>2\n")
+    assert al.read_alignments(one_based, fmt="arrows", one_based=True)[0][0].sure == {(0, 0), (1, 2)}
+    assert al.detect_format(write(tmp_path / "p.txt", "0-0 1-2\n")) == "pharaoh"  # the first one registered

@@ -25,7 +25,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from ..data.alignments import FORMATS
+from ..data.alignments import ALIGNMENT_FORMATS, FORMATS
 from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, THRESHOLD
 from ..errors import (
     EXIT_ERROR,
@@ -195,9 +195,8 @@ LowercaseOpt = option(bool, "--lowercase", panel=INPUT, help="Lower-case the tex
 ModelLowercaseOpt = option(bool | None, "--lowercase/--no-lowercase", panel=INPUT,
                            help="Lower-case the text.", show_default="as the model was trained")
 GoldOpt = option(Path | None, "--gold", panel=INPUT, help="Score against this gold at the end.")
-GoldFormatOpt = option(GoldFormat, "--gold-format", panel=INPUT,
-                       help="Gold format: pharaoh/talp (one line per sentence), naacl ('sentid i j S|P') "
-                            "or auto.")
+FORMATS_HELP = "; ".join(f.help for f in ALIGNMENT_FORMATS.values()) + "; or auto, by the first line"
+GoldFormatOpt = option(GoldFormat, "--gold-format", panel=INPUT, help=f"Gold format: {FORMATS_HELP}.")
 GoldBaseOpt = option(bool | None, "--gold-one-based/--gold-zero-based", panel=INPUT,
                      help="Index base of the gold file.",
                      show_default="0-based for pharaoh, 1-based for naacl")
@@ -227,7 +226,8 @@ ThreadsOpt = option(int | None, "--threads", panel=RUNTIME, help="CPU threads fo
 QuietOpt = option(bool, "--quiet", panel=RUNTIME, help="No progress display.")
 
 
-PredFormatOpt = option(GoldFormat, "--pred-format", panel=INPUT, help="Format of the predictions.")
+PredFormatOpt = option(GoldFormat, "--pred-format", panel=INPUT,
+                       help=f"Format of the predictions: {FORMATS_HELP}.")
 PredBaseOpt = option(bool | None, "--pred-one-based/--pred-zero-based", panel=INPUT,
                      help="Index base of the predictions.", show_default="as for the gold formats")
 ReversePredOpt = option(bool, "--reverse-pred", panel=INPUT, help="Predictions list target-source pairs.")

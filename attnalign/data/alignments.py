@@ -54,6 +54,7 @@ class AlignmentFormat:
 
     name: str
     read: object
+    help: str = ""  # what a line is, for --help
     one_based: bool = False
     null_index: bool = False
     line_per_sentence: bool = False
@@ -408,7 +409,7 @@ def read_alignments(
     return _build(raw, n, one_based, reverse, form.null_index and one_based), info
 
 
-@register_format("pharaoh", line_per_sentence=True)
+@register_format("pharaoh", help="pharaoh/talp: a line of links per sentence", line_per_sentence=True)
 def _read_pharaoh(p: Path, encoding: str, role: str, n_sentences: int | None, max_sentences: int | None,
                   from_text: bool) -> tuple[list[_RawLink], int, int]:
     """Pharaoh: a line per sentence; its lines are its sentences."""
@@ -429,7 +430,8 @@ def _read_pharaoh(p: Path, encoding: str, role: str, n_sentences: int | None, ma
     return [r for row in sents for r in row], n, ignored
 
 
-@register_format("naacl", one_based=True, null_index=True, looks_like=_NAACL_LINE.match)
+@register_format("naacl", help="naacl: a link a line, 'sentid i j S|P'", one_based=True, null_index=True,
+                 looks_like=_NAACL_LINE.match)
 def _read_naacl(p: Path, encoding: str, role: str, n_sentences: int | None, max_sentences: int | None,
                 from_text: bool) -> tuple[list[_RawLink], int, int]:
     """NAACL: a line per link; the sentences are those up to its highest id."""
