@@ -139,6 +139,8 @@ def test_a_bad_config_file_is_one_error_line(tmp_path, text, code, needles):
     one_error(invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model",
                      tmp_path / "m", "--config", tmp_path / "missing.toml"), 1, "missing.toml",
               "cannot be read")
+    one_error(invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model",
+                     tmp_path / "m", "--config", "/dev/zero"), 1, "larger than 1024 KiB")
 
 
 def test_each_section_checks_its_own_values():

@@ -34,6 +34,7 @@ from .options import LAYERS, SECTIONS, WHERE, Network, Teacher, TrainOptions
 
 PRESET_DIR = Path(__file__).parent / "presets"
 PRESETS = tuple(sorted(p.stem for p in PRESET_DIR.glob("*.toml")))  # train --preset NAME
+MAX_BYTES = 1 << 20  # a configuration file names a few dozen options
 
 
 def _hints() -> dict[str, object]:
@@ -82,7 +83,13 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
     naming the file, the line and the fix for a file that is not TOML, a table or key that is no
     option, or a value of the wrong type or out of range."""
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        with open(path, "rb") as f:  # a device or an endless stream is read no further than a file could be
+            data = f.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise AttnAlignError(f"the configuration file is larger than {MAX_BYTES // 1024} KiB: it is not "
+                                 "one", path=path, hint="give a TOML file of options, such as a model "
+                                                        "directory's train.toml")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         why = "is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else f"cannot be read ({e.strerror})"
         raise AttnAlignError(f"the configuration file {why}", path=path,
