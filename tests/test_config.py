@@ -6,14 +6,20 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import pytest
-import tomllib
 import torch
 from helpers import SAMPLE, Kill, invoke, one_error
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from attnalign.errors import OptionError
 from attnalign.nmt.checkpoint import load_checkpoint
 from attnalign.training.config_file import PRESET_DIR, PRESETS, config_text, preset_options, read_config
 from attnalign.training.options import SECTIONS, TrainOptions
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 
 
 @pytest.fixture
@@ -152,3 +158,30 @@ def test_each_section_checks_its_own_values():
     with pytest.raises(OptionError, match="unknown training option hiden"):
         TrainOptions.of(hiden=8)
     assert asdict(TrainOptions.of(layers=3).network.typed())["dec_layers"] == 3
+
+
+OPTIONS = st.fixed_dictionaries({}, optional={
+    "epochs": st.one_of(st.just("auto"), st.integers(1, 50), st.floats(0.1, 20)),
+    "batch_tokens": st.one_of(st.just("auto"), st.integers(1, 10**6)),
+    "lr": st.floats(1e-6, 0.5), "seed": st.integers(0, 2**32 - 1), "max_steps": st.integers(1, 10**9),
+    "subword": st.integers(0, 10**5), "lowercase": st.booleans(), "guide": st.just("auto"),
+    "guide_prefix": st.integers(0, 9), "hidden": st.integers(1, 4096), "layers": st.integers(1, 8),
+    "dropout": st.floats(0, 0.9), "direction": st.sampled_from(["forward", "reverse", "both"]),
+    "init_from": st.text(min_size=1), "src_lang": st.text(), "threads": st.integers(1, 64)})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flat=OPTIONS, comment=st.text())
+def test_any_options_and_any_comment_round_trip_through_a_file(tmp_path, flat, comment):
+    # user text (a path, a language code, the command in the comment) is TOML text, never TOML syntax
+    options = TrainOptions.of(**flat)
+    path = tmp_path / "o.toml"
+    path.write_text(config_text(options, comment=comment), encoding="utf-8")
+    assert preset_options(config=path) == options
+
+
+def test_a_name_that_is_not_utf8_is_written_as_escapes(tmp_path):
+    options = TrainOptions.of(init_from="m\udcff")  # a file name's byte 0xff, as Python keeps it
+    path = tmp_path / "o.toml"
+    path.write_text(config_text(options, comment="--src a\udcff\x1b[31m"), encoding="utf-8")
+    assert preset_options(config=path).network.init_from == "m\\xff"

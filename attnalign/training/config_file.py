@@ -27,7 +27,7 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib
 
-from ..errors import AttnAlignError, OptionError
+from ..errors import AttnAlignError, OptionError, path_text
 from ..nmt.configs import NETWORKS
 from ..statistical.options import TeacherOptions
 from .options import LAYERS, SECTIONS, WHERE, Network, Teacher, TrainOptions
@@ -227,5 +227,10 @@ def config_text(options: TrainOptions, network: dict | None = None, comment: str
         if isinstance(part, Teacher):
             table |= {f"guide_{k}": v for k, v in asdict(part.aligner).items()}
         sections[name] = table
-    head = "".join(f"# {line}\n".replace("# \n", "#\n") for line in comment.splitlines())
-    return head + ("\n" if head else "") + tomli_w.dumps(sections)
+    # TOML allows no control character but a tab in a comment: a file name's are shown as "?"
+    lines = (re.sub(r"[\x00-\x08\x0a-\x1f\x7f]", "?", line) for line in comment.split("\n") if comment)
+    head = "".join(f"# {line}".rstrip(" ") + "\n" for line in lines)
+    # a name that is not UTF-8 (surrogate escapes) cannot be TOML text: written as \xNN
+    sections = {name: {k: path_text(v) if isinstance(v, str) else v for k, v in table.items()}
+                for name, table in sections.items()}
+    return path_text(head) + ("\n" if head else "") + tomli_w.dumps(sections)
