@@ -19,7 +19,7 @@ from ..nmt.configs import (
 )
 from ..nmt.options import MAX_LENGTH
 from ..nmt.scores import SCORES
-from ..training.config_file import given_names, preset_flags, preset_options, preset_values
+from ..training.config_file import layered_options, preset_flags, preset_values, read_config
 from ..training.options import (
     BASE_LR,
     CPU_BATCH_TOKENS,
@@ -203,16 +203,21 @@ ParallelOpt = option(str | None, "--parallel-directions", panel=RUNTIME, help=(
                      show_default=RUN.parallel_directions)
 SaveEveryOpt = option(int | None, "--save-every", panel=RUNTIME, help="Resumable checkpoint every N steps.")
 
-def train_options(ctx: typer.Context, preset: str | None, config: Path | None) -> TrainOptions:
+def train_options(ctx: typer.Context, preset: str | None, config: Path | None
+                  ) -> tuple[TrainOptions, str | None, set[str]]:
     """The command line's TrainOptions: the options the user typed, over ``config``'s, over
-    ``preset``'s, over the defaults (:func:`~attnalign.training.config_file.preset_options`). An option
-    left at its default overrides nothing; each is read by its flat name, its parameter's."""
+    ``preset``'s (else the one the file names), over the defaults
+    (:func:`~attnalign.training.config_file.layered_options`). An option left at its default overrides
+    nothing; each is read by its flat name, its parameter's. With them the preset, and the names typed
+    or set by the file (``--resume`` checks them against the run's)."""
     typed = set(typed_options(ctx))
     given = {k: v.value if isinstance(v, Enum) else str(v) if isinstance(v, Path) else v
              for k, v in ctx.params.items() if k in typed and k in FLAT_NAMES}
     if "direction" not in typed and ctx.params["reverse_init_from"] is not None:
         given["direction"] = "both"
-    return preset_options(preset, config, **given)
+    file_preset, from_file = read_config(config) if config is not None else (None, {})
+    preset = preset or file_preset
+    return layered_options(preset, from_file, given), preset, typed | set(from_file)
 
 
 def typed_options(ctx: typer.Context) -> list[str]:
@@ -275,7 +280,7 @@ def train(
     """
     from ..workflows.train_files import train_files
 
-    options = train_options(ctx, preset, config)
+    options, preset, typed = train_options(ctx, preset, config)
     rank = own_rank()  # read before the process group exists: training chooses its backend
     try:
         summary = train_files(model, options, src=src, tgt=tgt, corpus=corpus, dev_src=dev_src,
@@ -283,7 +288,7 @@ def train(
                               gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
                               overwrite=overwrite, resume=resume,
                               reporter=None if quiet or rank else RichTrainReporter(err()),
-                              typed=set(typed_options(ctx)) | given_names(None, config), preset=preset)
+                              typed=typed, preset=preset)
     except (KeyboardInterrupt, SystemError) as e:
         if interruption(e) is None:
             raise

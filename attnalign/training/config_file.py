@@ -30,7 +30,7 @@ except ImportError:  # Python 3.10
 from ..errors import AttnAlignError, OptionError, path_text
 from ..nmt.configs import NETWORKS
 from ..statistical.options import TeacherOptions
-from .options import LAYERS, SECTIONS, WHERE, Network, Teacher, TrainOptions
+from .options import SECTIONS, WHERE, Network, Teacher, TrainOptions, expand_layers, flag
 
 PRESET_DIR = Path(__file__).parent / "presets"
 PRESETS = tuple(sorted(p.stem for p in PRESET_DIR.glob("*.toml")))  # train --preset NAME
@@ -125,9 +125,9 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
                 raise OptionError(f"[{table}] {key} = {value!r} is not a {_kind(HINTS[key])}", path=path,
                                   line=_line(text, key))
         if table == "network.gpu":
-            values["gpu_network"] = _layers(entries)
+            values["gpu_network"] = expand_layers(entries)
         else:
-            values.update(_layers(entries) if table == "network" else entries)
+            values.update(expand_layers(entries))
     try:  # each value on its own (the rules between options hold once the command line's are in)
         own = TrainOptions.of(**values)
         for name in SECTIONS:
@@ -136,7 +136,7 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
         if "model_type" in values:
             own.network.typed()
     except OptionError as e:
-        flags = [k for k in values if f"--{k.replace('_', '-')} " in f"{e.message} "]  # the option named
+        flags = [k for k in values if f"{flag(k)} " in f"{e.message} "]  # the option named
         key = next(iter(flags), None) or next((k for k in values if k in e.message), None)
         raise OptionError(e.message, path=path, line=key and _line(text, key), hint=e.hint) from None
     return preset, values
@@ -145,15 +145,6 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
 def _kind(hint) -> str:
     kinds = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
     return " or ".join(getattr(k, "__name__", str(k)) for k in kinds if k is not type(None))
-
-
-def _layers(entries: dict) -> dict:
-    """``layers = N`` as both stacks' (an own ``enc_layers`` or ``dec_layers`` wins)."""
-    entries = dict(entries)
-    if "layers" in entries:
-        layers = entries.pop("layers")
-        entries = {**{k: layers for k in LAYERS}, **entries}
-    return entries
 
 
 @functools.cache
@@ -168,7 +159,7 @@ def preset_values(name: str) -> dict:
 def layered(below: dict, above: dict) -> dict:
     """Options by flat name, ``above``'s over ``below``'s. A network option given above also wins over
     ``below``'s ``[network.gpu]`` entry for it."""
-    above = _layers(above)
+    above = expand_layers(above)
     gpu = {k: v for k, v in (below.get("gpu_network") or {}).items() if k not in above}
     merged = {**below, **above}
     merged["gpu_network"] = {**gpu, **(above.get("gpu_network") or {})}
@@ -182,17 +173,15 @@ def preset_options(name: str | None = None, config: str | os.PathLike | None = N
     configuration file (``config``) and the options ``given`` by flat name (those not None), each over
     the one before."""
     file_preset, from_file = read_config(config) if config is not None else (None, {})
-    name = name or file_preset
+    return layered_options(name or file_preset, from_file, given)
+
+
+def layered_options(name: str | None, from_file: dict, given: dict) -> TrainOptions:
+    """The preset ``name``'s options (or none), under a file's (``from_file``, by flat name, as
+    :func:`read_config` reads them), under ``given``'s (those not None)."""
     values = preset_values(name) if name else {}
     values = layered(layered(values, from_file), {k: v for k, v in given.items() if v is not None})
     return TrainOptions.of(**values)
-
-
-def given_names(name: str | None = None, config: str | os.PathLike | None = None) -> set[str]:
-    """The flat names a preset and a configuration file set (``--resume`` checks them as if typed)."""
-    file_preset, from_file = read_config(config) if config is not None else (None, {})
-    name = name or file_preset
-    return set(preset_values(name) if name else {}) | set(from_file)
 
 
 def preset_flags(name: str) -> str:

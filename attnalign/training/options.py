@@ -271,6 +271,16 @@ LAYERS = ("enc_layers", "dec_layers")
 PARSED = {"epochs": parse_epochs, "batch_tokens": parse_batch_tokens}  # text the command line reads
 
 
+def expand_layers(flat: dict) -> dict:
+    """Options by flat name with ``layers`` given as both stacks' (an own ``enc_layers`` or
+    ``dec_layers`` wins)."""
+    if "layers" not in flat:
+        return flat
+    flat = dict(flat)
+    layers = flat.pop("layers")
+    return {**dict.fromkeys(LAYERS, layers), **flat}
+
+
 def _where() -> dict[str, tuple[str, str]]:
     """Each flat option name (the command line's, without dashes) -> its section and field; the
     teacher's aligner's as ``guide_*``."""
@@ -315,26 +325,14 @@ class TrainOptions:
         if unknown:
             raise OptionError(f"unknown training option{'s' if len(unknown) > 1 else ''} "
                               f"{', '.join(unknown)}", hint="see attnalign train --help")
-        given = {k: PARSED.get(k, lambda v: v)(v) for k, v in flat.items() if v is not None}
-        if "layers" in given:
-            layers = given.pop("layers")
-            given |= {k: layers for k in LAYERS if k not in given}
+        given = expand_layers({k: PARSED.get(k, lambda v: v)(v) for k, v in flat.items() if v is not None})
+        gpu = dict(given.pop("gpu_network", self.network.gpu))
         parts: dict[str, dict] = {}
         for name, value in given.items():
-            section, key = WHERE.get(name, ("gpu", None))
-            parts.setdefault(section, {})
-            if key is None:
-                parts["gpu"] = dict(value)
-            else:
-                parts[section][key] = value
-        network = self.network
-        if "config" in parts or "gpu" in parts:
-            config = {**network.config, **parts.pop("config", {})}
-            gpu = parts.pop("gpu", network.gpu)
-            network = replace(network, config=config, gpu=gpu)
-        teacher = self.teacher
-        if "aligner" in parts:
-            teacher = replace(teacher, aligner=replace(teacher.aligner, **parts.pop("aligner")))
+            section, key = WHERE[name]
+            parts.setdefault(section, {})[key] = value
+        network = replace(self.network, config={**self.network.config, **parts.pop("config", {})}, gpu=gpu)
+        teacher = replace(self.teacher, aligner=replace(self.teacher.aligner, **parts.pop("aligner", {})))
         own = {"network": network, "teacher": teacher}
         return TrainOptions(**{name: replace(own.get(name, getattr(self, name)), **parts.get(name, {}))
                                for name in SECTIONS})

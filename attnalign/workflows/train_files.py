@@ -16,9 +16,9 @@ from ..data.corpus import is_piped, read_corpus
 from ..errors import AttnAlignError, OptionError
 from ..eval.scoring import GoldOptions, read_gold
 from ..training import DevSet, TrainOptions, train
-from ..training.config_file import given_names
+from ..training.config_file import preset_values
 from ..training.model_dir import run_config, saved_options
-from ..training.options import resume_conflicts
+from ..training.options import flag, resume_conflicts
 from ..training.run import Reporter
 
 PathLike = str | os.PathLike
@@ -67,8 +67,9 @@ def train_files(
             gold_options = GoldOptions(**saved["gold_options"])
         run = saved_options(Path(model))
         network = run_config(Path(model)).get("model_config") or {}
-        if wrong := resume_conflicts(options, run, network, set(typed) | given_names(preset)):
-            flags = ", ".join("--" + w.replace("_", "-") for w in wrong)
+        names = set(typed) | set(preset_values(preset) if preset else {})  # a preset's count as typed
+        if wrong := resume_conflicts(options, run, network, names):
+            flags = ", ".join(flag(w) for w in wrong)
             raise OptionError(f"--resume continues the run with its own options; {flags} differ from the "
                               "run's", path=model,
                               hint="leave them out to resume, or start a new run with --overwrite")
