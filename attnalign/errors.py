@@ -53,8 +53,9 @@ class AttnAlignError(Exception):
         return text
 
 
-class OptionError(AttnAlignError):
-    """An option's value is invalid, or options conflict (the CLI exits 2, like a usage error)."""
+class OptionError(AttnAlignError, ValueError):
+    """An option's value is invalid, or options conflict (the CLI exits 2, like a usage error); from the
+    Python API, a ValueError too."""
 
 
 class CorpusError(AttnAlignError):

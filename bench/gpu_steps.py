@@ -10,7 +10,8 @@ with the losses (which builds the guide targets again, as an update does), the b
 optimizer step. One more update runs under torch.profiler and is counted: the operator calls (aten ops
 called from Python or autograd, not those an operator calls inside it) and, on CUDA, the kernel launches
 and copies, so that a change's effect on launches is seen on a CPU before it meets a GPU. Networks:
-``rnn`` (the preset's, with input feeding), ``rnn-nif`` (``--no-input-feeding``), ``transformer``. Prints
+``rnn`` (the preset's, with input feeding), ``rnn-nif`` (``--no-input-feeding``), ``transformer``, and
+``rnn-nif-nt`` / ``transformer-nt`` (``--no-translation``: the alignment head's objective alone). Prints
 one JSON line per configuration and writes bench/results/gpu_steps.{csv,json} (``--results NAME``).
 
     python bench/gpu_steps.py --device cuda
@@ -55,7 +56,10 @@ def setup(device: str, tmp: Path):
 
 
 NETWORKS = {"rnn": ("rnn", {}), "rnn-nif": ("rnn", {"input_feeding": False}),
-            "transformer": ("transformer", {})}
+            "transformer": ("transformer", {}),
+            # without the output layer and its loss (--no-translation): what the alignment head costs
+            "rnn-nif-nt": ("rnn", {"input_feeding": False, "translation": False}),
+            "transformer-nt": ("transformer", {"translation": False})}
 
 
 def configure(run, network: str, batch_tokens: int, precision: str) -> None:

@@ -95,6 +95,21 @@ def test_known_answer_the_head_aligns_what_attention_cannot(tmp_path):
     assert attention > 0.3  # the translation attention
 
 
+def test_a_head_without_translation_learns_the_known_answer_from_the_guide_alone(tmp_path):
+    """--no-translation: no output layer and no translation loss; the head learns the shuffle task from
+    its guide as it does beside translation, the checkpoint kept by the dev AER (there is no dev loss)."""
+    head, _ = shuffle_aers(tmp_path / "m", guided=True, translation=False)
+    assert head < 0.05
+    lm = load_model(tmp_path / "m", "forward")
+    assert lm.model.out is None and not any(k.startswith("out.") for k in lm.model.state_dict())
+    log = (tmp_path / "m" / "log.csv").read_text().splitlines()
+    assert all(row.split(",")[4] == "" for row in log[1:])  # dev_loss: none without translation
+    with pytest.raises(AttnAlignError, match="--no-translation"):
+        TrainOptions.of(translation=False).check()
+    with pytest.raises(AttnAlignError, match="--no-translation"):
+        TrainOptions.of(model_type="transformer", translation=False).check()
+
+
 @pytest.fixture(scope="module")
 def head_model(tmp_path_factory):
     from attnalign.data.corpus import read_corpus

@@ -412,3 +412,48 @@ def test_a_line_too_long_to_be_a_sentence_is_left_out_with_a_warning(tmp_path):
     drawn = invoke("plot", "sentence", "--pred", tmp_path / "out", "--src", src, "--tgt", tgt, "--index", "0",
                    "--terminal")
     assert drawn.exit_code == 2 and "draws pairs of up to" in drawn.stderr and "Traceback" not in drawn.output
+
+
+def test_threads_beyond_a_few_per_core_are_refused_before_any_work(texts, tmp_path):
+    """Thousands of threads crash the libraries that start them: --threads is at most
+    THREADS_PER_CORE per core of the machine, and the help says so."""
+    from attnalign.nmt.options import max_threads
+
+    src, tgt = texts
+    too_many = str(max_threads() + 1)
+    r = invoke("train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--threads", too_many)
+    one_error(r, 2, f"--threads must be >= 1 and <= {max_threads()}")
+    r = invoke("align", "statistical", "--src", src, "--tgt", tgt, "--threads", too_many)
+    one_error(r, 2, "--threads")
+    assert not (tmp_path / "m").exists() and not (tmp_path / ".m.new").exists()
+
+
+def test_a_typed_sentence_that_is_not_utf8_is_one_error(models, tmp_path):
+    for flag in ("--src", "--tgt"):
+        pair = {"--src": "the car", "--tgt": "la voiture", flag: "the car\udcff"}
+        for out in (["-o", tmp_path / "p.png"], ["--html", tmp_path / "p.html"]):
+            one_error(invoke("plot", "sentence", "--model", models / "rnn", "--src", pair["--src"], "--tgt",
+                             pair["--tgt"], *out), 2, f"the {flag} sentence is not UTF-8 text", "\\xff")
+
+
+def test_an_attention_file_that_is_no_zip_is_said_in_our_words_and_stdin_is_read(tmp_path):
+    text = write(tmp_path / "a.npz", "0-0 1-1\n")
+    r = plot(text, "--terminal")
+    one_error(r, 1, "not an attnalign attention file")
+    assert "pickle" not in r.stderr
+    good = attention_file(tmp_path / "good.npz")
+    r = runner.invoke(app, ["plot", "sentence", "--attention", "-", "--index", "0", "--terminal"],
+                      input=good.read_bytes())
+    assert r.exit_code == 0 and "x" in r.stdout, r.output
+
+
+def test_a_stream_beside_a_file_is_read_one_line_past_the_files_length(models, tmp_path):
+    """The file sets the pair count: the stream beside it is read one line further, no more, and a
+    longer stream is one error line saying so."""
+    tgt = write(tmp_path / "t.fr", "la maison\n" * 3)
+    r = invoke("align", "corpus", "--model", models / "rnn", "--src", "-", "--tgt", tgt, "-o", tmp_path / "o",
+               input="the house\n" * 100)
+    one_error(r, 1, "different line counts", "- has more than 3 lines", "has 3 lines")
+    r = invoke("align", "corpus", "--model", models / "rnn", "--src", "-", "--tgt", tgt, "-o", tmp_path / "o",
+               input="the house\n" * 3)
+    assert r.exit_code == 0 and len((tmp_path / "o").read_text().splitlines()) == 3, r.output

@@ -120,3 +120,33 @@ def test_python_m_entry_point():
     p = subprocess.run([sys.executable, "-m", "attnalign", "--version"], capture_output=True,
                        text=True, check=True)
     assert p.stdout.startswith("attnalign ")
+
+
+@pytest.mark.parametrize("width", [300, 100, 80, 50])
+def test_a_narrow_terminal_keeps_every_number_whole_and_the_signature_uncut(width):
+    """At any width the table shows whole numbers (the counts leave first, then each system becomes a
+    record of lines) and the signature is whole, broken only after its ``|``."""
+    import io
+
+    from rich.console import Console
+
+    from attnalign.cli.render import score_table
+    from attnalign.eval.scoring import score_files
+    from attnalign.eval.significance import Bootstrap
+
+    systems = [SAMPLE / "test.diagonal.align", SAMPLE / "test.gold.naacl"]
+    report = score_files(SAMPLE / "test.gold.naacl", systems, bootstrap=Bootstrap(), paired=True)
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None)
+    console.print(score_table(report, intervals=True, width=width))
+    lines = buffer.getvalue().splitlines()
+    assert "…" not in buffer.getvalue() and all(len(line) <= width for line in lines)
+    assert any("33.05 [30.59, 35.48]" in line for line in lines)  # as the wide table prints it
+    start = next(k for k, line in enumerate(lines) if line.startswith("gold:"))
+    signature = ""
+    for line in lines[start:]:
+        signature += line.rstrip()
+        if not signature.endswith("|"):
+            break
+    assert signature == report.signature
+    assert any("sentences ┃" in line for line in lines) == (width == 300)  # the counts' columns: if they fit

@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import pytest
 import torch
-from helpers import SAMPLE, Kill, invoke, one_error
+from helpers import SAMPLE, Kill, invoke, one_error, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -129,9 +129,15 @@ def test_train_toml_trains_the_same_model_again(tmp_path):
     ("[schedule]\nepochs = \n", 1, ("o.toml:2", "not a TOML file")),
     ("[shedule]\nepochs = 2\n", 2, ("o.toml:1", "'shedule' is not a section", "the sections are data")),
     ("[schedule]\nwarmup = 2\nhidden = 8\n", 2, ("o.toml:3", "[schedule] has no option 'hidden'")),
-    ("[data]\nlowercase = \"yes\"\n", 2, ("o.toml:2", "lowercase = 'yes' is not a bool")),
+    ("[data]\nlowercase = \"yes\"\n", 2, ("o.toml:2", "lowercase = 'yes' is not true or false")),
+    ("[schedule]\nseed = 1.5\n", 2, ("o.toml:2", "seed = 1.5 is not a whole number")),
+    ("[schedule]\nwarmup = 3\n[network]\nhidden = -3\n", 2, ("o.toml:4", "--hidden must be >= 1")),
+    ("[network]\nhidden = 8\n[network.gpu]\nhidden = 0\n", 2, ("o.toml:4", "--hidden must be >= 1")),
+    ("[network]\nlayers = 99\n", 2, ("o.toml:2", "--layers must be")),
+    ("[teacher]\nguide = \"auto\"\nguide_model = \"ibm9\"\n", 2, ("o.toml:3", "'ibm9' (--guide-model)")),
+    ("a = " + "[" * 5000 + "]" * 5000 + "\n", 1, ("o.toml", "nested too deeply")),
     ("[schedule]\nepochs = 0\n", 2, ("o.toml:2", "--epochs must be > 0")),
-    ("[network]\nmodel_type = \"rnn\"\nd_model = 8\n", 2, ("o.toml", "--d-model does not apply")),
+    ("[network]\nmodel_type = \"rnn\"\nd_model = 8\n", 2, ("o.toml:3", "--d-model does not apply")),
     ('preset = "fast"\n', 2, ("o.toml:1", "unknown preset 'fast'")),
     (b"[data]\nlowercase = true # \xff\n", 1, ("o.toml", "is not UTF-8")),
 ])
@@ -167,7 +173,7 @@ OPTIONS = st.fixed_dictionaries({}, optional={
     "subword": st.integers(0, 10**5), "lowercase": st.booleans(), "guide": st.just("auto"),
     "guide_prefix": st.integers(0, 9), "hidden": st.integers(1, 4096), "layers": st.integers(1, 8),
     "dropout": st.floats(0, 0.9), "direction": st.sampled_from(["forward", "reverse", "both"]),
-    "init_from": st.text(min_size=1), "src_lang": st.text(), "threads": st.integers(1, 64)})
+    "init_from": st.text(min_size=1), "src_lang": st.text(), "threads": st.integers(1, 8)})
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -180,8 +186,71 @@ def test_any_options_and_any_comment_round_trip_through_a_file(tmp_path, flat, c
     assert preset_options(config=path) == options
 
 
-def test_a_name_that_is_not_utf8_is_written_as_escapes(tmp_path):
-    options = TrainOptions.of(init_from="m\udcff")  # a file name's byte 0xff, as Python keeps it
+def test_a_name_that_is_not_utf8_is_left_out_and_said(tmp_path):
+    """TOML holds text: a file name with a byte that is not UTF-8 cannot be written, and its \\xNN form
+    would name another file; the comment says it is left out (and shows it in escapes)."""
+    options = TrainOptions.of(init_from="m\udcff", guide="g\udcfe")  # bytes 0xff, 0xfe as Python keeps them
     path = tmp_path / "o.toml"
-    path.write_text(config_text(options, comment="--src a\udcff\x1b[31m"), encoding="utf-8")
-    assert preset_options(config=path).network.init_from == "m\\xff"
+    text = config_text(options, comment="--src a\udcff\x1b[31m")
+    path.write_text(text, encoding="utf-8")
+    assert "# --src a\\xff?[31m" in text and "Left out: guide, init_from" in text
+    read = preset_options(config=path)
+    assert read.network.init_from is None and read.teacher.guide is None
+
+
+def test_the_command_line_preset_wins_over_the_files_and_an_empty_one_is_refused(tmp_path, seen):
+    config = tmp_path / "run.toml"
+    config.write_text('preset = "align"\n[schedule]\nwarmup = 7\n')
+    base = ["train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+            "--config", config]
+    r = invoke(*base, "--preset", "align-fast")
+    assert "--preset align-fast wins over the preset = 'align'" in r.stderr
+    assert seen[0].schedule.auto_epochs == 3 and seen[0].schedule.warmup == 7
+    one_error(invoke(*base, "--preset", ""), 2, "unknown preset ''")
+    with pytest.raises(OptionError, match="unknown preset ''"):
+        preset_options("")
+
+
+def test_a_config_file_may_come_from_stdin_with_a_byte_order_mark(tmp_path, seen):
+    text = b"\xef\xbb\xbf[schedule]\nwarmup = 7\n"
+    (tmp_path / "bom.toml").write_bytes(text)
+    assert preset_options(config=tmp_path / "bom.toml").schedule.warmup == 7
+    invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+           "--config", "-", input=text)
+    assert seen[0].schedule.warmup == 7
+    one_error(invoke("train", "--src", "-", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+                     "--config", "-", input=text), 2, "both read stdin")
+
+
+def test_guide_none_turns_off_a_presets_guide(tmp_path, seen):
+    invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+           "--preset", "align", "--guide", "none", "--no-align-head")
+    assert seen[0].teacher.guide is None and seen[0].network.config["align_head"] is False
+    assert TrainOptions.of(guide="none").teacher.guide is None
+
+
+def test_train_toml_says_how_to_train_again_from_anywhere(tmp_path):
+    gold = SAMPLE / "dev.gold.pharaoh"
+    r = invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr",
+               "--dev-src", SAMPLE / "dev.en", "--dev-tgt", SAMPLE / "dev.fr", "--dev-gold", gold,
+               "--gold-format", "pharaoh", "--gold-zero-based", "--model", tmp_path / "m", "--hidden", "8",
+               "--emb-dim", "8", "--max-steps", "1", "--quiet")
+    assert r.exit_code == 0, r.output
+    head = (tmp_path / "m" / "train.toml").read_text().split("\n\n")[0]
+    assert f"--config {tmp_path / 'm' / 'train.toml'} " in head
+    assert f"--dev-gold {gold}" in head and "--gold-format pharaoh --gold-zero-based" in head
+
+
+def test_print_config_is_the_whole_run_and_reads_back_to_the_same_options(tmp_path, seen):
+    """--print-config reads no corpus and needs no --model; its file, given back with --config, is the
+    same run, and it marks what the preset and the user set."""
+    r = invoke("train", "--print-config", "--preset", "align", "--hidden", "300", "--epochs", "2")
+    assert r.exit_code == 0 and not seen, r.output
+    assert "hidden = 300  # given" in r.stdout and "subword = 4000  # preset align" in r.stdout
+    assert "cell = \"gru\"\n" in r.stdout  # a network default is written too
+    path = write(tmp_path / "mine.toml", r.stdout)
+    invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+           "--preset", "align", "--hidden", "300", "--epochs", "2")
+    assert preset_options(config=path) == seen[0].updated(**{k: v for k, v in asdict(
+        seen[0].network.typed()).items()})
+    one_error(invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr"), 2, "give --model DIR")

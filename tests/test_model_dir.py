@@ -415,7 +415,7 @@ def test_a_fingerprint_of_the_wrong_type_is_an_error(model):
     cfg = json.loads((model / "config.json").read_text())
     cfg["data"]["fingerprint"] = 12345
     write(model / "config.json", json.dumps(cfg))
-    one_error(invoke(*ALIGN, "--model", model), 1, "fingerprint is a int")
+    one_error(invoke(*ALIGN, "--model", model), 1, "fingerprint is a whole number, not a string")
 
 
 @pytest.mark.parametrize("damage", ["text", "zeros", "config-nested", "config-types"])
@@ -500,3 +500,77 @@ def test_align_corpus_with_a_damaged_blend_json_decodes_as_the_default(model, tm
     r = invoke(*base, "-o", tmp_path / "edited.align")
     assert r.exit_code == 0 and "blend.json is damaged" in r.stderr and "Traceback" not in r.output, r.output
     assert (tmp_path / "edited.align").read_text() == (tmp_path / "default.align").read_text()
+
+
+@pytest.mark.parametrize("name", ["train.toml", "log.csv", "blend.json", "teacher.npz", "forward.pt"])
+def test_overwrite_refuses_a_users_folder_under_a_model_files_name(texts, tmp_path, name):
+    """A folder of the user's named as one of the model's files is not the model's: ``--overwrite``
+    stops before it trains, naming it, and the folder and the old model stay."""
+    src, tgt = texts
+    base = ["train", "--src", src, "--tgt", tgt, "--model", tmp_path / "m", "--hidden", "16",
+            "--emb-dim", "8", "--epochs", "1", "--quiet"]
+    assert invoke(*base).exit_code == 0
+    (tmp_path / "m" / name).unlink(missing_ok=True)
+    (tmp_path / "m" / name).mkdir()
+    write(tmp_path / "m" / name / "notes", "mine\n")
+    before = snapshot(tmp_path / "m")
+    one_error(invoke(*base, "--overwrite"), 1, name, "--overwrite would delete it")
+    assert snapshot(tmp_path / "m") == before and not (tmp_path / ".m.new").exists()
+
+
+def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing_behind(tmp_path, pairs, monkeypatch):
+    """Nothing to resume: a new model directory is removed (a later run is not told of an interrupted
+    one), an empty folder that was there stays, an --overwrite run's staging goes (an interruption, by
+    contrast, stays resumable: test_resume_restores_the_dev_options_and_refuses_another_corpus)."""
+    def crash(*a, **k):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(run_mod.DirectionRun, "_validate", crash)
+    with pytest.raises(RuntimeError):
+        train(pairs, tmp_path / "new" / "m", tiny(epochs=1))
+    assert not (tmp_path / "new" / "m").exists()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RuntimeError):
+        train(pairs, tmp_path / "empty", tiny(epochs=1))
+    assert list((tmp_path / "empty").iterdir()) == []
+    monkeypatch.undo()
+    train(pairs, tmp_path / "m", tiny(epochs=1))
+    monkeypatch.setattr(run_mod.DirectionRun, "_validate", crash)
+    before = snapshot(tmp_path / "m")
+    with pytest.raises(RuntimeError):
+        train(pairs, tmp_path / "m", tiny(epochs=1, seed=4), overwrite=True)
+    assert snapshot(tmp_path / "m") == before and not (tmp_path / ".m.new").exists()
+
+
+@pytest.mark.parametrize("value", [np.nan, -1.0, np.inf])
+def test_a_kept_teacher_whose_counts_are_not_counts_is_refused(model, value):
+    """teacher.npz's counts are expected values: a NaN, a negative or an infinite one is a damaged file,
+    said once, and not used (the teacher is trained again where one is needed)."""
+    path = model / teacher_file.FILE
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    options = json.loads(str(arrays["meta"]))["options"]
+    assert teacher_file.load_kept(model, options) is not None
+    name = next(k for k in arrays if k.startswith("kept.") and k.endswith(".counts"))
+    arrays[name] = arrays[name].copy()
+    arrays[name][0] = value
+    np.savez(path, **arrays)
+    teacher_file._WARNED.clear()
+    with pytest.warns(Warning, match="teacher.npz is damaged"):
+        assert teacher_file.load_kept(model, options) is None
+
+
+def test_another_models_blend_json_is_not_used(model, trained):
+    """blend.json names the training run it was tuned for: a file copied from another model is a warning
+    naming it, and the default blend is used; its choice is not written (it follows from the rest)."""
+    from attnalign.combine import Tuning, kept_blend, save_tuning
+
+    save_tuning(trained / "b", Tuning.from_json(tuning_json()))
+    written = json.loads((trained / "b" / "blend.json").read_text())
+    assert "chosen" not in written and written["model"] == json.loads(
+        (trained / "b" / "config.json").read_text())["data"]["run_id"]
+    assert kept_blend(trained / "b") is not None
+    shutil.copy(trained / "b" / "blend.json", model / "blend.json")
+    with pytest.warns(Warning, match="was tuned for another model"):
+        assert kept_blend(model) is None
+    (trained / "b" / "blend.json").unlink()

@@ -37,9 +37,28 @@ def test_overlays_tell_hits_misses_and_false_positives_apart():
     ax = figure_for([p]).axes[0]
     markers = {line.get_marker(): len(line.get_xdata()) for line in ax.lines}
     assert markers == {"o": 2, "x": 1}
-    styles = sorted(patch.get_linestyle() for patch in ax.patches)
-    assert styles == ["-", "-", "-", "--"]  # three sure squares, one possible (dashed)
+    squares = {c.get_linestyle()[0][1] is None: len(c.get_paths()) for c in ax.collections}
+    assert squares == {True: 3, False: 1}  # three sure squares (solid), one possible (dashed)
     assert "AER" in ax.get_title()
+
+
+def test_a_long_pair_is_drawn_at_fewer_dots_a_cell_and_its_words_as_text(tmp_path):
+    """A 150-word pair (a long sentence of a gallery) stays under MAX_PIXELS a side; a control character
+    in a word is drawn as its escape, never as a glyph the font lacks."""
+    import warnings
+
+    from attnalign.eval.plot import MAX_PIXELS, save_figure
+
+    n = 150
+    words = [f"w{k}" for k in range(n - 1)] + ["bell\x07"]
+    diagonal = [(k, k) for k in range(n)]
+    p = Panel(np.eye(n), words, words, diagonal, gold=Alignment.from_links(diagonal))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "Glyph 7 missing from font"
+        save_figure(figure_for([p]), tmp_path / "long.png")
+    assert max(mpimg.imread(tmp_path / "long.png").shape[:2]) <= MAX_PIXELS
+    assert (tmp_path / "long.png").stat().st_size < 2 << 20
+    assert figure_for([p]).axes[0].get_xticklabels()[-1].get_text() == "bell\\x07"
 
 
 def png_pixels(path):

@@ -87,7 +87,8 @@ def test_with_a_model_the_files_sit_beside_its_default_output(models, tmp_path):
     (["--pred", "FAR"], "out of range", 1),
     (["--pred", DIAGONAL, "--pred-name", "a", "--pred-name", "b"], "2 --pred-name for 1", 2),
     (["--pred-name", "a"], "--pred-name names --pred files", 2),
-    (["--pred", DIAGONAL, "--pred", DIAGONAL], "the same name", 2),
+    (["--pred", DIAGONAL, "--pred", DIAGONAL], "are the same file", 2),
+    (["--pred", DIAGONAL, "--pred", "FAR", "--pred-name", "a", "--pred-name", "a"], "the same name", 2),
 ])
 def test_errors(tmp_path, args, says, code):
     files = {"SHORT": write(tmp_path / "short", "0-0\n0-0\n0-0\n"),
@@ -137,7 +138,7 @@ def test_a_pred_file_is_named_by_its_row_name_everywhere(tmp_path):
 def test_row_names_by_hand():
     assert row_names(["x/y/out.align", "z/y/out.align", "w.align"]) == ["x/y/out.align", "z/y/out.align",
                                                                         "w.align"]
-    assert row_names(["-", "runs/a.align"]) == ["stdin", "a.align"]
+    assert row_names(["-", "runs/a.align"]) == ["--pred 1", "a.align"]
 
 
 def test_files_alone_need_the_corpus(tmp_path):
@@ -209,3 +210,10 @@ def test_the_captions_a_report_writes_for_a_naacl_pred_run(tmp_path):
     r = invoke("score", SAMPLE / "test.gold.naacl", SAMPLE / "test.diagonal.align", "--src", short["en"],
                "--tgt", short["fr"])
     one_error(r, 1, "sentence 200 has links, but the text has only 150 sentences")
+
+
+def test_one_file_is_one_system_however_it_is_spelled(tmp_path, monkeypatch):
+    monkeypatch.chdir(SAMPLE)
+    r = invoke("report", "--pred", "test.diagonal.align", "--pred", "./test.diagonal.align", "--gold",
+               SAMPLE / "test.gold.naacl", *TEST_TEXT, "-o", tmp_path / "R")
+    one_error(r, 2, "are the same file")

@@ -151,3 +151,11 @@ def test_score_significance_usage_errors(args, says):
     r = invoke("score", SAMPLE / "test.gold.naacl", SAMPLE / "test.diagonal.align", *args)
     assert r.exit_code == 2
     assert r.stderr.startswith("error:") and says in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_signed_difference_by_hand():
+    """A bound that rounds to zero keeps the digits that tell its side; zero is never -0.00."""
+    from attnalign.eval.significance import signed_percent
+
+    assert [signed_percent(x) for x in (0.0021, -0.0004, -0.0, -1e-15, -0.00003, 0.000049, 0.00005)] == \
+        ["+0.21", "-0.04", "0.00", "0.00", "-0.003", "+0.0049", "+0.01"]

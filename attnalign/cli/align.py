@@ -26,7 +26,7 @@ from ..decoding import (
 from ..decoding.policy import TUNE_FOLDS, TUNE_MIN_SENTENCES, TUNE_P
 from ..dist import world
 from ..errors import OptionError
-from ..nmt.options import DEVICE, AlignOptions
+from ..nmt.options import DEVICE, THREADS_PER_CORE, AlignOptions
 from ..workflows.align_files import TuneGold, align_corpus_files, align_statistical_files, pair_json
 from ..workflows.align_files import align_sentence as align_one
 from .common import (
@@ -39,6 +39,8 @@ from .common import (
     TEACHER_PANEL,
     TEACHER_SYM,
     AlignerOpt,
+    BlendDecoderOpt,
+    BlendThresholdOpt,
     Command,
     CorpusOpt,
     Decoder,
@@ -92,7 +94,8 @@ JsonLinesOpt = option(bool, "--json-lines", panel=OUTPUT, help="One JSON object 
 SaveAttentionOpt = option(Path | None, "--save-attention", panel=OUTPUT,
                           help="Save every soft matrix to this .npz file.")
 BatchTokensOpt = option(int, "--batch-tokens", panel=RUNTIME, help="Padded tokens per batch.")
-StatThreadsOpt = option(int | None, "--threads", panel=RUNTIME, help="CPU cores for its compiled loops.",
+StatThreadsOpt = option(int | None, "--threads", panel=RUNTIME,
+                        help=f"CPU cores for its compiled loops; at most {THREADS_PER_CORE} per core.",
                         show_default="every core")
 SentenceSrcOpt = option(str, "--src", panel=INPUT, help="Source sentence (whitespace-tokenized).")
 SentenceTgtOpt = option(str, "--tgt", panel=INPUT, help="Target sentence (whitespace-tokenized).")
@@ -192,7 +195,8 @@ def _written(output: Path | None, report) -> None:
     if to_file:
         err().print(Text(f"alignment written to {path_text(output)}"))
     if report is not None:
-        (out() if to_file else err()).print(score_table(report))
+        console = out() if to_file else err()
+        console.print(score_table(report, width=console.width))
 
 
 @app.command("corpus", cls=Command)
@@ -203,7 +207,8 @@ def align_corpus(
     encoding: EncodingOpt = "utf-8", gold: GoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto,
     gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False,
     reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
-    decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto, threshold: ThresholdOpt = ALIGN.threshold,
+    decoder: BlendDecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto,
+    threshold: BlendThresholdOpt = ALIGN.threshold,
     layer: LayerOpt = ALIGN.layer, head: HeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
     teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = ALIGN.teacher_weight,
     teacher_corpus: TeacherCorpusOpt = TeacherCorpus.auto,

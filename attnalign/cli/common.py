@@ -37,7 +37,7 @@ from ..errors import (
     out_of_memory,
 )
 from ..eval.scoring import GoldOptions
-from ..nmt.options import AlignOptions
+from ..nmt.options import THREADS_PER_CORE, AlignOptions
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import POSTERIOR_THRESHOLD
 from ..statistical.options import SYMS as TEACHER_SYMS
@@ -222,7 +222,8 @@ OutputOpt = option(Path | None, "--output", "-o", panel=OUTPUT, help="Pharaoh ou
 
 # Runtime.
 DeviceOpt = option(str, "--device", panel=RUNTIME, help="auto, cpu or cuda.")
-ThreadsOpt = option(int | None, "--threads", panel=RUNTIME, help="CPU threads for torch.")
+ThreadsOpt = option(int | None, "--threads", panel=RUNTIME,
+                    help=f"CPU threads for torch; at most {THREADS_PER_CORE} per core of the machine.")
 QuietOpt = option(bool, "--quiet", panel=RUNTIME, help="No progress display.")
 
 
@@ -240,15 +241,21 @@ def gold_options(gold_format: GoldFormat, gold_one_based: bool | None, reverse_g
 # Decoding (the choices come from the registries of attnalign.decoding).
 Decoder = choices("Decoder", ("auto", *DECODERS))
 Sym = choices("Sym", ("auto", *SYMMETRIZATIONS))
-DecoderOpt = option(Decoder, "--decoder", panel=DECODING, help=(
-    f"How a matrix becomes links; auto: {HEAD_DECODING.decoder} for a bidirectional model with an "
-    f"alignment head (with --sym {HEAD_DECODING.sym}), else argmax; with the teacher, see --teacher."))
+_AUTO_DECODER = ("argmax" if HEAD_DECODING.decoder == "argmax" else
+                 f"{HEAD_DECODING.decoder} for a bidirectional model with an alignment head, else argmax")
+DecoderOpt = option(Decoder, "--decoder", panel=DECODING,
+                    help=f"How a matrix becomes links; auto: {_AUTO_DECODER}.")
 SymOpt = option(Sym, "--sym", panel=DECODING, help=(
     f"Combine both directions (model trained with --direction both); auto: {HEAD_DECODING.sym} for a "
     "model with both and an alignment head, grow-diag-final-and for other models with both, else none."))
 ThresholdOpt = option(float | None, "--threshold", panel=DECODING,
-                      help="Weight cut for --decoder threshold and relative.",
-                      show_default=f"{THRESHOLD}; with the teacher, see --teacher")
+                      help="Weight cut for --decoder threshold and relative.", show_default=str(THRESHOLD))
+# align corpus's, which blends the student with its teacher (its --teacher says how that decodes)
+BlendDecoderOpt = option(Decoder, "--decoder", panel=DECODING, help=(
+    f"How a matrix becomes links; auto: {_AUTO_DECODER}; with the teacher, see --teacher."))
+BlendThresholdOpt = option(float | None, "--threshold", panel=DECODING,
+                           help="Weight cut for --decoder threshold and relative.",
+                           show_default=f"{THRESHOLD}; with the teacher, see --teacher")
 LayerOpt = option(str | None, "--layer", panel=DECODING, help=(
     "align (the alignment head of a model trained with --align-head), or a Transformer layer: index "
     "(negative from the end) or mean."), show_default="align if the model has the head, else -2")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from ..eval.plot import printable, settings_text
 from ..eval.scoring import ScoreReport, SystemScore
-from ..eval.significance import LEVEL, Interval
+from ..eval.significance import LEVEL, Interval, signed_percent
 
 
 def pct(x: float) -> str:
@@ -19,44 +20,94 @@ def with_interval(x: float, iv: Interval | None) -> str:
     return pct(x) if iv is None else f"{pct(x)} [{pct(iv.low)}, {pct(iv.high)}]"
 
 
-def signed(x: float) -> str:
-    return f"{100 * x:+.2f}"
-
-
 def p_text(p: float) -> str:
     return f"{p:.4f}" if p >= 0.0001 else "<0.0001"
 
 
-def score_table(report: ScoreReport, intervals: bool = False) -> Table:
+COUNT_COLUMNS = ("links", "sure", "possible", "sentences")  # left out first where a table is too wide
+
+
+def score_table(report: ScoreReport, intervals: bool = False, width: int | None = None) -> Group:
     """One row per system: AER, precision, recall, F1 (in %; with ``intervals`` each with its interval)
     and the link counts; after a paired test, each system's AER difference to the first, its interval and
-    p-value."""
+    p-value; then the signature. Within ``width`` columns (None: no limit) every number stays whole:
+    the counts are left out where the row is too wide, and where it is still too wide each system is a
+    record of lines; the signature is wrapped at its ``|`` and never cut."""
+    table = _scores(report, intervals, counts=True)
+    if width is not None and _width(table) > width:
+        table = _scores(report, intervals, counts=False)
+        if _width(table) > width:
+            table = _score_records(report, intervals)
+    return Group(table, _wrapped(report.signature, width))
+
+
+def _width(table: Table) -> int:
+    from rich.console import Console
+
+    return Console(width=10**4).measure(table).maximum
+
+
+def _wrapped(signature: str, width: int | None) -> Text:
+    """The signature in lines of at most ``width`` characters, each but the last ending in the ``|``
+    after which it is broken (a field longer than a line alone has a line of its own): it is read and
+    copied whole."""
+    lines: list[str] = []
+    for field in signature.split("|"):
+        if lines and (width is None or len(lines[-1]) + len(field) + 2 <= width):
+            lines[-1] += f"|{field}"
+        else:
+            lines.append(field)
+    return Text("|\n".join(lines), style="dim", no_wrap=True, overflow="ignore")
+
+
+def _cells(report: ScoreReport, s: SystemScore, intervals: bool) -> dict[str, str]:
+    """One system's values, by column."""
+    c = s.total
+    ivs = (s.intervals or {}) if intervals else {}
+    cells = {name: with_interval(getattr(c, m), ivs.get(m))
+             for name, m in (("AER", "aer"), ("P", "precision"), ("R", "recall"), ("F1", "f1"))}
+    cells |= {"links": str(c.hyp), "sure": str(c.sure), "possible": str(c.possible),
+              "sentences": str(c.sentences)}
+    if report.paired:
+        d = s.paired
+        cells |= ({"ΔAER": "baseline", "interval": "", "p": ""} if d is None else
+                  {"ΔAER": signed_percent(d.delta),
+                   "interval": f"[{signed_percent(d.interval.low)}, {signed_percent(d.interval.high)}]",
+                   "p": p_text(d.p_value)})
+    return cells
+
+
+def _scores(report: ScoreReport, intervals: bool, counts: bool) -> Table:
     level = f"{round(100 * LEVEL)}%"
     title = "Alignment scores (%" + (f", {level} intervals" if intervals else "") + ")"
-    signature = Text(report.signature, no_wrap=True, overflow="ignore")  # one line, to copy whole
-    t = Table(title=title, caption=signature, title_justify="left")
+    t = Table(title=title, title_justify="left")
     t.add_column("system", no_wrap=True)
-    for name in ("AER", "P", "R", "F1", "links", "sure", "possible", "sentences"):
-        t.add_column(name, justify="right")
-    if report.paired:
-        for name in ("ΔAER", f"{level} interval", "p"):
-            t.add_column(name, justify="right")
+    names = ["AER", "P", "R", "F1", *(COUNT_COLUMNS if counts else ()),
+             *(("ΔAER", "interval", "p") if report.paired else ())]
+    for name in names:
+        t.add_column(f"{level} interval" if name == "interval" else name, justify="right", no_wrap=True)
     best = min(s.total.aer for s in report.systems) if report.systems else None
     for s in report.systems:
-        c = s.total
-        ivs = (s.intervals or {}) if intervals else {}
-        aer = Text(with_interval(c.aer, ivs.get("aer")),
-                   style="bold" if len(report.systems) > 1 and c.aer == best else "")
-        row = [Text(printable(s.name)), aer, *(with_interval(getattr(c, m), ivs.get(m))
-                                               for m in ("precision", "recall", "f1")),
-               str(c.hyp), str(c.sure), str(c.possible), str(c.sentences)]
-        if report.paired:
-            d = s.paired
-            row += (["baseline", "", ""] if d is None else
-                    [signed(d.delta), f"[{signed(d.interval.low)}, {signed(d.interval.high)}]",
-                     p_text(d.p_value)])
-        t.add_row(*row)
+        cells = _cells(report, s, intervals)
+        bold = "bold" if len(report.systems) > 1 and s.total.aer == best else ""
+        t.add_row(Text(printable(s.name)), *(Text(cells[n], style=bold if n == "AER" else "") for n in names))
     return t
+
+
+def _score_records(report: ScoreReport, intervals: bool) -> Text:
+    """The scores as one record of lines per system, for a terminal too narrow for the table."""
+    level = f"{round(100 * LEVEL)}%"
+    lines = ["Alignment scores (%" + (f", {level} intervals" if intervals else "") + ")"]
+    for s in report.systems:
+        cells = _cells(report, s, intervals)
+        lines.append(printable(s.name))
+        lines += [f"  {name} {cells[name]}" for name in ("AER", "P", "R", "F1")]
+        lines += [f"  links {cells['links']}, sure {cells['sure']}",
+                  f"  possible {cells['possible']}, sentences {cells['sentences']}"]
+        if report.paired:
+            lines.append(f"  ΔAER {cells['ΔAER']}" + (f" {cells['interval']}, p {cells['p']}"
+                                                     if cells["p"] else ""))
+    return Text("\n".join(lines))
 
 
 def breakdown_table(s: SystemScore) -> Table:

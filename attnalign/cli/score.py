@@ -101,7 +101,7 @@ def score(
             sys.stdout.write(json.dumps({**s.as_dict(), "signature": report.signature}) + "\n")
     else:
         console = out()
-        console.print(score_table(report, intervals=confidence))
+        console.print(score_table(report, intervals=confidence, width=console.width))
         for s in report.systems if breakdown else []:
             console.print(breakdown_table(s))
     if per_sentence is not None:

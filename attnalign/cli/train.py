@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from enum import Enum
 from pathlib import Path
 
 import typer
 
+from ..data.fileio import check_one_stdin
 from ..dist import own_rank
+from ..errors import OptionError
 from ..nmt.configs import (
     ATTENTION_SPANS,
     ATTENTION_TYPES,
@@ -19,7 +22,14 @@ from ..nmt.configs import (
 )
 from ..nmt.options import MAX_LENGTH
 from ..nmt.scores import SCORES
-from ..training.config_file import layered_options, preset_flags, preset_values, read_config
+from ..training.config_file import (
+    chosen_preset,
+    config_listing,
+    layered_options,
+    preset_flags,
+    preset_values,
+    read_config,
+)
 from ..training.options import (
     BASE_LR,
     CPU_BATCH_TOKENS,
@@ -56,7 +66,7 @@ from .common import (
     GuideSeedOpt,
     GuideSymOpt,
     LowercaseOpt,
-    ModelDirOpt,
+    OptionalModelOpt,
     QuietOpt,
     ReverseGoldOpt,
     SrcLangOpt,
@@ -97,7 +107,11 @@ PresetOpt = option(str | None, "--preset", panel=MODEL, help=(
 ConfigOpt = option(Path | None, "--config", panel=MODEL, help=(
     "A TOML file of options: a table per section (" + ", ".join(SECTIONS) + "), each key an option's "
     "name without the dashes; a model directory's train.toml is one. Options typed beside it win; it "
-    "wins over its preset (a top-level preset = NAME) and over --preset's."))
+    "wins over its preset (a top-level preset = NAME); a --preset typed beside it replaces that preset "
+    "(the file's own options still apply over it)."))
+PrintConfigOpt = option(bool, "--print-config", panel=MODEL, help=(
+    "Print the complete configuration these options describe (every section, as --config reads it; the "
+    "preset's and your values marked) and exit, reading no corpus: a file of your own to start from."))
 ResumeOpt = option(bool, "--resume", panel=MODEL, help="Continue an interrupted run in --model.")
 OverwriteOpt = option(bool, "--overwrite", panel=MODEL, help="Replace the model in --model.")
 InitFromOpt = option(Path | None, "--init-from", panel=MODEL, help=(
@@ -148,6 +162,10 @@ InputFeedingOpt = option(bool | None, "--input-feeding/--no-input-feeding", pane
                          show_default="input-feeding" if RNN.input_feeding else "no-input-feeding")
 AlignHeadOpt = option(bool | None, "--align-head/--no-align-head", panel=NETWORK, help=(
     "Add an alignment head (sees the whole target sentence; trained by --guide only) and align with it."))
+TranslationOpt = option(bool | None, "--translation/--no-translation", panel=NETWORK, help=(
+    "Learn to translate (the output layer over the target vocabulary and its loss); without, only the "
+    "alignment head learns, from --guide: an update without the vocabulary's products."),
+                        show_default="translation")
 
 EpochsOpt = option(str, "--epochs", panel=TRAINING, help=(
     f"Passes over the training data: a number (1.5 ends halfway through the second) or auto: {EPOCHS} for up "
@@ -184,8 +202,9 @@ TrainMaxLengthOpt = option(int | None, "--max-length", panel=TRAINING, help=(
     show_default=str(MAX_LENGTH))
 
 GuideOpt = option(str | None, "--guide", panel=TEACHER_PANEL, help=(
-    "Guided alignment: 'auto' (the built-in statistical aligner, see --guide-model and --guide-sym) or a "
-    "Pharaoh file of links for the training corpus."))
+    "Guided alignment: 'auto' (the built-in statistical aligner, see --guide-model and --guide-sym), a "
+    "Pharaoh file of links for the training corpus, or 'none' (no guide, where a preset names one; give "
+    "./none for a file of that name)."))
 GuideWeightOpt = option(float, "--guide-weight", panel=TEACHER_PANEL, help="Weight of the guide loss.")
 SelfTrainOpt = option(int, "--self-train", panel=TEACHER_PANEL, help=(
     "Rounds of self-training after the teacher-guided one: the student trained again (from scratch, or see "
@@ -216,7 +235,7 @@ def train_options(ctx: typer.Context, preset: str | None, config: Path | None
     if "direction" not in typed and ctx.params["reverse_init_from"] is not None:
         given["direction"] = "both"
     file_preset, from_file = read_config(config) if config is not None else (None, {})
-    preset = preset or file_preset
+    preset = chosen_preset(preset, file_preset, config)
     return layered_options(preset, from_file, given), preset, typed | set(from_file)
 
 
@@ -241,8 +260,8 @@ def resume_hint(model: Path) -> str:
 
 @handle_errors
 def train(
-    ctx: typer.Context, model: ModelDirOpt, preset: PresetOpt = None, config: ConfigOpt = None,
-    resume: ResumeOpt = False,
+    ctx: typer.Context, model: OptionalModelOpt = None, preset: PresetOpt = None, config: ConfigOpt = None,
+    print_config: PrintConfigOpt = False, resume: ResumeOpt = False,
     overwrite: OverwriteOpt = False,
     init_from: InitFromOpt = None, reverse_init_from: ReverseInitFromOpt = None, src_lang: SrcLangOpt = None,
     tgt_lang: TgtLangOpt = None,
@@ -255,6 +274,7 @@ def train(
     cell: CellOpt = None, hidden: HiddenOpt = None, emb_dim: EmbDimOpt = None, d_model: DModelOpt = None,
     heads: HeadsOpt = None, layers: LayersOpt = None, dropout: DropoutOpt = None,
     input_feeding: InputFeedingOpt = None, align_head: AlignHeadOpt = None,
+    translation: TranslationOpt = None,
     epochs: EpochsOpt = SCHEDULE.epochs, max_steps: MaxStepsOpt = SCHEDULE.max_steps,
     batch_tokens: BatchTokensOpt = None, lr: LrOpt = SCHEDULE.lr, warmup: WarmupOpt = SCHEDULE.warmup,
     clip: ClipOpt = SCHEDULE.clip, label_smoothing: SmoothingOpt = SCHEDULE.label_smoothing,
@@ -280,7 +300,16 @@ def train(
     """
     from ..workflows.train_files import train_files
 
+    check_one_stdin({"--config": config, "--src": src, "--tgt": tgt, "--corpus": corpus, "--dev-src": dev_src,
+                     "--dev-tgt": dev_tgt, "--dev-gold": dev_gold})
     options, preset, typed = train_options(ctx, preset, config)
+    if print_config:
+        options.check(has_guide_links=options.teacher.guide not in (None, "auto"))
+        sys.stdout.write(config_listing(options, preset, typed))
+        return
+    if model is None:
+        raise OptionError("train writes a model directory: give --model DIR",
+                          hint="or --print-config to see the configuration without training")
     rank = own_rank()  # read before the process group exists: training chooses its backend
     try:
         summary = train_files(model, options, src=src, tgt=tgt, corpus=corpus, dev_src=dev_src,

@@ -18,9 +18,10 @@ from pathlib import Path
 from ..data.alignments import Alignment
 from ..data.fileio import BLEND_FILE, model_file_open, path_text
 from ..decoding.policy import AUTO, TUNE_FOLDS, TUNE_MIN_SENTENCES, TUNE_P, Decoding, blend_candidates
-from ..errors import OptionError, require, warn
+from ..errors import AttnAlignError, OptionError, require, warn
 from ..eval.metrics import Counts, alignment_counts
-from ..eval.significance import Bootstrap, Interval, PairedResult, paired_test
+from ..eval.significance import Bootstrap, Interval, PairedResult, paired_test, signed_percent
+from ..nmt.checkpoint import read_model_config
 from .blend import Combined
 
 
@@ -53,7 +54,8 @@ class Tuning:
         if self.best == self.default:
             return head + (f"the default, {self.default.describe()}, is already the best (AER "
                            f"{100 * self.default_aer:.2f}): it stays")
-        gain = (f"{100 * p.delta:+.2f} [{100 * p.interval.low:+.2f}, {100 * p.interval.high:+.2f}], p "
+        gain = (f"{signed_percent(p.delta)} [{signed_percent(p.interval.low)}, "
+                f"{signed_percent(p.interval.high)}], p "
                 f"{p.p_value:.3f}")
         head += (f"the best, {self.best.describe()}, AER {100 * self.scores[0][1]:.2f} on them against the "
                  f"default's {100 * self.default_aer:.2f} ({self.default.describe()}); ")
@@ -65,8 +67,9 @@ class Tuning:
         return head + f"; not significantly better (p < {TUNE_P} wanted): the default stays"
 
     def as_json(self) -> dict:
+        """The tuning's record (what it found; :attr:`chosen` follows from it, so it is not written)."""
         p = self.paired
-        return {"chosen": None if self.chosen is None else asdict(self.chosen), "gold": self.gold,
+        return {"gold": self.gold,
                 "sentences": self.sentences, "default": asdict(self.default), "default_aer": self.default_aer,
                 "best": asdict(self.best), "paired": {"delta": p.delta, "p_value": p.p_value,
                                                       "interval": [p.interval.low, p.interval.high]},
@@ -151,27 +154,47 @@ def cross_validated(per: dict[Decoding, list[Counts]], default: Decoding, folds:
     return out
 
 
+def model_run(model: str | os.PathLike) -> str | None:
+    """The training run that made the model directory's weights (``config.json``'s ``run_id``; None for
+    a model trained before runs had one): the student a blend was tuned for."""
+    try:
+        return (read_model_config(model).get("data") or {}).get("run_id")
+    except AttnAlignError:
+        return None
+
+
 def save_tuning(model: str | os.PathLike, tuning: Tuning) -> Path:
-    """Write ``tuning`` to the model directory's ``blend.json`` (atomically); its path."""
+    """Write ``tuning`` to the model directory's ``blend.json`` (atomically), with the run whose student
+    (and whose teacher) it was tuned for; its path."""
     path = Path(model) / BLEND_FILE
     with model_file_open(path) as f:
-        json.dump(tuning.as_json(), f, indent=1)
+        json.dump({"model": model_run(model), **tuning.as_json()}, f, indent=1)
     return path
 
 
 def kept_tuning(model: str | os.PathLike) -> Tuning | None:
-    """The tuning ``--tune-gold`` kept in the model directory, if any (a damaged file: a warning, None)."""
+    """The tuning ``--tune-gold`` kept in the model directory, if any; a damaged file, or one tuned for
+    another model's matrices (copied from another model directory): a warning, None."""
     path = Path(model) / BLEND_FILE
     if not path.is_file():
         return None
     try:
-        return Tuning.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError, OptionError) as e:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        tuning = Tuning.from_json(data)
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, OptionError) as e:
         why = (e.strerror or str(e)) if isinstance(e, OSError) else (
-            f"no {e}" if isinstance(e, KeyError) else e.message if isinstance(e, OptionError) else str(e))
+            f"no {e}" if isinstance(e, KeyError) else e.message if isinstance(e, OptionError) else
+            "nested too deeply" if isinstance(e, RecursionError) else str(e))
         warn(f"{path_text(path)} is damaged ({why}): the default blend is used; run align corpus "
              "--tune-gold again to choose one")
         return None
+    tuned_for, ours = data.get("model"), model_run(model)
+    if tuned_for is not None and tuned_for != ours:  # a file from before runs were recorded is this model's
+        warn(f"{path_text(path)} was tuned for another model (training run {tuned_for!s:.40}; this "
+             f"model's is {ours}): the default blend is used; run align corpus --tune-gold again to "
+             "choose one")
+        return None
+    return tuning
 
 
 def kept_blend(model: str | os.PathLike) -> Decoding | None:

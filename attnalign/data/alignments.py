@@ -152,12 +152,17 @@ def _is_float(text: str) -> bool:
 
 
 def _parse_pharaoh(
-    p: Path, encoding: str, max_sentences: int | None, role: str = "gold"
+    p: Path, encoding: str, max_sentences: int | None, role: str = "gold", n_text: int | None = None
 ) -> tuple[list[list[_RawLink]], int]:
+    """The links of each line; ``max_sentences``: the first lines only; ``n_text``: the sentences of the
+    text the file aligns, beyond which a stream is read one line further (enough to know it is longer:
+    a stream may not end)."""
     sents: list[list[_RawLink]] = []
     ignored = 0
     stream = is_piped(p)
     for lineno, line in enumerate(read_lines(p, encoding), start=1):
+        if stream and n_text is not None and max_sentences is None and lineno > n_text + 1:
+            break
         if max_sentences is not None and len(sents) >= max_sentences:
             ignored += 1
             continue
@@ -413,13 +418,14 @@ def read_alignments(
 def _read_pharaoh(p: Path, encoding: str, role: str, n_sentences: int | None, max_sentences: int | None,
                   from_text: bool) -> tuple[list[_RawLink], int, int]:
     """Pharaoh: a line per sentence; its lines are its sentences."""
-    sents, ignored = _parse_pharaoh(p, encoding, max_sentences, role)
+    sents, ignored = _parse_pharaoh(p, encoding, max_sentences, role, n_sentences)
     if role == "gold":
         sents = _trailing_empty_lines(sents, p, n_sentences)
     n = len(sents) if n_sentences is None else n_sentences
     if n_sentences is not None and len(sents) > n_sentences:
+        has = "more lines than" if is_piped(p) else f"{len(sents)} lines but"
         raise FormatError(
-            f"the file has {len(sents)} lines but the text has {n_sentences} sentences",
+            f"the file has {has} the text has {n_sentences} sentences",
             path=p,
             hint="a Pharaoh file has exactly one line per sentence pair",
         )

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import AttnAlignError
+from .corpus import copied_stream, is_piped
 from .npz import check_members
 
 # One entry of an attention file is one pair's matrix: 256 MiB is an 8,192 x 8,192 float32 matrix, far
@@ -92,9 +93,18 @@ REWRITE = "write the file again with attnalign align corpus --save-attention"  #
 def open_attention(path: str | os.PathLike):
     """Open a saved attention file (``numpy.load``), with a clear error if it is not one."""
     p = Path(path)
+    if is_piped(p):  # stdin or a pipe: a zip is read from its end, so the stream is copied whole first
+        try:
+            p = copied_stream(p)
+        except OSError as e:
+            raise AttnAlignError(f"cannot read the attention file ({e.strerror})", path=path) from None
     if not p.exists():
         raise AttnAlignError("attention file not found", path=p,
                              hint="write one with: attnalign align corpus ... --save-attention FILE")
+    if p.is_dir() or not zipfile.is_zipfile(p):  # said before numpy, whose own words are pickle advice
+        raise AttnAlignError("not an attnalign attention file (an .npz file is a zip archive; this is not "
+                             "one)", path=path, hint="give a file written by attnalign align corpus "
+                                                     "--save-attention")
     try:
         z = np.load(p, allow_pickle=False)
         check_members(z, p, "attention file", ENTRY_BYTES)

@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..errors import CorpusError, OptionError, warn
+from ..errors import CorpusError, OptionError, path_text, warn
 from .fileio import check_one_stdin
 
 Tokens = list[str]
@@ -161,6 +161,16 @@ def _spooled(path: str | os.PathLike) -> _Spool:
     if key not in _SPOOLED:
         _SPOOLED[key] = _Spool(path)
     return _SPOOLED[key]
+
+
+def copied_stream(path: str | os.PathLike) -> Path:
+    """A stream (stdin, a pipe) copied whole to a temporary file, for a reader that needs the whole
+    file at once (an ``.npz`` is read from its end); the copy stops at the disk's margin with one error
+    line, as every stream's does."""
+    spool = _spooled(path)
+    while spool.pull():
+        pass
+    return Path(spool.name)
 
 
 def _open_binary(path: str | os.PathLike) -> BinaryIO:
@@ -378,11 +388,18 @@ def open_corpus(
             "a parallel corpus needs both --src and --tgt (or one --corpus file with 'src ||| tgt')"
         )
     ps, pt = check_readable(src, "source file"), check_readable(tgt, "target file")
-    ns, nt = count_lines(ps, encoding), count_lines(pt, encoding)
+    if is_piped(ps) and not is_piped(pt):  # the file's length first: a stream is read one line past it
+        nt = count_lines(pt, encoding)
+        ns = count_lines(ps, encoding, at_most=nt + 1)
+    else:
+        ns = count_lines(ps, encoding)
+        nt = count_lines(pt, encoding, at_most=ns + 1 if is_piped(pt) and not is_piped(ps) else None)
     if ns != nt:
+        def has(p: Path, n: int, other: int) -> str:  # a stream's count stopped one line past the file's
+            return f"{path_text(p)} has {f'more than {other}' if is_piped(p) and n > other else n} lines"
+
         raise CorpusError(
-            f"the source and target files have different line counts: {ps} has {ns} lines, "
-            f"{pt} has {nt}",
+            f"the source and target files have different line counts: {has(ps, ns, nt)}, {has(pt, nt, ns)}",
             hint="a parallel corpus needs one sentence per line on both sides, in the same order",
         )
     return ParallelCorpus(ps, pt, None, ns, encoding, lowercase)

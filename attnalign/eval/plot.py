@@ -41,7 +41,11 @@ class Panel:
     positions: np.ndarray | None = None  # [T]: a local-p attention's predicted source position, as a line
 
 
-MAX_INCHES = 36.0  # the largest side of a figure (5,400 pixels at the 150 dpi of save_figure)
+MAX_INCHES = 36.0  # the largest side of a figure
+DPI = 150  # save_figure's dots per inch ...
+# ... up to this many dots a side: a long pair's figure is drawn at fewer dots a cell, so that its PNG
+# stays a few MB and quick to write, not a 29-megapixel file
+MAX_PIXELS = 2400
 FONT_SIZE = 8.0  # points: word labels; printed at the figure's own size (a 3.3-inch column up to ~12 words)
 LINE = 1.35  # a cell is this many label heights: labels of neighbouring rows never touch
 MIN_MATRIX = 1.9  # inches: a short pair's matrix is not smaller than this
@@ -88,6 +92,7 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: f
                title: str | None = None, title_chars: int = 60):
     """Draw one panel on a matplotlib Axes with ``fs``-point labels and ``title`` (None: the panel's
     title and scores); return the image (for a shared colour bar)."""
+    from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
 
     m = p.matrix
@@ -95,7 +100,9 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: f
     data = np.concatenate([m, p.eos[:, None]], axis=1) if show_eos and m.size else m
     im = ax.imshow(data, cmap="Blues", vmin=0.0, vmax=1.0, aspect="equal", interpolation="nearest")
     T, S = m.shape
-    xlabels = list(p.src) + (["</s>"] if show_eos else [])
+    # user text is drawn as text: a control character (ESC, BEL) as its \x1b escape, never a glyph the
+    # font lacks (matplotlib warns of each on stderr)
+    xlabels = [printable(w) for w in p.src] + (["</s>"] if show_eos else [])
     if compact:
         ax.set_xticks([])
         ax.set_yticks([])
@@ -104,7 +111,7 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: f
         ax.set_xticklabels(xlabels, rotation=60, ha="left", fontsize=fs)
         ax.xaxis.tick_top()
         ax.set_yticks(range(T))
-        ax.set_yticklabels(p.tgt, fontsize=fs)
+        ax.set_yticklabels([printable(w) for w in p.tgt], fontsize=fs)
     if show_eos:
         ax.axvline(S - 0.5, color="0.4", lw=1.0)
     gold = p.gold
@@ -112,11 +119,13 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: f
         from matplotlib import patheffects
 
         halo = [patheffects.withStroke(linewidth=3.0, foreground="white")]  # visible on dark cells too
-        for i, j in gold.possible:
-            solid = (i, j) in gold.sure
-            ax.add_patch(Rectangle((i - 0.45, j - 0.45), 0.9, 0.9, fill=False, lw=1.4 if solid else 1.0,
-                                   ls="-" if solid else "--", ec="black" if solid else "0.35",
-                                   path_effects=halo))
+        for kind in (True, False):  # sure, then possible only: one collection each (a long pair has many)
+            cells = [(i, j) for i, j in gold.possible if ((i, j) in gold.sure) == kind]
+            if cells:
+                ax.add_collection(PatchCollection(
+                    [Rectangle((i - 0.45, j - 0.45), 0.9, 0.9) for i, j in cells], facecolor="none",
+                    lw=1.4 if kind else 1.0, ls="-" if kind else "--", edgecolor="black" if kind else "0.35",
+                    path_effects=halo))
     hits = [(i, j) for i, j in p.links if gold is None or (i, j) in gold.possible]
     wrong = [(i, j) for i, j in p.links if gold is not None and (i, j) not in gold.possible]
     ms = max(2.0, min(7.0, 0.75 * fs))
@@ -134,6 +143,7 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: f
         if score:
             title = f"{title}\n{score}" if title else score
     if title:
+        title = "\n".join(map(printable, title.split("\n")))
         ax.set_title(wrap_title(title, title_chars), fontsize=fs + 1, pad=4 if compact else 0.8 * fs)
     if colorbar:
         bar = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
@@ -180,7 +190,8 @@ def figure_for(panels: Sequence[Panel], cols: int | None = None, compact: bool =
         bar.ax.tick_params(labelsize=fs - 1)
     suptitle = suptitle if style.title is None or n == 1 else style.title
     if suptitle:
-        fig.suptitle(wrap_title(suptitle, chars * cols), fontsize=fs + 1)
+        lines = "\n".join(map(printable, suptitle.split("\n")))
+        fig.suptitle(wrap_title(lines, chars * cols), fontsize=fs + 1)
     if not compact:
         _legend(fig, panels, fs - 1)
     return fig
@@ -253,8 +264,9 @@ def save_figure(fig, path: str | os.PathLike, exact: bool = False) -> None:
     """Save by the file's extension (png, svg, pdf), atomically: cropped to what is drawn, or with
     ``exact`` at the figure's own size (a width the user asked for)."""
     ext = os.path.splitext(str(path))[1].lower().lstrip(".") or "png"
+    dpi = min(DPI, MAX_PIXELS / max(fig.get_size_inches()))
     with atomic_open(path, "wb") as f:
-        fig.savefig(f, format=ext, dpi=150, bbox_inches=None if exact else "tight")
+        fig.savefig(f, format=ext, dpi=dpi, bbox_inches=None if exact else "tight")
     _mpl().close(fig)
 
 

@@ -157,6 +157,16 @@ def paired_test(baseline: Sequence[Counts], system: Sequence[Counts], weights: n
     return PairedResult(observed, _around(_percentiles(d, level), observed), p)
 
 
+def signed_percent(x: float) -> str:
+    """A difference (a fraction) in % with its sign, ``+0.21``: one that rounds to zero keeps the digits
+    that tell its side (``-0.0031``), so that an interval's bound reads as what it is; zero is ``0.00``
+    (never ``-0.00``, which would read as an interval that excludes it)."""
+    v = 100 * x
+    if abs(v) < 1e-9:
+        return "0.00"
+    return f"{v:+.2g}" if abs(v) < 0.005 else f"{v:+.2f}"
+
+
 def signature(samples: int, seed: int, paired: bool, level: float = LEVEL) -> str:
     """The resampling settings a score's intervals depend on, for the score's signature."""
     text = f"ci:bootstrap-percentile-{round(100 * level)}|samples:{samples}|seed:{seed}"

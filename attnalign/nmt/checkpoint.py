@@ -119,6 +119,15 @@ def read_model_config(model_dir: str | os.PathLike) -> dict:
     return data
 
 
+_JSON_KINDS = {dict: "an object", list: "a list", str: "a string", int: "a whole number", float: "a number",
+               bool: "true or false", type(None): "null"}
+
+
+def _kind(kind: type) -> str:
+    """A JSON value's type in words: ``a whole number``, ``an object``."""
+    return _JSON_KINDS.get(kind, f"a {kind.__name__}")
+
+
 def _check_config_types(data: dict, path: Path) -> None:
     """The parts of ``config.json`` that commands read have the types ``train`` writes: a hand-edited
     or foreign file gets an error naming the key, not an AttributeError deep in a command."""
@@ -128,8 +137,8 @@ def _check_config_types(data: dict, path: Path) -> None:
     nullable = ("reverse_model",)  # a one-direction fine-tuned model has none
     for key, kind in kinds.items():
         if key in data and not isinstance(data[key], kind) and not (data[key] is None and key in nullable):
-            raise AttnAlignError(f"config.json: {key!r} is a {type(data[key]).__name__}, not a "
-                                 f"{kind.__name__}", path=path, hint="a model directory's config.json is "
+            raise AttnAlignError(f"config.json: {key!r} is {_kind(type(data[key]))}, not {_kind(kind)}",
+                                 path=path, hint="a model directory's config.json is "
                                  "written by attnalign train; retrain the model or restore the file")
     files = (data.get("data") or {}).get("files", {})
     if not isinstance(files, dict) or not all(v is None or isinstance(v, str | dict) for v in files.values()):
@@ -197,7 +206,7 @@ def _check_belongs(ck: dict, meta: dict, direction: str, path: Path) -> None:
     theirs, ours = ck.get("fingerprint"), (meta.get("data") or {}).get("fingerprint")
     for what, value in (("the checkpoint's", theirs), ("config.json's", ours)):
         if value is not None and not isinstance(value, str):
-            raise AttnAlignError(f"{what} data fingerprint is a {type(value).__name__}, not a string",
+            raise AttnAlignError(f"{what} data fingerprint is {_kind(type(value))}, not a string",
                                  path=path, hint=fix)
     if theirs is not None and ours is not None and theirs != ours:
         raise AttnAlignError("the checkpoint was trained on other data than the model directory records",

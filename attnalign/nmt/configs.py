@@ -32,6 +32,14 @@ def check_fits(params: int, memory: int | None = None) -> None:
                           hint="lower --hidden, --emb-dim, --d-model or --layers")
 
 
+def check_translation(cfg) -> None:
+    """A network that does not learn to translate learns only through its alignment head."""
+    if not cfg.translation and not cfg.align_head:
+        raise OptionError("--no-translation leaves the alignment head as the network's only objective, "
+                          "and this network has none", hint="add --align-head (and a --guide), or leave "
+                                                            "--no-translation out")
+
+
 @dataclass
 class RNNConfig:
     """Fully determines the network (with the two vocabulary sizes)."""
@@ -49,6 +57,7 @@ class RNNConfig:
     attention_span: str = "global"  # global | local-m | local-p (models.attention)
     window: int = 10  # D: a local attention's window is [p_t - D, p_t + D]
     decoder_style: str = "luong"  # luong: attend with the new state h_t; bahdanau: with s_{t-1}
+    translation: bool = True  # the output layer and its loss; off: the alignment head alone learns
 
     def check(self) -> RNNConfig:
         """Raise an OptionError naming the ``train`` option that is out of range."""
@@ -64,6 +73,7 @@ class RNNConfig:
         if self.decoder_style == "bahdanau":  # its input holds the context: nothing else is fed back
             self.input_feeding = False
         require("--dropout", self.dropout, low=0, high=1, high_open=True)
+        check_translation(self)
         check_fits(self.min_params())
         return self
 
@@ -87,6 +97,7 @@ class TransformerConfig:
     dropout: float = 0.1
     max_len: int = 512
     align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
+    translation: bool = True  # the output layer and its loss; off: the alignment head alone learns
 
     def check(self) -> TransformerConfig:
         """Raise an OptionError naming the ``train`` option that is out of range."""
@@ -99,6 +110,7 @@ class TransformerConfig:
         if self.d_model % self.heads:
             raise OptionError(f"--d-model {self.d_model} is not divisible by --heads {self.heads}",
                               hint="each head reads d_model / heads dimensions; e.g. --d-model 256 --heads 4")
+        check_translation(self)
         check_fits(self.min_params())
         return self
 

@@ -7,7 +7,8 @@ from contextlib import contextmanager
 
 import torch
 
-from ..errors import AttnAlignError, OptionError, require
+from ..errors import AttnAlignError, OptionError
+from .options import check_threads
 
 
 def resolve_device(name: str) -> torch.device:
@@ -32,7 +33,7 @@ def cuda_memory(device: torch.device) -> int | None:
 
 def set_threads(threads: int | None) -> None:
     """Use ``threads`` CPU threads for torch (None: torch's default)."""
-    require("--threads", threads, low=1, optional=True)
+    check_threads(threads)
     if threads:
         torch.set_num_threads(threads)
 

@@ -19,6 +19,21 @@ BATCH_TOKENS = 4000  # padded tokens per batch when attention is extracted (alig
 MAX_BATCH_TOKENS = 10**7
 MAX_LENGTH = 250  # model tokens per side (EOS included): longer pairs are skipped in align, left out in train
 DEVICE = "auto"  # --device: cuda where torch sees a GPU, else cpu (nmt.device.resolve_device)
+# --threads is at most this many per core of the machine: more only slow the work down, and thousands
+# of threads crash the libraries that start them (a typing error, refused before any work)
+THREADS_PER_CORE = 4
+
+
+def max_threads() -> int:
+    """The largest ``--threads``: :data:`THREADS_PER_CORE` per core of this machine."""
+    import os
+
+    return THREADS_PER_CORE * (os.cpu_count() or 1)
+
+
+def check_threads(threads: int | None) -> None:
+    """Refuse a ``--threads`` below 1 or above :func:`max_threads` (None: the libraries' default)."""
+    require("--threads", threads, low=1, high=max_threads(), optional=True)
 
 
 @dataclass(frozen=True)

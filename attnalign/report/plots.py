@@ -8,7 +8,7 @@ import numpy as np
 
 from ..data.corpus import Pairs
 from ..eval.explorer import ExplorerSentence
-from ..eval.plot import html_heatmap, save_figure
+from ..eval.plot import html_heatmap, printable, save_figure
 from ..workflows.views import sentence_figure
 from .sweep import Result
 from .tables import gallery_order
@@ -47,7 +47,7 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
     ax.bar_label(bars, labels=[f"n={n}" for n in by_length.sentences], fontsize=7)  # sentences per bin
     ax.set_xlabel("target length (words)")
     ax.set_ylabel("AER (%)")
-    ax.set_title(f"AER by sentence length ({best.config.name})")
+    ax.set_title(f"AER by sentence length ({printable(best.config.name)})")
     save_figure(fig, out / "aer_by_length.png")
     images["aer_by_length"] = "aer_by_length.png"
     fig = attention_stats_figure(*stats)

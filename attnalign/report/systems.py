@@ -22,15 +22,15 @@ from pathlib import Path
 import numpy as np
 
 from ..data.alignments import Alignment
-from ..data.corpus import Pairs
-from ..data.fileio import path_text
+from ..data.corpus import Pairs, is_piped
+from ..data.fileio import path_text, same_file
 from ..errors import OptionError
 from ..eval.breakdown import FREQUENT_MIN, RARE_MAX, breakdown
 from ..eval.explorer import EXPLORER_FILE, ExplorerSentence
 from ..eval.metrics import alignment_counts
 from ..eval.plot import Panel, html_heatmap, save_figure
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_prediction
-from ..eval.significance import LEVEL, SAMPLES, Bootstrap
+from ..eval.significance import LEVEL, SAMPLES, Bootstrap, signed_percent
 from ..workflows.views import sentence_figure
 from .sweep import DEFAULT_OUTPUT, Config, Result
 from .tables import gallery_order, word_pairs
@@ -43,6 +43,11 @@ def pred_results(preds: Sequence[str | os.PathLike], names: Sequence[str], gold:
     if names and len(names) != len(preds):
         raise OptionError(f"{len(names)} --pred-name for {len(preds)} --pred files",
                           hint="give one --pred-name per --pred, in the same order, or none")
+    for k, path in enumerate(preds):  # one file is one system, however it is spelled
+        for j in range(k):
+            if same_file(preds[j], path):
+                raise OptionError(f"--pred {path_text(preds[j])} and --pred {path_text(path)} are the same "
+                                  "file", hint="give each system's file once")
     names = list(names) or row_names(preds)
     if len(set(names)) != len(names):
         raise OptionError("two --pred files have the same name", hint="name them apart with --pred-name")
@@ -60,9 +65,11 @@ def pred_results(preds: Sequence[str | os.PathLike], names: Sequence[str], gold:
 
 def row_names(paths: Sequence[str | os.PathLike]) -> list[str]:
     """Each file's row name on the page: its file name, with as many of its folders before it as tell
-    the files apart (``a/out.align``, ``b/out.align``); stdin is ``stdin``. The full paths stay in the
+    the files apart (``a/out.align``, ``b/out.align``); a stream (stdin, a pipe, a process
+    substitution's ``/dev/fd/63``) by the option it came from, ``--pred 2``. The full paths stay in the
     command line at the top of the page."""
-    parts = [("stdin",) if str(p) == "-" else Path(path_text(p)).parts or (path_text(p),) for p in paths]
+    parts = [(f"--pred {k + 1}",) if is_piped(p) else Path(path_text(p)).parts or (path_text(p),)
+             for k, p in enumerate(paths)]
     depth = 1
     while True:
         names = ["/".join(q[-depth:]) for q in parts]
@@ -191,9 +198,9 @@ def systems_html(frames: dict, html_table, readable) -> str:
     table = readable(frames["scores"], ["system"], gold=False)
     if report.paired:
         tests = [s.paired for s in report.systems]
-        table["ΔAER vs the first"] = ["baseline" if t is None else f"{100 * t.delta:+.2f}" for t in tests]
-        table["ΔAER 95% interval"] = ["" if t is None else f"[{100 * t.interval.low:+.2f}, "
-                                      f"{100 * t.interval.high:+.2f}]" for t in tests]
+        table["ΔAER vs the first"] = ["baseline" if t is None else signed_percent(t.delta) for t in tests]
+        table["ΔAER 95% interval"] = ["" if t is None else f"[{signed_percent(t.interval.low)}, "
+                                      f"{signed_percent(t.interval.high)}]" for t in tests]
         table["p"] = ["" if t is None else f"{t.p_value:.4f}" for t in tests]
     tables = breakdown_tables(frames["breakdown"])
     gallery = "".join(

@@ -118,8 +118,14 @@ class KeptCounts:
                    {n[len("table_"):]: np.asarray(z[prefix + n]) for n in names if n.startswith("table_")})
         n_src, width = len(kept.src_words), len(kept.tgt_words)
         if (len(kept.keys) != len(kept.counts) or len(kept.src_totals) != n_src
-                or (len(kept.keys) and not 0 <= kept.keys[0] <= kept.keys[-1] < n_src * width)):
+                or (len(kept.keys) and not 0 <= kept.keys[0] <= kept.keys[-1] < n_src * width)
+                or (np.diff(kept.keys) <= 0).any()):
             raise ValueError("the kept counts do not fit their vocabularies")
+        # counts are expected values: a NaN, an infinity or a negative one is a damaged file, which
+        # would otherwise decode every link from garbage without a word
+        for values in (kept.counts, kept.src_totals, *kept.tables.values()):
+            if values.dtype.kind not in "iuf" or not np.isfinite(values).all() or (values < 0).any():
+                raise ValueError("the kept counts hold values that are not finite non-negative numbers")
         return kept
 
 

@@ -68,34 +68,37 @@ class TeacherOptions:
         """Keyword arguments of :func:`attnalign.statistical.align_statistical`."""
         return asdict(self)
 
-    def check(self, syms: tuple[str, ...] = SYMS, prefix_flag: str = "--prefix",
-              identical_flag: str = "--identical", samplers_flag: str = "--samplers",
-              seed_flag: str = "--seed") -> TeacherOptions:
+    def check(self, syms: tuple[str, ...] = SYMS, flags: str = "--") -> TeacherOptions:
         """A clear :class:`OptionError` for a choice the aligner cannot take; ``self`` otherwise.
-        The flags name the options in the messages (``train`` calls them ``--guide-*``)."""
-        check_choices(self.model, self.sym, syms)
+        ``flags``: what the options' names start with in the messages (``train`` calls them
+        ``--guide-*``)."""
+        check_choices(self.model, self.sym, syms, flags)
         if not (isinstance(self.samplers, int) and 1 <= self.samplers <= MAX_SAMPLERS):
-            raise OptionError(f"bad {samplers_flag} {self.samplers}", hint=f"give 1 to {MAX_SAMPLERS} chains")
+            raise OptionError(f"bad {flags}samplers {self.samplers}", hint=f"give 1 to {MAX_SAMPLERS} chains")
         if self.samplers > 1 and self.model not in SAMPLED:
-            raise OptionError(f"{samplers_flag} {self.samplers}: {self.model} does not sample",
+            raise OptionError(f"{flags}samplers {self.samplers}: {self.model} does not sample",
                               hint=f"give it with {' or '.join(SAMPLED)}, or leave it at 1")
         if self.prefix < 0:
-            raise OptionError(f"bad {prefix_flag} {self.prefix}",
-                                 hint="give 0 (whole words) or a number of characters")
+            raise OptionError(f"bad {flags}prefix {self.prefix}",
+                              hint="give 0 (whole words) or a number of characters")
         if not 0 <= self.identical < float("inf"):  # NaN and inf too
-            raise OptionError(f"bad {identical_flag} {self.identical}",
-                                 hint="give 0 (no prior) or a finite positive number of counts")
+            raise OptionError(f"bad {flags}identical {self.identical}",
+                              hint="give 0 (no prior) or a finite positive number of counts")
         if not (isinstance(self.seed, int) and 0 <= self.seed < 2**31):
-            raise OptionError(f"bad {seed_flag} {self.seed}", hint="give a whole number from 0 to 2^31 - 1")
+            raise OptionError(f"bad {flags}seed {self.seed}", hint="give a whole number from 0 to 2^31 - 1")
         return self
 
 
 DEFAULT = TeacherOptions()
-def check_choices(model: str, sym: str, syms: tuple[str, ...] = SYMS) -> None:
-    """A clear error for an unknown statistical model or way of combining the directions."""
-    if model not in MODELS or sym not in syms:
-        raise OptionError(f"unknown statistical model {model!r} or symmetrization {sym!r}",
-                             hint=f"choose {', '.join(MODELS)} and {', '.join(syms)}")
+def check_choices(model: str, sym: str, syms: tuple[str, ...] = SYMS, flags: str = "--") -> None:
+    """A clear error for an unknown statistical model or way of combining the directions, naming the
+    option that is wrong (``flags``: what the options' names start with)."""
+    if model not in MODELS:  # align statistical's --aligner, train's --guide-model
+        model_flag = "--aligner" if flags == "--" else f"{flags}model"
+        raise OptionError(f"unknown statistical model {model!r} ({model_flag})",
+                          hint=f"choose {', '.join(MODELS)}")
+    if sym not in syms:
+        raise OptionError(f"unknown symmetrization {sym!r} ({flags}sym)", hint=f"choose {', '.join(syms)}")
     if model == COMBINED and sym != "posterior":
         raise OptionError(f"{COMBINED} combines its two models' posterior links; it has no {sym!r}",
                              hint=f"use posterior (--sym / --guide-sym) with it, or another aligner "

@@ -14,9 +14,11 @@ A model directory's ``train.toml`` is the run's effective configuration in this 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
+import sys
 import types
 import typing
 from dataclasses import asdict, fields
@@ -27,10 +29,11 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib
 
-from ..errors import AttnAlignError, OptionError, path_text
+from ..data.fileio import is_stdio
+from ..errors import AttnAlignError, OptionError, path_text, warn
 from ..nmt.configs import NETWORKS
-from ..statistical.options import TeacherOptions
-from .options import SECTIONS, WHERE, Network, Teacher, TrainOptions, expand_layers, flag
+from ..statistical.options import TeacherOptions, check_choices
+from .options import SECTIONS, WHERE, Network, Teacher, TrainOptions, expand_layers, flag, network_keys
 
 PRESET_DIR = Path(__file__).parent / "presets"
 PRESETS = tuple(sorted(p.stem for p in PRESET_DIR.glob("*.toml")))  # train --preset NAME
@@ -69,11 +72,15 @@ def _fits(value, hint) -> bool:
                if isinstance(k, type) and k is not bool and k is not type(None))
 
 
-def _line(text: str, key: str) -> int | None:
-    """The 1-based line where ``key`` is set, or its ``[key]`` table begins, in a TOML text (for an
-    error's place)."""
+def _line(text: str, key: str, table: str | None = None) -> int | None:
+    """The 1-based line where ``key`` is set (under the ``[table]`` header, where one is given), or its
+    ``[key]`` table begins, in a TOML text (for an error's place)."""
+    inside = table is None
     for n, line in enumerate(text.splitlines(), 1):
-        if re.match(rf"\s*({re.escape(key)}\s*=|\[\s*{re.escape(key)}\s*\])", line):
+        header = re.match(r"\s*\[\s*([\w.]+)\s*\]", line)
+        if header and table is not None:
+            inside = header.group(1) == table
+        if inside and re.match(rf"\s*({re.escape(key)}\s*=|\[\s*{re.escape(key)}\s*\])", line):
             return n
     return None
 
@@ -83,13 +90,13 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
     naming the file, the line and the fix for a file that is not TOML, a table or key that is no
     option, or a value of the wrong type or out of range."""
     try:
-        with open(path, "rb") as f:  # a device or an endless stream is read no further than a file could be
-            data = f.read(MAX_BYTES + 1)
+        with contextlib.nullcontext(sys.stdin.buffer) if is_stdio(path) else open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)  # a device or an endless stream: no further than a file could be
         if len(data) > MAX_BYTES:
             raise AttnAlignError(f"the configuration file is larger than {MAX_BYTES // 1024} KiB: it is not "
                                  "one", path=path, hint="give a TOML file of options, such as a model "
                                                         "directory's train.toml")
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark, as editors on Windows write, is no option
     except (OSError, UnicodeDecodeError) as e:
         why = "is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else f"cannot be read ({e.strerror})"
         raise AttnAlignError(f"the configuration file {why}", path=path,
@@ -97,6 +104,10 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
                              ) from None
     try:
         doc = tomllib.loads(text)
+    except RecursionError:  # arrays or tables nested thousands deep: no configuration is
+        raise AttnAlignError("not a configuration file: its values are nested too deeply", path=path,
+                             hint="write key = value lines under [section] headers, as a model "
+                                  "directory's train.toml does") from None
     except tomllib.TOMLDecodeError as e:
         at = re.search(r"\(at line (\d+), column \d+\)", str(e))
         raise AttnAlignError(f"not a TOML file: {str(e).replace(at.group(0), '').strip() if at else e}",
@@ -122,29 +133,52 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
                 raise OptionError(f"[{table}] has no option {key!r}", path=path, line=_line(text, key),
                                   hint=f"its options are {', '.join(sorted(allowed))}")
             if not _fits(value, HINTS[key]):
-                raise OptionError(f"[{table}] {key} = {value!r} is not a {_kind(HINTS[key])}", path=path,
-                                  line=_line(text, key))
+                raise OptionError(f"[{table}] {key} = {value!r} is not {_kind(HINTS[key])}", path=path,
+                                  line=_line(text, key, table))
         if table == "network.gpu":
             values["gpu_network"] = expand_layers(entries)
         else:
             values.update(expand_layers(entries))
+    table = None
     try:  # each value on its own (the rules between options hold once the command line's are in)
         own = TrainOptions.of(**values)
         for name in SECTIONS:
             if name != "network":
                 getattr(own, name).check()
-        if "model_type" in values:
-            own.network.typed()
+        aligner = own.teacher.aligner
+        if {"guide_model", "guide_sym"} & set(values):
+            check_choices(aligner.model, aligner.sym, flags="--guide-")
+        table = "network"
+        _check_network(values.get("model_type"), own.network.config)
+        table = "network.gpu"  # what a GPU runs: checked now, not when a GPU is lent
+        _check_network(values.get("model_type"), {**own.network.config, **own.network.gpu})
     except OptionError as e:
-        flags = [k for k in values if f"{flag(k)} " in f"{e.message} "]  # the option named
-        key = next(iter(flags), None) or next((k for k in values if k in e.message), None)
-        raise OptionError(e.message, path=path, line=key and _line(text, key), hint=e.hint) from None
+        found = {k: re.search(rf"{re.escape(flag(k))}(?![\w-])", e.message)
+                 for k in (*values, *values.get("gpu_network", {}), "layers")}
+        named = sorted((k for k in found if found[k]), key=lambda k: found[k].start())  # the first it names
+        key = next(iter(named), None) or next((k for k in values if k in e.message), None)
+        line = key and (_line(text, key, table) or _line(text, key))
+        raise OptionError(e.message, path=path, line=line, hint=e.hint) from None
     return preset, values
 
 
+def _check_network(model_type: str | None, config: dict) -> None:
+    """The ranges of a file's network options: as the network type it names has them, else as the
+    first type that has every option given (the command line may still name the type)."""
+    types = [model_type] if model_type in NETWORKS else [t for t in NETWORKS
+                                                          if set(config) <= network_keys(t)]
+    if types:  # an option the type lacks: "does not apply", from Network.typed
+        Network(model_type=types[0], config=config).typed().check()
+
+
+_KINDS = {int: "a whole number", float: "a number", str: "text in quotes", bool: "true or false",
+          dict: "a table"}
+
+
 def _kind(hint) -> str:
+    """What a TOML value of an option's type is, in words: ``a whole number or text in quotes``."""
     kinds = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    return " or ".join(getattr(k, "__name__", str(k)) for k in kinds if k is not type(None))
+    return " or ".join(_KINDS.get(k, getattr(k, "__name__", str(k))) for k in kinds if k is not type(None))
 
 
 @functools.cache
@@ -173,7 +207,22 @@ def preset_options(name: str | None = None, config: str | os.PathLike | None = N
     configuration file (``config``) and the options ``given`` by flat name (those not None), each over
     the one before."""
     file_preset, from_file = read_config(config) if config is not None else (None, {})
-    return layered_options(name or file_preset, from_file, given)
+    return layered_options(chosen_preset(name, file_preset, config), from_file, given)
+
+
+def chosen_preset(given: str | None, file_preset: str | None, config=None) -> str | None:
+    """The preset a run starts from: ``--preset``'s (``given``) where it is given, as every option typed
+    wins over the file's, else the one the ``config`` file names (``file_preset``); a warning where
+    both name one and they differ. An empty or unknown name is refused, not taken for none."""
+    if given is None:
+        return file_preset
+    if given not in PRESETS:
+        raise OptionError(f"unknown preset {given!r}",
+                          hint=f"choose {', '.join(PRESETS)}, or leave --preset out")
+    if file_preset is not None and file_preset != given:
+        warn(f"--preset {given} wins over the preset = {file_preset!r} of {path_text(config)}: the "
+             f"file's own options apply over {given}'s")
+    return given
 
 
 def layered_options(name: str | None, from_file: dict, given: dict) -> TrainOptions:
@@ -216,10 +265,49 @@ def config_text(options: TrainOptions, network: dict | None = None, comment: str
         if isinstance(part, Teacher):
             table |= {f"guide_{k}": v for k, v in asdict(part.aligner).items()}
         sections[name] = table
+    # a name that is not UTF-8 (surrogate escapes) cannot be TOML text, and its \xNN form would name
+    # another file: left out, and said
+    unwritable = sorted(k for table in sections.values() for k, v in table.items()
+                        if isinstance(v, str) and path_text(v) != v)
+    sections = {name: {k: v for k, v in table.items() if k not in unwritable}
+                for name, table in sections.items()}
+    if unwritable:
+        comment += "\n" * bool(comment) + (f"Left out: {', '.join(unwritable)}, a file name that is not "
+                                            "UTF-8 text; give it on the command line.")
     # TOML allows no control character but a tab in a comment: a file name's are shown as "?"
     lines = (re.sub(r"[\x00-\x08\x0a-\x1f\x7f]", "?", line) for line in comment.split("\n") if comment)
     head = "".join(f"# {line}".rstrip(" ") + "\n" for line in lines)
-    # a name that is not UTF-8 (surrogate escapes) cannot be TOML text: written as \xNN
-    sections = {name: {k: path_text(v) if isinstance(v, str) else v for k, v in table.items()}
-                for name, table in sections.items()}
     return path_text(head) + ("\n" if head else "") + tomli_w.dumps(sections)
+
+
+def config_listing(options: TrainOptions, preset: str | None = None, given: set[str] = frozenset()) -> str:
+    """``train --print-config``: the complete configuration of a run (every section, every option,
+    the network's own defaults included) as ``--config`` reads it, each value that the ``preset`` or
+    the user (``given``: flat names, typed or from a file) set marked in a comment, and each option
+    left unset (None, which TOML cannot write: no limit, none, or the library's choice) said in one."""
+    network = asdict(options.network.typed())
+    text = config_text(options, network, comment=(
+        "The run these options describe (attnalign train --print-config). Give it back with --config FILE;\n"
+        "options typed beside --config win over its values."))
+    from_preset = expand_layers(dict(preset_values(preset))) if preset else {}
+    gpu_preset = from_preset.pop("gpu_network", {})
+    given = set(expand_layers(dict.fromkeys(given)))
+    lines, table = [], None
+    for line in text.splitlines():
+        header = re.match(r"\[([\w.]+)\]$", line)
+        table = header.group(1) if header else table
+        key = re.match(r"(\w+) = ", line)
+        name = key and key.group(1)
+        if name and table == "network.gpu":
+            line += "  # preset " + preset if name in gpu_preset else ""
+        elif name in given:
+            line += "  # given"
+        elif name in from_preset:
+            line += f"  # preset {preset}"
+        lines.append(line)
+        if header and table in SECTIONS:
+            part = getattr(options, table)
+            unset = [f.name for f in fields(part) if f.name not in ("config", "gpu", "aligner")
+                     and getattr(part, f.name) is None]
+            lines += [f"# {k}: not set" for k in unset]
+    return "\n".join(lines) + "\n"

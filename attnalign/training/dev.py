@@ -51,21 +51,24 @@ class DevSet:
 
 
 def evaluate(lm: LoadedModel, dev: DevSet, batch_tokens: int, device: torch.device) -> dict:
-    """Dev loss (no smoothing), perplexity and, with a gold, the AER of argmax-decoded attention."""
+    """Dev loss (no smoothing) and perplexity (None for a network that does not translate) and, with a
+    gold, the AER of argmax-decoded attention."""
     pairs = [(s, t) for s, t in dev.pairs]
     src_ids, tgt_ids = encode(lm, [(s, t) for s, t in pairs if s and t])
     lengths = [(len(s), len(t)) for s, t in zip(src_ids, tgt_ids, strict=True)]
     total, n_tok = 0.0, 0
     model = lm.model
     model.eval()
+    translates = getattr(model, "out", None) is not None  # without translation: no dev loss
     with torch.inference_mode():
-        for group in bucket_batches(lengths, batch_tokens):
+        for group in bucket_batches(lengths, batch_tokens) if translates else ():
             b = make_batch(group, [src_ids[k] for k in group], [tgt_ids[k] for k in group]).to(device)
             total += float(token_loss(model(b.src, b.src_mask, b.tgt_in, lengths=b.lengths).logits,
                                       b.tgt_out, 0.0))
             n_tok += b.tokens
-    dev_loss = total / max(1, n_tok)
-    row = {"dev_loss": dev_loss, "dev_ppl": math.exp(min(dev_loss, 50.0)), "dev_aer": None}
+    dev_loss = total / max(1, n_tok) if translates else None
+    row = {"dev_loss": dev_loss, "dev_ppl": None if dev_loss is None else math.exp(min(dev_loss, 50.0)),
+           "dev_aer": None}
     if dev.gold is not None:
         # the gold's own sentences: the first of a dev text that may be longer (read_gold warned)
         mats = corpus_attention(lm, pairs[:len(dev.gold)], AttentionSpec(), batch_tokens, device)

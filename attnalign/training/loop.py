@@ -28,11 +28,14 @@ from . import parallel
 from .dev import DevSet, swap
 from .guide import keep_teacher, teacher_links
 from .model_dir import (
+    check_replaceable,
+    discard_unstarted,
     drop_round_starts,
     finish_dir,
     libraries,
     locked,
     mark_finished,
+    needs_replacing,
     prepare_dir,
     run_config,
     saved_options,
@@ -80,6 +83,8 @@ def _train(pairs: Pairs, model_dir: Path, options: TrainOptions, dev: DevSet | N
     if resume:  # continue with the options the run started with
         options = saved_options(model_dir)
     options = _for_device(options, pairs, getattr(reporter, "note", None))
+    if overwrite and not resume and needs_replacing(model_dir):  # before the teacher's minutes are spent
+        check_replaceable(Path(os.path.abspath(model_dir)))
     if options.network.init_from is not None:
         from .finetune import finetune
 
@@ -121,17 +126,23 @@ def _train(pairs: Pairs, model_dir: Path, options: TrainOptions, dev: DevSet | N
         write_config(work, options, options.directions, model_config, data, finished, first)
         return work
 
+    created = not os.path.lexists(model_dir)
     work_dir = dist.on_main(begin)  # rank 0 prepares the directory; every rank writes there
-    if teacher is not None:  # align corpus on this corpus reads its matrices instead of training it again
-        keep_teacher(work_dir, teacher, keep, pairs, options, data["fingerprint"])
-    reporter = reporter or Silent()
-    for self_round in range(first, options.teacher.self_train + 1):
-        again = resume and self_round == first
-        if self_round:
-            guide = self_guide(work_dir, pairs, keep, device, self_round, again, note,
-                               going_on=options.rounds_go_on)
-        jobs = _jobs(train_pairs, work_dir, options, model_config, device, guide, dev, self_round)
-        done = _run(jobs, options, in_processes, again, reporter, work_dir)
+    try:
+        if teacher is not None:  # align corpus on this corpus reads its matrices instead of training again
+            keep_teacher(work_dir, teacher, keep, pairs, options, data["fingerprint"])
+        reporter = reporter or Silent()
+        for self_round in range(first, options.teacher.self_train + 1):
+            again = resume and self_round == first
+            if self_round:
+                guide = self_guide(work_dir, pairs, keep, device, self_round, again, note,
+                                   going_on=options.rounds_go_on)
+            jobs = _jobs(train_pairs, work_dir, options, model_config, device, guide, dev, self_round)
+            done = _run(jobs, options, in_processes, again, reporter, work_dir)
+    except Exception:  # a failure; an interruption (Ctrl-C, SIGTERM) stays resumable with its data
+        if not resume:
+            dist.on_main(lambda: discard_unstarted(work_dir, model_dir, created))
+        raise
     dist.on_main(lambda: (drop_round_starts(work_dir), finish_dir(work_dir, model_dir)))
     return {"model_dir": str(model_dir), "directions": {d: done[d] for d in options.directions}}
 

@@ -21,7 +21,7 @@ from ..data.fileio import CONFIG_FILE, MODEL_DIR_FILES, model_file_open
 from ..errors import AttnAlignError, OptionError, path_text
 from ..nmt.checkpoint import FORMAT_VERSION, read_model_config
 from .config_file import config_text
-from .options import DIRECTIONS, TrainOptions
+from .options import DIRECTIONS, TrainOptions, flag
 
 LOG_FIELDS = ["direction", "epoch", "step", "train_loss", "dev_loss", "dev_ppl", "dev_aer",
               "tokens_per_s", "elapsed_s", "best", "round"]
@@ -102,6 +102,52 @@ def written_by_attnalign(model_dir: Path, name: str) -> bool:
         return False
 
 
+def foreign_entries(model_dir: Path) -> list[str]:
+    """The entries of ``model_dir`` under a name ``train`` writes that are not what it writes there (a
+    folder named ``train.toml``, a device, a file named after a fine-tuned model's direction folder):
+    the user's, which replacing the model would delete. A link is not among them: the model's own
+    files replace a link, never its target."""
+    try:
+        pretrained = read_model_config(model_dir).get("model_type") == "pretrained"
+    except AttnAlignError:
+        pretrained = False
+    bad = []
+    for name in sorted(MODEL_DIR_FILES | (set(DIRECTIONS) if pretrained else set())):
+        p = model_dir / name
+        if p.is_symlink() or not os.path.lexists(p):
+            continue
+        own = p.is_dir() and (p / "config.json").is_file() if name in DIRECTIONS else p.is_file()
+        if not own:
+            bad.append(name)
+    return bad
+
+
+def check_replaceable(model_dir: Path) -> None:
+    """Refuse, before any work, an ``--overwrite`` of a directory that is not an attnalign model, that
+    this command runs in, or that holds entries of the user's under names the model's files take."""
+    try:
+        read_model_config(model_dir)
+    except AttnAlignError:
+        raise AttnAlignError("--overwrite replaces only an attnalign model directory; this one is not",
+                             path=model_dir, hint="choose another --model directory") from None
+    if Path.cwd().resolve().is_relative_to(model_dir.resolve()):
+        raise OptionError("--overwrite cannot replace the folder this command runs in", path=model_dir,
+                          hint=f"run it from the parent folder: cd {model_dir.parent} and give "
+                               f"--model {model_dir.name}")
+    bad = foreign_entries(model_dir)
+    if bad:
+        one = len(bad) == 1
+        raise AttnAlignError(f"the model directory holds {', '.join(bad)}, which {'is' if one else 'are'} "
+                             "not what attnalign train writes under that name; --overwrite would delete "
+                             f"{'it' if one else 'them'}", path=model_dir,
+                             hint="move or rename it, or choose another --model directory")
+
+
+def needs_replacing(model_dir: Path) -> bool:
+    """Whether ``model_dir`` holds something a new run's model would replace."""
+    return model_dir.is_dir() and any(model_dir.iterdir())
+
+
 def prepare_dir(model_dir: Path, overwrite: bool, resume: bool) -> Path:
     """The directory this run writes to: ``model_dir`` itself, or with ``overwrite`` of an existing
     model a staging directory that :func:`finish_dir` swaps in once the new model is complete (the old
@@ -118,7 +164,7 @@ def prepare_dir(model_dir: Path, overwrite: bool, resume: bool) -> Path:
     if model_dir.exists() and not model_dir.is_dir():
         raise AttnAlignError("--model names a file, not a directory", path=model_dir,
                              hint="choose a directory name for the model")
-    if model_dir.exists() and any(model_dir.iterdir()):
+    if needs_replacing(model_dir):
         if not overwrite:
             what = "files"
             if (model_dir / "config.json").exists():
@@ -128,21 +174,34 @@ def prepare_dir(model_dir: Path, overwrite: bool, resume: bool) -> Path:
             raise AttnAlignError(f"the model directory already holds {what}", path=model_dir,
                                  hint="pass --overwrite to replace it, --resume to continue its training, "
                                       "or choose another --model directory")
-        try:
-            read_model_config(model_dir)
-        except AttnAlignError:
-            raise AttnAlignError("--overwrite replaces only an attnalign model directory; this one is not",
-                                 path=model_dir, hint="choose another --model directory") from None
-        if Path.cwd().resolve().is_relative_to(model_dir.resolve()):
-            raise OptionError("--overwrite cannot replace the folder this command runs in", path=model_dir,
-                              hint=f"run it from the parent folder: cd {model_dir.parent} and give "
-                                   f"--model {model_dir.name}")
+        check_replaceable(model_dir)
         if stage.exists():
             shutil.rmtree(stage)
         stage.mkdir()
         return stage
     model_dir.mkdir(parents=True, exist_ok=True)
     return model_dir
+
+
+def discard_unstarted(work_dir: Path, model_dir: Path, created: bool) -> None:
+    """After a run that failed before its first checkpoint, remove what it wrote: it holds nothing to
+    resume, and a directory of a ``config.json`` alone would be taken for an interrupted run. A staging
+    directory goes whole (the old model stays); in ``model_dir`` the model's own files go, and the
+    directory too where this run ``created`` it and nothing else is left. A run with a checkpoint
+    stays, for ``--resume``."""
+    work_dir, model_dir = Path(os.path.abspath(work_dir)), Path(os.path.abspath(model_dir))
+    if not work_dir.is_dir() or any(work_dir.glob("*.pt")):
+        return
+    if work_dir != model_dir:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        return
+    for name in MODEL_DIR_FILES:
+        p = work_dir / name
+        if p.is_symlink() or p.is_file():
+            p.unlink(missing_ok=True)
+    if created:
+        with contextlib.suppress(OSError):  # not empty: the user's files are kept
+            work_dir.rmdir()
 
 
 def finish_dir(work_dir: Path, model_dir: Path) -> None:
@@ -186,14 +245,42 @@ def write_config(model_dir: Path, options: TrainOptions, directions: list[str], 
     with model_file_open(model_dir / "config.json") as f:
         json.dump(payload, f, indent=2)
         f.write("\n")
-    files = (data or {}).get("files") or {}
-    inputs = " ".join(f"--{k.replace('_', '-')} {shlex.quote(path_text(v))}" for k, v in files.items()
-                      if k in ("src", "tgt", "corpus", "dev_src", "dev_tgt", "dev_gold") and v)
+    config = shlex.quote(path_text(final_dir(model_dir) / CONFIG_FILE))
     comment = (f"The options of this model's training run (attnalign {__version__}), as the network ran.\n"
-               f"To train it again: attnalign train --config train.toml {inputs or '--src SRC --tgt TGT'} "
-               "--model NEW")
+               f"To train it again: attnalign train --config {config} {data_options(data)} --model NEW\n"
+               "Options typed beside --config win over this file's values (it names every one, so a "
+               "--preset beside it changes nothing).")
     with model_file_open(model_dir / CONFIG_FILE) as f:
         f.write(config_text(options, model_config if own else None, comment))
+
+
+def data_options(data: dict | None) -> str:
+    """The command line's data options of a run (``config.json``'s ``data``): its files and how its
+    gold was read, as ``train`` takes them."""
+    files = (data or {}).get("files") or {}
+    words = [f"{flag(k)} {shlex.quote(path_text(v))}" for k, v in files.items()
+             if k in ("src", "tgt", "corpus", "dev_src", "dev_tgt", "dev_gold") and v]
+    if not any(files.get(k) for k in ("src", "tgt", "corpus")):  # read from a stream
+        words.insert(0, "--src SRC --tgt TGT")
+    gold = files.get("gold_options") or {}
+    if gold.get("encoding", "utf-8") != "utf-8":
+        words.append(f"--encoding {shlex.quote(gold['encoding'])}")
+    if gold.get("fmt", "auto") != "auto":
+        words.append(f"--gold-format {shlex.quote(gold['fmt'])}")
+    if gold.get("one_based") is not None:
+        words.append("--gold-one-based" if gold["one_based"] else "--gold-zero-based")
+    if gold.get("reverse"):
+        words.append("--reverse-gold")
+    return " ".join(words)
+
+
+def final_dir(work_dir: Path) -> Path:
+    """The model directory a run writes ``work_dir`` for: itself, or the one a staging directory
+    (:func:`staging_dir`) will replace."""
+    name = work_dir.name
+    if name.startswith(".") and name.endswith(".new") and len(name) > 5:
+        return work_dir.parent / name[1:-len(".new")]
+    return work_dir
 
 
 def libraries() -> dict[str, str | None]:

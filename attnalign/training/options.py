@@ -13,12 +13,13 @@ exactly the run it resumes; :meth:`TrainOptions.from_saved` reads old directorie
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from ..errors import OptionError, require
 from ..nmt.configs import NETWORKS, RNNConfig
-from ..nmt.options import MAX_BATCH_TOKENS, MAX_LENGTH
+from ..nmt.options import MAX_BATCH_TOKENS, MAX_LENGTH, check_threads
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import TeacherOptions
 
@@ -62,11 +63,11 @@ def parse_batch_tokens(text: str | int | None) -> int | str | None:
     """``--batch-tokens`` as given: a whole number of padded tokens, or ``auto``."""
     if text is None or isinstance(text, int) or text == "auto":
         return text
-    try:
-        return int(text)
-    except ValueError:
-        raise OptionError(f"bad --batch-tokens {text!r}",
-                          hint="give padded tokens per batch (2000) or auto (sized for the device)") from None
+    if isinstance(text, str):  # not a list or a float of a hand-written call
+        with contextlib.suppress(ValueError):
+            return int(text)
+    raise OptionError(f"bad --batch-tokens {text!r}",
+                      hint="give padded tokens per batch (2000) or auto (sized for the device)")
 
 
 def gpu_batch_tokens(corpus_tokens: int, memory: int) -> int:
@@ -243,8 +244,7 @@ class Teacher:
                               "teacher of --guide auto, which this run does not use",
                               hint="add --guide auto, or leave them out")
         if self.guide == "auto" and not has_guide_links:
-            self.aligner.check(prefix_flag="--guide-prefix", identical_flag="--guide-identical",
-                               samplers_flag="--guide-samplers", seed_flag="--guide-seed")
+            self.aligner.check(flags="--guide-")
 
 
 @dataclass(frozen=True)
@@ -261,14 +261,23 @@ class Runtime:
     def check(self) -> None:
         require("--precision", self.precision, choices=PRECISIONS)
         require("--parallel-directions", self.parallel_directions, choices=PARALLEL_CHOICES)
-        require("--threads", self.threads, low=1, optional=True)
+        check_threads(self.threads)
         require("--save-every", self.save_every, low=1, optional=True)
 
 
 SECTIONS = {"data": Data, "network": Network, "schedule": Schedule, "teacher": Teacher, "runtime": Runtime}
 # the network options the command line gives as one: --layers sets both stacks
 LAYERS = ("enc_layers", "dec_layers")
-PARSED = {"epochs": parse_epochs, "batch_tokens": parse_batch_tokens}  # text the command line reads
+NO_GUIDE = "none"  # --guide none: no guide, where a preset (or a file) names one
+
+
+def parse_guide(text: str | None) -> str | None:
+    """``--guide`` as given: ``auto``, a file of links, or ``none`` (None: no guide)."""
+    return None if text == NO_GUIDE else text
+
+
+# text the command line reads
+PARSED = {"epochs": parse_epochs, "batch_tokens": parse_batch_tokens, "guide": parse_guide}
 
 
 def expand_layers(flat: dict) -> dict:

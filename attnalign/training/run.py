@@ -244,19 +244,25 @@ class DirectionRun:
         return summary
 
     def _objective(self, b, group: list[int]) -> tuple[torch.Tensor, torch.Tensor, int]:
-        """The training objective of one batch, its translation loss (summed) and its target tokens."""
+        """The training objective of one batch, its translation loss (summed; without ``translation``
+        the guide's, as if summed over the tokens) and its target tokens."""
         opts = self.options
         # bf16: the network's products in bfloat16 on the device (torch.autocast), the losses in float32
         with torch.autocast(self.device.type, torch.bfloat16, enabled=opts.runtime.precision == "bf16"):
             out = self.net(b.src, b.src_mask, b.tgt_in, lengths=b.lengths)
-        loss = token_loss(out.logits.float(), b.tgt_out, opts.schedule.label_smoothing)
         n = b.tokens
-        objective = loss / n
+        objective = None
+        if out.logits is not None:
+            loss = token_loss(out.logits.float(), b.tgt_out, opts.schedule.label_smoothing)
+            objective = loss / n
         if self.tok_links is not None:  # supervise the alignment head, else the attention read
             target = guide_targets(b, [self.tok_links[k] for k in group],
                                    null_to_eos=out.align is not None)
             read = out.align if out.align is not None else reduce_attention(out.attention, AttentionSpec())
-            objective = objective + opts.teacher.guide_weight * guide_loss(read.float(), target)
+            guided = opts.teacher.guide_weight * guide_loss(read.float(), target)
+            objective = guided if objective is None else objective + guided
+        if out.logits is None:  # no translation: the loss reported is the guide's, summed as tokens are
+            loss = objective.detach() * n
         return objective, loss, n
 
     def _step(self, b, group: list[int]) -> None:
@@ -348,7 +354,7 @@ class DirectionRun:
                "round": self.self_round}
         if dev is not None:
             row.update(evaluate(self.loaded, dev, self.options.schedule.batch_tokens, self.device))
-        key = row["dev_aer"] if row.get("dev_aer") is not None else row.get("dev_loss", row["train_loss"])
+        key = next(row[k] for k in ("dev_aer", "dev_loss", "train_loss") if row.get(k) is not None)
         row["best"] = prog.best is None or key <= prog.best
         if row["best"]:
             prog.best = key

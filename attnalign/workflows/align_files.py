@@ -25,10 +25,10 @@ from ..data.corpus import open_corpus, tokenize
 from ..data.fileio import atomic_open, check_distinct, check_writable, is_stdio
 from ..decoding.policy import check_tunable
 from ..dist import world
-from ..errors import AttnAlignError, OptionError, require, warn
+from ..errors import AttnAlignError, OptionError, warn
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_gold_for
-from ..nmt.options import AlignOptions
+from ..nmt.options import AlignOptions, check_threads
 from ..statistical import iter_links, kernels
 from ..statistical.ids import IdCorpus
 from ..statistical.options import DEFAULT as TEACHER
@@ -256,7 +256,7 @@ def align_statistical_files(
     (:mod:`attnalign.statistical.progress`). ``threads``: the cores its compiled loops use (None: every
     core). Under torchrun every process trains and rank 0 writes."""
 
-    require("--threads", threads, low=1, optional=True)
+    check_threads(threads)
     teacher = TeacherOptions(model, sym, prefix, identical, samplers, seed).check((*SYMS, "none"))
     kernels.set_threads(threads)
     check_distinct({"--output": output}, {"--src": src, "--tgt": tgt, "--corpus": corpus, "--gold": gold})

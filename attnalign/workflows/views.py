@@ -229,6 +229,10 @@ def sentence_panels(
     else:
         if src is None or tgt is None:
             raise OptionError('give the pair as --src "..." --tgt "..." (or --index N with files)')
+        for name, text in (("--src", src), ("--tgt", tgt)):
+            if path_text(text) != text:  # bytes of another encoding: Python keeps them as surrogates
+                raise OptionError(f"the {name} sentence is not UTF-8 text ({path_text(text)[:60]!r})",
+                                  hint="type it in UTF-8, or give it in a file with --index N and --encoding")
         s, t = tokenize(src, lower), tokenize(tgt, lower)
     if max(len(s), len(t)) > MAX_LENGTH:
         raise OptionError(f"the pair has {len(s):,} source and {len(t):,} target words; plot sentence draws "

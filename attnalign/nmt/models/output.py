@@ -8,9 +8,10 @@ import torch
 
 
 class ModelOutput(NamedTuple):
-    """``logits [B, T, V]``; ``attention``: ``[B, T, S]`` (RNN) or ``[B, layers, heads, T, S]``
+    """``logits [B, T, V]`` (None for a network that does not learn to translate: ``translation``
+    off); ``attention``: ``[B, T, S]`` (RNN) or ``[B, layers, heads, T, S]``
     (Transformer cross-attention); ``align``: the alignment head's ``[B, T, S]``, None without one."""
 
-    logits: torch.Tensor
+    logits: torch.Tensor | None
     attention: torch.Tensor
     align: torch.Tensor | None

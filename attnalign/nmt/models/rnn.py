@@ -47,8 +47,8 @@ class RNNModel(nn.Module):
         self.attn = Attention(cfg.attention, H, cfg.attention_span, cfg.window)
         self.combine = nn.Linear(2 * H, H)  # [h_t; c_t] -> attentional vector
         self.drop = nn.Dropout(cfg.dropout)
-        self.out = nn.Linear(H, tgt_vocab_size)
-        if cfg.tie_embeddings and E == H:
+        self.out = nn.Linear(H, tgt_vocab_size) if cfg.translation else None
+        if cfg.tie_embeddings and E == H and self.out is not None:
             self.out.weight = self.tgt_emb.weight
         self.align_head = AlignHead(E, H, cfg.attention, cfg.dropout) if cfg.align_head else None
 
@@ -138,14 +138,16 @@ class RNNModel(nn.Module):
         return torch.stack(outs, 1), torch.cat(attns, 1)
 
     def forward(self, src, src_mask, tgt_in, lengths=None) -> ModelOutput:
-        """Logits [B, T, V], attention [B, T, S] (rows sum to 1, padding exactly 0) and the alignment
-        head's weights [B, T, S] (None without a head). ``lengths``: the real positions of each row of
-        ``src`` and ``tgt_in`` on the CPU (:attr:`Batch.lengths <attnalign.nmt.batching.Batch.lengths>`),
-        so that packing the sequences does not wait for the device; None: read from the masks."""
+        """Logits [B, T, V] (None without ``translation``), attention [B, T, S] (rows sum to 1, padding
+        exactly 0) and the alignment head's weights [B, T, S] (None without a head). ``lengths``: the
+        real positions of each row of ``src`` and ``tgt_in`` on the CPU (:attr:`Batch.lengths
+        <attnalign.nmt.batching.Batch.lengths>`), so that packing the sequences does not wait for the
+        device; None: read from the masks."""
         src_lengths, tgt_lengths = lengths or (None, None)
         memory, h0 = self.encode(src, src_mask, src_lengths)
         vec, attn = self._decode(memory, src_mask, h0, tgt_in)
-        return ModelOutput(self.out(vec), attn, self._align(memory, src_mask, vec, tgt_in, tgt_lengths))
+        logits = None if self.out is None else self.out(vec)
+        return ModelOutput(logits, attn, self._align(memory, src_mask, vec, tgt_in, tgt_lengths))
 
     def _align(self, memory, src_mask, vec, tgt_in, tgt_lengths=None) -> torch.Tensor | None:
         if self.align_head is None:

@@ -101,7 +101,7 @@ class TransformerModel(nn.Module):
         self.dec = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
         self.enc_norm, self.dec_norm = nn.LayerNorm(d), nn.LayerNorm(d)
         self.drop = nn.Dropout(cfg.dropout)
-        self.out = nn.Linear(d, tgt_vocab_size)
+        self.out = nn.Linear(d, tgt_vocab_size) if cfg.translation else None
         self.align_head = AlignHead(d, d, "scaled-dot", cfg.dropout) if cfg.align_head else None
         for emb in (self.src_emb, self.tgt_emb):  # scaled by sqrt(d) in _embed: unit variance
             nn.init.normal_(emb.weight, std=d**-0.5)
@@ -129,11 +129,12 @@ class TransformerModel(nn.Module):
         return self.dec_norm(y), torch.stack(attns, 1), memory
 
     def forward(self, src, src_mask, tgt_in, lengths=None) -> ModelOutput:
-        """Logits [B, T, V], cross-attention [B, layers, heads, T, S] and the alignment head's weights
-        [B, T, S] (None without a head). ``lengths``: as the RNN's (only the alignment head packs)."""
+        """Logits [B, T, V] (None without ``translation``), cross-attention [B, layers, heads, T, S] and
+        the alignment head's weights [B, T, S] (None without a head). ``lengths``: as the RNN's (only
+        the alignment head packs)."""
         y, attn, memory = self._run(src, src_mask, tgt_in)
-        return ModelOutput(self.out(y), attn, self._align(memory, src_mask, y, tgt_in,
-                                                          lengths[1] if lengths else None))
+        return ModelOutput(None if self.out is None else self.out(y), attn,
+                           self._align(memory, src_mask, y, tgt_in, lengths[1] if lengths else None))
 
     def _align(self, memory, src_mask, y, tgt_in, tgt_lengths=None) -> torch.Tensor | None:
         if self.align_head is None:
