@@ -251,3 +251,16 @@ def test_help_reads_at_80_columns(command):
     if command == "train":  # a choice of long names shows as NAME, its choices ending its help
         text = " ".join(r.output.replace("│", " ").split())
         assert "--guide-sym NAME" in text and "One of: intersection, union, grow-diag," in text
+
+
+def test_docs_cli_md_lists_the_options_as_they_are(tmp_path):
+    """docs/cli.md is the command line's own help (Typer writes it): a changed option changes it, and
+    this test says how to write it again."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "cli.md"
+    command = ["typer", "attnalign.cli.root", "utils", "docs", "--name", "attnalign", "--output"]
+    subprocess.run([sys.executable, "-m", *command, str(out)], check=True, capture_output=True)
+    assert out.read_text() == (PACKAGE.parent / "docs" / "cli.md").read_text(), (
+        f"docs/cli.md is out of date: {' '.join(command)} docs/cli.md")
