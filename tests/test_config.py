@@ -254,3 +254,13 @@ def test_print_config_is_the_whole_run_and_reads_back_to_the_same_options(tmp_pa
     assert preset_options(config=path) == seen[0].updated(**{k: v for k, v in asdict(
         seen[0].network.typed()).items()})
     one_error(invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr"), 2, "give --model DIR")
+
+
+def test_a_file_is_checked_for_its_values_not_for_this_machines_memory(tmp_path):
+    """A configuration for a larger machine reads (its values are in range); the run refuses it where it
+    cannot fit, as a typed option is refused."""
+    options = TrainOptions.of(hidden=8192, layers=32)
+    path = write(tmp_path / "big.toml", config_text(options))
+    assert preset_options(config=path) == options
+    with pytest.raises(OptionError, match="the network needs at least"):
+        options.check()

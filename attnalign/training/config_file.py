@@ -168,7 +168,7 @@ def _check_network(model_type: str | None, config: dict) -> None:
     types = [model_type] if model_type in NETWORKS else [t for t in NETWORKS
                                                           if set(config) <= network_keys(t)]
     if types:  # an option the type lacks: "does not apply", from Network.typed
-        Network(model_type=types[0], config=config).typed().check()
+        Network(model_type=types[0], config=config).typed().check(fits=False)
 
 
 _KINDS = {int: "a whole number", float: "a number", str: "text in quotes", bool: "true or false",
