@@ -30,7 +30,7 @@ from combine import CONFIG, gold_spans, teacher_links, with_teacher  # noqa: E40
 from quality import build  # noqa: E402
 from significance import counts  # noqa: E402
 
-from attnalign.combine import Combined, tune_blend  # noqa: E402
+from attnalign.combine import tune_blend  # noqa: E402
 from attnalign.eval.metrics import Counts  # noqa: E402
 from attnalign.eval.significance import Bootstrap, paired_test  # noqa: E402
 
@@ -58,7 +58,7 @@ def run(pair: str, n_tune: int) -> list[dict] | None:
         tuning = tune_blend(combined, [pairs[k] for k in span], tune_gold, span.start, name)
         systems = {"default": base, "teacher alone": teacher}
         for label, chosen in (("kept", tuning.chosen), ("best on the tune set", tuning.best)):
-            d = Combined(combined.aligner, combined.teacher, combined.plan, chosen)
+            d = combined if chosen is None else combined.with_decoding(chosen)
             systems[label] = base if chosen is None else counts(
                 [p.links for p in d.align_pairs(held_pairs, held.start)], held_gold)
         print(f"{pair}, tuned on {name}: {tuning.describe()}")

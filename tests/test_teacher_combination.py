@@ -11,7 +11,7 @@ from helpers import SAMPLE, before_teacher_options, invoke
 from typer.testing import CliRunner
 
 from attnalign.cli import app
-from attnalign.combine import Combined, blend, combine_fitted, teacher_options
+from attnalign.combine import Combined, blend, combine_fitted, run_decoding, teacher_options
 from attnalign.data.corpus import read_corpus
 from attnalign.decoding import (
     TEACHER_DECODING,
@@ -161,7 +161,9 @@ def test_the_combination_is_the_blend_of_student_and_teacher_thresholded(guided)
         expect = (1 - w) * (p.forward + p.reverse) / 2 + w * teacher
         assert np.allclose(q.matrix, expect)
         assert q.links == relative_links(expect, t)
-        assert np.allclose(q.forward, p.forward) and np.allclose(q.reverse, p.reverse)  # as read
+        # the blends the links were read from: what --save-attention keeps
+        assert np.allclose(q.forward, (1 - w) * p.forward + w * teacher)
+        assert np.allclose(q.reverse, (1 - w) * p.reverse + w * teacher)
     # weight 1: the teacher's matrix alone decides
     only = combine_fitted(Aligner(d, AlignOptions(teacher="on", teacher_weight=1.0)), pairs)
     first = next(iter(only.align(pairs)))
@@ -185,16 +187,19 @@ def test_a_teacher_of_a_large_corpus_gets_more_of_the_student(guided):
     assert teacher_decoding(small, "argmax").decoder == "argmax"
     aligner = Aligner(d, AlignOptions(teacher="on"))
     teacher = combine_fitted(aligner, pairs[:50]).teacher
-    combined = Combined(aligner, teacher, TeacherPlan("train", added=50, going_on=small - 50))
-    assert combined.decoding == TEACHER_DECODING
-    combined = Combined(aligner, teacher, TeacherPlan("train", added=50, going_on=large - 50))
+    plan = TeacherPlan("train", added=50, going_on=small - 50)
+    assert run_decoding(aligner, plan) == TEACHER_DECODING
+    plan = TeacherPlan("train", added=50, going_on=large - 50)
+    combined = Combined(aligner, teacher, plan, run_decoding(aligner, plan))
     assert combined.decoding == TEACHER_DECODING_LARGE
     assert combined.description["teacher_pairs"] == large
+    (student,) = aligner.extract(pairs[:1])
     s, t = next(iter(combined.align(pairs[:50]))), teacher.matrices(0, 1)[0]
-    assert np.allclose(s.matrix, 0.4 * (s.forward + s.reverse) / 2 + 0.6 * t)
+    assert np.allclose(s.forward, 0.4 * student.forward + 0.6 * t)  # the blends the links are read from
+    assert np.allclose(s.matrix, 0.4 * (student.forward + student.reverse) / 2 + 0.6 * t)
     given = Aligner(d, AlignOptions(teacher="on", teacher_weight=0.9, threshold=0.45))
-    given = Combined(given, teacher, TeacherPlan("train", added=50, going_on=large))
-    assert (given.decoding.teacher_weight, given.decoding.threshold) == (0.9, 0.45)
+    plan = TeacherPlan("train", added=50, going_on=large)
+    assert (run_decoding(given, plan).teacher_weight, run_decoding(given, plan).threshold) == (0.9, 0.45)
 
 
 def test_cli_teacher_option_changes_the_links(guided, tmp_path):
@@ -604,3 +609,34 @@ def test_tune_gold_errors(guided, tmp_path):
                "--tune-tgt", SAMPLE / "dev.fr")
     assert r.exit_code != 0 and r.stderr.count("error:") == 1 and "test.gold.naacl" in r.stderr
     assert not (m / "blend.json").exists()  # nothing chosen, nothing kept
+
+
+@pytest.mark.parametrize("teacher", ["on", "off"])
+def test_every_view_of_a_pair_shows_align_corpus_line(guided, tmp_path, teacher):
+    """Decoding is decided once per run: ``plot sentence`` (from the model, and from the attention file
+    align corpus saved) and ``align sentence`` give the pair the links of align corpus's line, with the
+    teacher and without."""
+    from attnalign.workflows.views import sentence_panels
+
+    d, pairs = guided
+    src, tgt = tmp_path / "t.en", tmp_path / "t.fr"
+    src.write_text("".join(" ".join(s) + "\n" for s, _ in pairs[:40]) + "qzx le chat\n", encoding="utf-8")
+    tgt.write_text("".join(" ".join(t) + "\n" for _, t in pairs[:40]) + "qzx the cat\n", encoding="utf-8")
+    out, npz = tmp_path / "out.align", tmp_path / "a.npz"
+    invoke("align", "corpus", "--model", d, "--src", src, "--tgt", tgt, "--teacher", teacher, "-o", out,
+           "--save-attention", npz, "--quiet")
+    lines = [sorted(tuple(map(int, x.split("-"))) for x in line.split()) for line in out.read_text().splitlines()]
+    options = AlignOptions(teacher=teacher)
+    for index in (0, 13, 40):  # pairs of the training corpus, and one it does not hold
+        from_model = sentence_panels(options, model=d, src=str(src), tgt=str(tgt), index=index)
+        from_file = sentence_panels(AlignOptions(), attention=npz, index=index)
+        assert sorted(from_model[0].links) == sorted(from_file[0].links) == lines[index], index
+    assert ("teacher=" in from_model[0].title) == (teacher == "on")
+    typed = invoke("align", "sentence", "--model", d, "--src", "qzx le chat", "--tgt", "qzx the cat",
+                   "--teacher", teacher, "--json")
+    alone = tmp_path / "one.align"
+    (tmp_path / "one.en").write_text("qzx le chat\n")
+    (tmp_path / "one.fr").write_text("qzx the cat\n")
+    invoke("align", "corpus", "--model", d, "--src", tmp_path / "one.en", "--tgt", tmp_path / "one.fr",
+           "--teacher", teacher, "-o", alone, "--quiet")
+    assert [f"{i}-{j}" for i, j in json.loads(typed.stdout)["links"]] == alone.read_text().split()

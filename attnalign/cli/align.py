@@ -6,23 +6,12 @@ import json
 import sys
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import typer
 from rich.text import Text
 
 from ..data.fileio import path_text
-from ..decoding import (
-    TEACHER_CHOICES,
-    TEACHER_CORPUS_CHOICES,
-    TEACHER_CORPUS_MAX_PAIRS,
-    TEACHER_DECODING,
-    TEACHER_DECODING_FIXED,
-    TEACHER_DECODING_LARGE,
-    TEACHER_LARGE_PAIRS,
-    TEACHER_MIN_PAIRS,
-)
 from ..decoding.policy import TUNE_FOLDS, TUNE_MIN_SENTENCES, TUNE_P
 from ..dist import world
 from ..errors import OptionError
@@ -44,7 +33,6 @@ from .common import (
     Command,
     CorpusOpt,
     Decoder,
-    DecoderOpt,
     DeviceOpt,
     EncodingOpt,
     GoldBaseOpt,
@@ -71,12 +59,15 @@ from .common import (
     StatSymOpt,
     Sym,
     SymOpt,
+    Teacher,
+    TeacherCorpus,
+    TeacherCorpusOpt,
+    TeacherOpt,
+    TeacherWeightOpt,
     TgtLangOpt,
     TgtOpt,
     ThreadsOpt,
-    ThresholdOpt,
     align_options,
-    choices,
     err,
     gold_options,
     handle_errors,
@@ -102,21 +93,6 @@ SentenceTgtOpt = option(str, "--tgt", panel=INPUT, help="Target sentence (whites
 SentenceJsonOpt = option(bool, "--json", panel=OUTPUT, help="Print one JSON object.")
 MaxLengthOpt = option(int, "--max-length", panel=RUNTIME,
                       help="Longer pairs (model tokens) are skipped with a warning.")
-Teacher = choices("Teacher", TEACHER_CHOICES)
-TeacherOpt = option(Teacher, "--teacher", panel=TEACHER_PANEL, help=(
-    "Combine the attention with the statistical teacher's soft matrices, the teacher trained first (see "
-    f"--teacher-corpus); auto: on for a model trained with --guide auto, where the teacher has at least "
-    f"{TEACHER_MIN_PAIRS} pairs. Decoding then {TEACHER_DECODING.describe()}; from "
-    f"{TEACHER_LARGE_PAIRS:,} pairs {TEACHER_DECODING_LARGE.describe()}; with --decoder threshold "
-    f"below that {TEACHER_DECODING_FIXED.describe()}."))
-TeacherCorpus = choices("TeacherCorpus", TEACHER_CORPUS_CHOICES)
-TeacherCorpusOpt = option(TeacherCorpus, "--teacher-corpus", panel=TEACHER_PANEL, help=(
-    "What the teacher trains on: aligned (the pairs being aligned), training (those and the model's "
-    "training corpus, read again from the files train recorded), kept (the pairs being aligned, going on "
-    "from what the teacher of train --guide auto learned, kept in the model directory); auto: training "
-    f"where those files are unchanged and hold at most {TEACHER_CORPUS_MAX_PAIRS:,} pairs, else kept where "
-    "the model directory keeps it, else aligned. A pair the training corpus holds is not added again; where "
-    "it holds every pair being aligned, the teacher train kept is read for them."))
 TuneGoldOpt = option(Path | None, "--tune-gold", panel=TEACHER_PANEL, help=(
     "Choose the blend with the teacher on this gold (of the corpus's first lines, or of --tune-src/"
     f"--tune-tgt; at least {TUNE_MIN_SENTENCES} sentences, in --gold-format): every decoder, threshold and "
@@ -126,9 +102,6 @@ TuneGoldOpt = option(Path | None, "--tune-gold", panel=TEACHER_PANEL, help=(
     "runs."))
 TuneSrcOpt = option(Path | None, "--tune-src", panel=TEACHER_PANEL, help="Source side of --tune-gold's text.")
 TuneTgtOpt = option(Path | None, "--tune-tgt", panel=TEACHER_PANEL, help="Target side of --tune-gold's text.")
-TeacherWeightOpt = option(float | None, "--teacher-weight", panel=TEACHER_PANEL,
-                          help="The teacher's share of each combined matrix, 0-1.",
-                          show_default="see --teacher")
 
 
 def _progress_bar(quiet: bool):
@@ -224,9 +197,8 @@ def align_corpus(
     """
     options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=batch_tokens,
                             device=device, max_length=max_length, reverse_model=reverse_model,
-                            src_lang=src_lang, tgt_lang=tgt_lang)
-    options = replace(options, teacher=teacher.value, teacher_weight=teacher_weight,
-                      teacher_corpus=teacher_corpus.value)
+                            src_lang=src_lang, tgt_lang=tgt_lang, teacher=teacher,
+                            teacher_corpus=teacher_corpus, teacher_weight=teacher_weight)
     if tune_gold is None and (tune_src or tune_tgt):
         raise OptionError("--tune-src and --tune-tgt are the text of --tune-gold", hint="add --tune-gold")
     rank = world()[0]  # under torchrun rank 0 writes and reports
@@ -290,18 +262,23 @@ def align_sentence(
     model: ModelDirOpt,
     src: SentenceSrcOpt, tgt: SentenceTgtOpt,
     reverse_model: ReverseModelOpt = None, src_lang: SrcLangOpt = None, tgt_lang: TgtLangOpt = None,
-    decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto, threshold: ThresholdOpt = ALIGN.threshold,
+    decoder: BlendDecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto,
+    threshold: BlendThresholdOpt = ALIGN.threshold,
     layer: LayerOpt = ALIGN.layer, head: HeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
+    teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = ALIGN.teacher_weight,
+    teacher_corpus: TeacherCorpusOpt = TeacherCorpus.auto,
     as_json: SentenceJsonOpt = False,
     device: DeviceOpt = DEVICE,
 ) -> None:
-    """Align one sentence pair typed on the command line and show its links.
+    """Align one sentence pair typed on the command line and show its links: the line align corpus
+    writes for a file of that one pair, the teacher included.
 
     Example: attnalign align sentence --model runs/sample --src "the red car ." --tgt "la voiture rouge ."
     """
     pair, settings = align_one(model, src, tgt, align_options(
         decoder, sym, threshold, layer, head, shift, device=device, reverse_model=reverse_model,
-        src_lang=src_lang, tgt_lang=tgt_lang, max_length=ONE_PAIR_MAX_LENGTH))
+        src_lang=src_lang, tgt_lang=tgt_lang, max_length=ONE_PAIR_MAX_LENGTH, teacher=teacher,
+        teacher_corpus=teacher_corpus, teacher_weight=teacher_weight))
     if as_json:
         sys.stdout.write(json.dumps(pair_json(pair), ensure_ascii=False) + "\n")
         return

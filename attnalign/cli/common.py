@@ -26,7 +26,20 @@ from rich.console import Console
 from rich.text import Text
 
 from ..data.alignments import ALIGNMENT_FORMATS, FORMATS
-from ..decoding import DECODERS, HEAD_DECODING, SYMMETRIZATIONS, THRESHOLD
+from ..decoding import (
+    DECODERS,
+    HEAD_DECODING,
+    SYMMETRIZATIONS,
+    TEACHER_CHOICES,
+    TEACHER_CORPUS_CHOICES,
+    TEACHER_CORPUS_MAX_PAIRS,
+    TEACHER_DECODING,
+    TEACHER_DECODING_FIXED,
+    TEACHER_DECODING_LARGE,
+    TEACHER_LARGE_PAIRS,
+    TEACHER_MIN_PAIRS,
+    THRESHOLD,
+)
 from ..errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -274,20 +287,46 @@ def _layer_head(value: str | None, what: str) -> int | str | None:
         raise OptionError(f"--{what} must be {choices}, not {value!r}") from None
 
 
+# Whether and how the statistical teacher joins the student: align corpus, align sentence, plot sentence.
+Teacher = choices("Teacher", TEACHER_CHOICES)
+TeacherOpt = option(Teacher, "--teacher", panel=TEACHER_PANEL, help=(
+    "Combine the attention with the statistical teacher's soft matrices, the teacher trained first (see "
+    f"--teacher-corpus); auto: on for a model trained with --guide auto, where the teacher has at least "
+    f"{TEACHER_MIN_PAIRS} pairs. Decoding then {TEACHER_DECODING.describe()}; from "
+    f"{TEACHER_LARGE_PAIRS:,} pairs {TEACHER_DECODING_LARGE.describe()}; with --decoder threshold "
+    f"below that {TEACHER_DECODING_FIXED.describe()}."))
+TeacherCorpus = choices("TeacherCorpus", TEACHER_CORPUS_CHOICES)
+TeacherCorpusOpt = option(TeacherCorpus, "--teacher-corpus", panel=TEACHER_PANEL, help=(
+    "What the teacher trains on: aligned (the pairs being aligned), training (those and the model's "
+    "training corpus, read again from the files train recorded), kept (the pairs being aligned, going on "
+    "from what the teacher of train --guide auto learned, kept in the model directory); auto: training "
+    f"where those files are unchanged and hold at most {TEACHER_CORPUS_MAX_PAIRS:,} pairs, else kept where "
+    "the model directory keeps it, else aligned. A pair the training corpus holds is not added again; where "
+    "it holds every pair being aligned, the teacher train kept is read for them."))
+TeacherWeightOpt = option(float | None, "--teacher-weight", panel=TEACHER_PANEL,
+                          help="The teacher's share of each combined matrix, 0-1.",
+                          show_default="see --teacher")
+
+
 # a pair typed on the command line or drawn is never skipped for its length (align corpus skips those
 # longer than --max-length)
 ONE_PAIR_MAX_LENGTH = 10**6
 
 
 def align_options(decoder, sym, threshold, layer, head, shift, *, device: str, resolve: bool = True,
-                  reverse_model=None, src_lang=None, tgt_lang=None, **more):
+                  reverse_model=None, src_lang=None, tgt_lang=None, teacher=None, teacher_corpus=None,
+                  **more):
     """The :class:`~attnalign.nmt.options.AlignOptions` of the parsed decoding options and ``device``
-    (``--device``); ``more``: other fields, given (the rest keep AlignOptions' defaults); ``resolve``:
-    the device named for torch (imports torch)."""
+    (``--device``), and of ``--teacher`` and ``--teacher-corpus`` where the command has them;
+    ``more``: other fields, given (the rest keep AlignOptions' defaults); ``resolve``: the device named
+    for torch (imports torch)."""
     if resolve:
         from ..nmt.device import resolve_device
 
         device = str(resolve_device(device))
+    for name, value in (("teacher", teacher), ("teacher_corpus", teacher_corpus)):
+        if value is not None:
+            more[name] = value.value
     return AlignOptions(decoder=decoder.value, threshold=threshold, sym=sym.value,
                         layer=_layer_head(layer, "layer"), head=_layer_head(head, "head"), shift=shift,
                         device=device, reverse_model=None if reverse_model is None else str(reverse_model),

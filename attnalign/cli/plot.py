@@ -16,10 +16,11 @@ from .common import (
     INPUT,
     ONE_PAIR_MAX_LENGTH,
     OUTPUT,
+    BlendDecoderOpt,
+    BlendThresholdOpt,
     Command,
     CorpusOpt,
     Decoder,
-    DecoderOpt,
     DeviceOpt,
     EncodingOpt,
     GoldBaseOpt,
@@ -37,8 +38,12 @@ from .common import (
     SrcLangOpt,
     Sym,
     SymOpt,
+    Teacher,
+    TeacherCorpus,
+    TeacherCorpusOpt,
+    TeacherOpt,
+    TeacherWeightOpt,
     TgtLangOpt,
-    ThresholdOpt,
     align_options,
     err,
     gold_options,
@@ -95,15 +100,21 @@ def plot_sentence(
     gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False,
     pred_format: PredFormatOpt = GoldFormat.auto, pred_one_based: PredBaseOpt = None,
     reverse_pred: ReversePredOpt = False,
-    decoder: DecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto, threshold: ThresholdOpt = ALIGN.threshold,
+    decoder: BlendDecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto,
+    threshold: BlendThresholdOpt = ALIGN.threshold,
     layer: GridLayerOpt = ALIGN.layer, head: GridHeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
+    teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = ALIGN.teacher_weight,
+    teacher_corpus: TeacherCorpusOpt = TeacherCorpus.auto,
     compare: CompareOpt = False, eos: EosOpt = False, title: TitleOpt = None, width: WidthOpt = None,
     font_size: FontSizeOpt = None,
     output: ImageOpt = None, terminal: TerminalOpt = False, html: HtmlOpt = None, device: DeviceOpt = DEVICE,
 ) -> None:
     """Draw one pair's attention heatmap with its links, or the links of alignment files (--pred).
 
-    The gold's links are drawn over them with --gold; several panels stand side by side.
+    A model's links are the line align corpus writes for the pair (of the corpus with --index, or of the
+    pair alone), the teacher included; --compare and --layer/--head all show the student's attention
+    alone; a saved attention file's links are read with the decoding it records. The gold's links are
+    drawn over them with --gold; several panels stand side by side.
 
     Example: attnalign plot sentence --model runs/sample --src "the red car ." --tgt "la voiture rouge ."
     -o pair.png
@@ -136,12 +147,14 @@ def plot_sentence(
         options = align_options(decoder, sym, threshold, None if grid_layers else layer,
                                 "mean" if grid_heads else head, shift, device=device,
                                 resolve=attention is None, reverse_model=reverse_model, src_lang=src_lang,
-                                tgt_lang=tgt_lang, max_length=ONE_PAIR_MAX_LENGTH)
+                                tgt_lang=tgt_lang, max_length=ONE_PAIR_MAX_LENGTH, teacher=teacher,
+                                teacher_corpus=teacher_corpus, teacher_weight=teacher_weight)
     request = dict(
         model=model, src=src, tgt=tgt, corpus=corpus, index=index, attention=attention,
         gold=gold, gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),
         all_layers=grid_layers, all_heads=grid_heads, show_eos=eos, lowercase=lowercase, encoding=encoding,
-        preds=pred or (), pred_options=gold_options(pred_format, pred_one_based, reverse_pred, encoding))
+        preds=pred or (), pred_options=gold_options(pred_format, pred_one_based, reverse_pred, encoding),
+        outputs={"--output": output, "--html": html})
     panels = sentence_panels(options, compare=compare, **request)
     if html is not None:
         from ..eval.explorer import ExplorerSentence, write_explorer

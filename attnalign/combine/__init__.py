@@ -3,9 +3,10 @@ attention) and :mod:`attnalign.statistical` (the teacher), neither of which impo
 
 :func:`find_teacher` carries out the plan of :func:`attnalign.decoding.policy.plan_teacher` (read the
 teacher ``train`` kept, or train one), and :class:`Combined` blends the student's attention with the
-teacher's matrices and decodes the blend as :func:`attnalign.decoding.policy.choose_decoding` says.
-:func:`combined_aligner` does both for a model and a corpus, as ``align corpus`` does; :func:`tune_blend`
-chooses the blend on the user's gold (``--tune-gold``).
+teacher's matrices and decodes the blend. :func:`combined_aligner` does both for a model and a corpus, as
+``align corpus`` (and ``align sentence``, ``plot sentence``, the report's default output) does, and is
+where a run's decoding is decided, once (:func:`run_decoding`); :func:`tune_blend` chooses the blend on
+the user's gold (``--tune-gold``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 from collections.abc import Callable
 
 from ..data.corpus import Pairs
-from ..decoding.policy import AUTO, TeacherPlan
+from ..decoding.policy import AUTO, Decoding, TeacherPlan, choose_decoding
 from ..nmt.aligner import Aligner
 from .blend import Combined, blend
 from .corpus import Followed, JoinedCorpus, TeacherView, joined_index
@@ -31,11 +32,21 @@ def combined_aligner(aligner: Aligner, model: str | os.PathLike, pairs: Pairs, t
     with the teacher they and the model name (:func:`find_teacher`, whose ``outputs`` and ``progress``
     these are), decoded with the blend ``--tune-gold`` kept in the model directory where there is one
     (and ``kept``); and the plan."""
-    plan, teacher = find_teacher(model, aligner.meta, pairs, teacher, teacher_corpus, outputs, progress)
-    if teacher is None:
-        return aligner, plan
-    return Combined(aligner, teacher, plan, kept_blend(model) if kept and "train_options" in aligner.meta
-                    else None), plan
+    plan, view = find_teacher(model, aligner.meta, pairs, teacher, teacher_corpus, outputs, progress)
+    tuned = kept_blend(model) if view is not None and kept and "train_options" in aligner.meta else None
+    decoding = run_decoding(aligner, plan if view is not None else None, tuned)
+    if view is None:
+        return aligner.with_decoding(decoding), plan
+    return Combined(aligner, view, plan, decoding), plan
+
+
+def run_decoding(aligner: Aligner, plan: TeacherPlan | None = None,
+                 tuned: Decoding | None = None) -> Decoding:
+    """How a run decodes: the decoding ``aligner``'s options give, its ``auto`` choices made for its model
+    (both directions, an alignment head) and, where a teacher joins (``plan``), for the teacher's pairs or
+    the blend ``--tune-gold`` kept (``tuned``). Decided once here and passed down."""
+    return choose_decoding(aligner.given, both=aligner.both, head=aligner.head,
+                           teacher_pairs=None if plan is None else plan.pairs, tuned=tuned)
 
 
 def combine_fitted(aligner: Aligner, pairs: Pairs, extra: Pairs | None = None,
@@ -48,9 +59,9 @@ def combine_fitted(aligner: Aligner, pairs: Pairs, extra: Pairs | None = None,
     view = fit_teacher(corpus, teacher_options(aligner.meta), kept)
     plan = TeacherPlan("train", training=len(corpus.learned), added=len(corpus.added),
                        going_on=kept[1] if kept else 0)
-    return Combined(aligner, view, plan)
+    return Combined(aligner, view, plan, run_decoding(aligner, plan))
 
 
 __all__ = ["Combined", "Followed", "JoinedCorpus", "TeacherView", "Tuning", "blend", "combine_fitted",
            "combined_aligner", "find_teacher", "fit_teacher", "gather_teacher", "guided", "joined_index",
-           "kept_blend", "kept_tuning", "save_tuning", "teacher_options", "tune_blend"]
+           "kept_blend", "kept_tuning", "run_decoding", "save_tuning", "teacher_options", "tune_blend"]

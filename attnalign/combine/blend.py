@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from ..decoding import SYMMETRIZATIONS
-from ..decoding.policy import THRESHOLDED, Decoding, TeacherPlan, choose_decoding
+from ..decoding.policy import Decoding, TeacherPlan
 from ..errors import AttnAlignError, OptionError
 from ..nmt.aligner import AlignedPair, Aligner, read_links
 from .corpus import TeacherView
@@ -24,14 +25,11 @@ def blend(student: np.ndarray, teacher: np.ndarray, weight: float) -> np.ndarray
 class Combined:
     """An :class:`~attnalign.nmt.aligner.Aligner`'s attention blended with a teacher's matrices
     (``teacher``: read for the pairs being aligned, the ``plan`` that found it) and decoded with
-    :attr:`decoding`: the options given, "auto" chosen for a teacher of the plan's pairs, or ``tuned``
-    (the blend a model directory keeps). Aligns as the aligner does (:meth:`align`), in one process."""
+    ``decoding`` (every value given: :func:`attnalign.combine.run_decoding` decides it). Aligns as the
+    aligner does (:meth:`align`), in one process."""
 
-    def __init__(self, aligner: Aligner, teacher: TeacherView, plan: TeacherPlan,
-                 tuned: Decoding | None = None):
-        self.aligner, self.teacher, self.plan = aligner, teacher, plan
-        self.decoding = choose_decoding(aligner.given, both=aligner.both, head=aligner.head,
-                                        teacher_pairs=plan.pairs, tuned=tuned)
+    def __init__(self, aligner: Aligner, teacher: TeacherView, plan: TeacherPlan, decoding: Decoding):
+        self.aligner, self.teacher, self.plan, self.decoding = aligner, teacher, plan, decoding
         if SYMMETRIZATIONS[self.decoding.sym].both and aligner.reverse is None:
             raise OptionError(f"--sym {self.decoding.sym} needs the reverse direction, which this run did "
                               "not load", hint="give --sym explicitly")
@@ -50,18 +48,18 @@ class Combined:
     @property
     def description(self) -> dict:
         """The aligner's settings with this decoding and the teacher's weight and pairs."""
-        d = self.decoding
-        return {**self.aligner.description, "sym": d.sym, "decoder": d.decoder,
-                "threshold": d.threshold if d.decoder in THRESHOLDED else None,
-                "teacher": d.teacher_weight, "teacher_pairs": self.plan.pairs}
+        return {**self.aligner.describe(self.decoding), "teacher_pairs": self.plan.pairs}
 
     def blended(self, pair: AlignedPair, teacher: np.ndarray) -> AlignedPair:
-        """``pair`` decoded from the blend of its attention with ``teacher`` (``[T, S]``)."""
+        """``pair`` decoded from the blend of its attention with ``teacher`` (``[T, S]``): a new pair whose
+        ``forward`` and ``reverse`` are the blends the links are read from (``pair`` is left as it is: a
+        ``--tune-gold`` candidate reads it again)."""
         if pair.skipped:
             return pair
         w = self.decoding.teacher_weight
-        rev = None if pair.reverse is None else blend(pair.reverse, teacher, w)
-        return read_links(pair, self.decoding, blend(pair.forward, teacher, w), rev)
+        return read_links(replace(pair, forward=blend(pair.forward, teacher, w),
+                                  reverse=None if pair.reverse is None else blend(pair.reverse, teacher, w)),
+                          self.decoding)
 
     def align_pairs(self, pairs: Sequence, start: int = 0) -> list[AlignedPair]:
         """Align a list of pairs (one chunk) that are pairs ``start...`` of the corpus the teacher was

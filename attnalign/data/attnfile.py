@@ -9,7 +9,12 @@ of any size streams to disk with flat memory, and ``numpy.load`` reads any pair 
     src, tgt = z["src_42"], z["tgt_42"]        # its tokens (unicode arrays)
     eos = z["eos_42"]                          # [T_tgt] attention mass on the source EOS
 
-With a bidirectional model, ``rev_42`` holds the reverse model's matrix turned to ``[T_tgt, S_src]``.
+``att_42`` is the matrix the links were decoded from (the forward attention, its mean with the reverse
+one under ``--sym soft``, either blended with the statistical teacher where one joined). Where the run
+read the reverse direction, ``rev_42`` holds the reverse matrix it read, turned to ``[T_tgt, S_src]``,
+and ``reveos_42`` the reverse direction's EOS mass per source word ``[S_src]``; where ``att_42`` is not
+the forward matrix itself, ``fwd_42`` holds that. ``meta`` records the decoding (``sym``, ``decoder``,
+``threshold``, ``teacher``: the teacher's weight), so that the links can be read again exactly.
 Pairs skipped (too long) have no entries. :func:`read_attention` returns one pair as a record.
 """
 
@@ -48,13 +53,18 @@ class AttentionWriter:
             np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
 
     def add(self, index: int, src: list[str], tgt: list[str], matrix: np.ndarray, eos: np.ndarray,
-            reverse: np.ndarray | None = None) -> None:
+            reverse: np.ndarray | None = None, *, forward: np.ndarray | None = None,
+            reverse_eos: np.ndarray | None = None) -> None:
+        """One pair: ``matrix`` the links were decoded from, ``eos`` ``[T]``; ``reverse`` ``[T, S]`` and
+        ``reverse_eos`` ``[S]`` where the reverse direction was read; ``forward`` where it is not
+        ``matrix``."""
         self._put(f"att_{index}", matrix.astype(np.float32))
         self._put(f"eos_{index}", eos.astype(np.float32))
         self._put(f"src_{index}", np.array(src, dtype=str))
         self._put(f"tgt_{index}", np.array(tgt, dtype=str))
-        if reverse is not None:
-            self._put(f"rev_{index}", reverse.astype(np.float32))
+        for name, arr in (("rev", reverse), ("reveos", reverse_eos), ("fwd", forward)):
+            if arr is not None:
+                self._put(f"{name}_{index}", arr.astype(np.float32))
 
     def exit(self, kind, error, trace) -> bool:
         """A context exit: close the file, or after an error (the run's, or a full disk) abandon it
@@ -81,10 +91,12 @@ class SavedPair:
     index: int
     src: list[str]
     tgt: list[str]
-    matrix: np.ndarray  # [T_tgt, S_src]
+    matrix: np.ndarray  # [T_tgt, S_src] the links were decoded from
     eos: np.ndarray  # [T_tgt]
     reverse: np.ndarray | None  # [T_tgt, S_src] or None
     meta: dict
+    forward: np.ndarray | None = None  # [T_tgt, S_src] the forward matrix read (None: matrix is it)
+    reverse_eos: np.ndarray | None = None  # [S_src] or None
 
 
 REWRITE = "write the file again with attnalign align corpus --save-attention"  # a damaged file's hint
@@ -152,24 +164,28 @@ class AttentionFile:
             raise AttnAlignError(f"the attention file has no pair {index} (skipped, or out of range)",
                                  path=path)
         try:
-            rev = z[f"rev_{index}"] if f"rev_{index}.npy" in self.names else None
+            rev, fwd, rev_eos = (z[f"{name}_{index}"] if f"{name}_{index}.npy" in self.names else None
+                                 for name in ("rev", "fwd", "reveos"))
             pair = SavedPair(index, [str(t) for t in z[f"src_{index}"]], [str(t) for t in z[f"tgt_{index}"]],
-                             z[f"att_{index}"], z[f"eos_{index}"], rev, self.meta)
+                             z[f"att_{index}"], z[f"eos_{index}"], rev, self.meta, fwd, rev_eos)
         except (KeyError, ValueError, TypeError, OSError, zipfile.BadZipFile) as e:  # object arrays, cuts
             raise AttnAlignError(f"pair {index} of the attention file cannot be read ({str(e)[:200]})",
                                  path=path, hint=REWRITE) from None
-        for name, arr in (("matrix", pair.matrix), ("EOS mass", pair.eos), ("reverse matrix", rev)):
+        arrays = (("matrix", pair.matrix), ("EOS mass", pair.eos), ("reverse matrix", rev),
+                  ("forward matrix", fwd), ("reverse EOS mass", rev_eos))
+        for name, arr in arrays:
             if arr is not None and arr.dtype.kind not in "fiu":  # float, int, unsigned
                 raise AttnAlignError(f"pair {index} of the attention file has a {name} of type {arr.dtype}, "
                                      "not real numbers", path=path,
                                      hint=REWRITE)
         shape = (len(pair.tgt), len(pair.src))
-        shapes = (pair.matrix.shape, pair.eos.shape, shape if rev is None else rev.shape)
-        if shapes != (shape, shape[:1], shape):
+        shapes = (pair.matrix.shape, pair.eos.shape, shape if rev is None else rev.shape,
+                  shape if fwd is None else fwd.shape, shape[1:] if rev_eos is None else rev_eos.shape)
+        if shapes != (shape, shape[:1], shape, shape, shape[1:]):
             raise AttnAlignError(f"pair {index} of the attention file has a matrix of shape "
                                  f"{pair.matrix.shape} for {shape[0]} target and {shape[1]} source words",
                                  path=path)
-        for arr in (pair.matrix, pair.eos, rev):  # attention weights: 0-1, a float's rounding allowed
+        for _, arr in arrays:  # attention weights: 0-1, a float's rounding allowed
             if arr is not None and arr.size and not (
                     np.isfinite(arr).all() and 0 <= arr.min() <= arr.max() <= 1 + 1e-3):
                 raise AttnAlignError(f"pair {index} of the attention file holds weights outside 0-1 (NaN, "

@@ -127,6 +127,18 @@ def choose_decoding(given: Decoding, *, both: bool, head: bool, teacher_pairs: i
     return Decoding(sym, decoder, threshold)
 
 
+def recorded_decoding(meta: dict, given: Decoding = Decoding()) -> Decoding:
+    """The decoding a saved attention file's ``meta`` records (``sym``, ``decoder``, ``threshold``,
+    ``teacher``: what ``align corpus`` decoded with), with each value ``given`` sets (not ``auto`` or
+    None) in its place: how ``plot sentence --attention`` reads the file's links again."""
+    sym, decoder = meta.get("sym") or "none", meta.get("decoder") or "argmax"
+    threshold, weight = meta.get("threshold"), meta.get("teacher")
+    return Decoding(sym if given.sym == AUTO else given.sym,
+                    decoder if given.decoder == AUTO else given.decoder,
+                    (THRESHOLD if threshold is None else threshold) if given.threshold is None
+                    else given.threshold, weight if given.teacher_weight is None else given.teacher_weight)
+
+
 def reads_reverse(sym: str, both: bool) -> bool:
     """Whether the decoding of ``--sym sym`` reads the reverse direction, for a model of ``both``
     directions (``auto`` chooses a symmetrization of two directions wherever the model has them):

@@ -7,6 +7,7 @@ yielded in corpus order, so memory stays flat however large the corpus.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,21 +38,19 @@ class AlignedPair:
     scores: dict[Link, float] = field(default_factory=dict)
     matrix: np.ndarray | None = None  # [T, S] the matrix the links were decoded from (the teacher blend)
     eos: np.ndarray | None = None  # [T] forward attention mass on the source EOS
-    reverse: np.ndarray | None = None  # [T, S] reverse attention turned around, if used
+    reverse: np.ndarray | None = None  # [T, S] the reverse one turned around (or its blend), if read
     skipped: bool = False
-    forward: np.ndarray | None = None  # [T, S] the forward attention (= matrix unless combined)
+    forward: np.ndarray | None = None  # [T, S] the forward matrix decoded (the attention, or its blend)
     reverse_eos: np.ndarray | None = None  # [S] the reverse direction's EOS mass, per source word
 
 
-def read_links(pair: AlignedPair, decoding: Decoding, forward: np.ndarray | None = None,
-               reverse: np.ndarray | None = None) -> AlignedPair:
-    """Decode ``pair``'s attention (or ``forward`` and ``reverse``, ``[T, S]``, read in its place: a
-    blend) with ``decoding``, setting its links, their scores and the matrix they were read from."""
+def read_links(pair: AlignedPair, decoding: Decoding) -> AlignedPair:
+    """Decode ``pair``'s matrices with ``decoding``, setting its links, their scores and the matrix they
+    were read from."""
     if not pair.skipped:
-        fwd = pair.forward if forward is None else forward
-        rev = pair.reverse if reverse is None else reverse
-        pair.links, pair.scores, pair.matrix = decode_pair(fwd, pair.eos, rev, pair.reverse_eos,
-                                                           decoding.decoder, decoding.sym, decoding.threshold)
+        pair.links, pair.scores, pair.matrix = decode_pair(pair.forward, pair.eos, pair.reverse,
+                                                           pair.reverse_eos, decoding.decoder, decoding.sym,
+                                                           decoding.threshold)
     return pair
 
 
@@ -117,9 +116,10 @@ def load_directions(model: str | os.PathLike, options: Reading, both: bool):
 
 class Aligner:
     """Loads the model(s) a configuration needs, extracts their attention over pairs of word lists and,
-    aligning alone, decodes it with :attr:`decoding` (the options given, "auto" chosen for the model
-    without a teacher: :func:`~attnalign.decoding.policy.choose_decoding`, when first read;
-    :class:`attnalign.combine.Combined` decodes a blend with a teacher instead)."""
+    aligning alone, decodes it with :attr:`decoding`: the run's (:func:`attnalign.combine.combined_aligner`
+    decides it and gives it with :meth:`with_decoding`), else, for the Python API's ``Aligner`` used
+    alone, the options' ``auto`` choices made for the model without a teacher;
+    :class:`attnalign.combine.Combined` decodes a blend with a teacher instead."""
 
     def __init__(self, model_dir: str | os.PathLike, options: AlignOptions = AlignOptions()):
         options.check()
@@ -152,10 +152,17 @@ class Aligner:
 
     @property
     def decoding(self) -> Decoding:
-        """How this aligner alone decodes: the options' decoding, its ``auto`` choices made for the model."""
+        """How this aligner alone decodes: the run's decoding where given, else the options' with their
+        ``auto`` choices made for the model alone."""
         if self._decoding is None:
             self._decoding = choose_decoding(self.given, both=self.both, head=self.head)
         return self._decoding
+
+    def with_decoding(self, decoding: Decoding) -> Aligner:
+        """This aligner (the same models) decoding with ``decoding`` (every value given)."""
+        other = copy.copy(self)
+        other._decoding = decoding
+        return other
 
     def _check_layer_head(self, lm: LoadedModel) -> None:
         if _reads_align(lm, self.spec):  # raises for --layer align without a head
@@ -171,7 +178,11 @@ class Aligner:
     @property
     def description(self) -> dict:
         """The settings, for titles, signatures and saved-attention metadata."""
-        o, d = self.reading, self.decoding
+        return self.describe(self.decoding)
+
+    def describe(self, d: Decoding) -> dict:
+        """The settings of reading this aligner's models with the decoding ``d``."""
+        o = self.reading
         tf = self.forward.has_layers
         head_read = _reads_align(self.forward, self.spec)
         layer = "align" if head_read else o.layer
@@ -181,7 +192,7 @@ class Aligner:
                 "sym": d.sym, "decoder": d.decoder, "layer": layer if tf or head_read else None,
                 "head": o.head if tf and not head_read else None, "shift": o.shift,
                 "threshold": d.threshold if d.decoder in THRESHOLDED else None,
-                "teacher": None, "teacher_pairs": None}
+                "teacher": d.teacher_weight, "teacher_pairs": None}
 
     def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:
         return lm.token_count(words, side) > self.reading.max_length

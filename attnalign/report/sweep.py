@@ -133,9 +133,9 @@ def saved_results(path, gold):
                 raise AttnAlignError(
                     f"the attention file has no pair {k}; the report needs the gold's pairs", path=path
                 )
-            p = saved.pair(k)
-            fwd.append((p.matrix, p.eos))
-            rev.append((p.reverse, None) if p.reverse is not None else None)
+            p = saved.pair(k)  # each direction as the run read it (the forward matrix where kept apart)
+            fwd.append((p.matrix if p.forward is None else p.forward, p.eos))
+            rev.append((p.reverse, p.reverse_eos) if p.reverse is not None else None)
             pairs.append((p.src, p.tgt))
     has_rev = all(r is not None for r in rev)
     rev = rev if has_rev else None

@@ -50,7 +50,7 @@ def self_guide(work_dir: Path, pairs: Pairs, keep: list[int], device, self_round
 def _model_links(model_dir: Path, pairs: Pairs, device) -> list[list[Link]]:
     """What ``align corpus`` writes for the model's own training ``pairs``: the model's attention
     blended with the teacher it kept (:mod:`attnalign.statistical.teacher_file`)."""
-    from ..combine import Combined, TeacherView
+    from ..combine import Combined, TeacherView, run_decoding
     from ..nmt.aligner import Aligner, AlignOptions
 
     try:
@@ -59,5 +59,6 @@ def _model_links(model_dir: Path, pairs: Pairs, device) -> list[list[Link]]:
         raise AttnAlignError(f"the kept teacher cannot be read ({e})", path=model_dir / FILE,
                              hint="train the model again with --overwrite") from None
     aligner = Aligner(model_dir, AlignOptions(device=str(device)))
-    combined = Combined(aligner, TeacherView(teacher), TeacherPlan("kept", kept=teacher.pairs))
+    plan = TeacherPlan("kept", kept=teacher.pairs)
+    combined = Combined(aligner, TeacherView(teacher), plan, run_decoding(aligner, plan))
     return [sorted(p.links) for p in combined.align(pairs)]

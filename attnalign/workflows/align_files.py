@@ -220,7 +220,9 @@ def _write_pairs(aligner, pairs, model, output, save_attention, json_lines: bool
                 if pair.matrix is not None and pair.matrix.size:
                     summary.eos_argmax += int((pair.eos > pair.matrix.max(axis=1)).sum())
             if writer is not None and not pair.skipped and pair.matrix is not None:
-                writer.add(pair.index, pair.src, pair.tgt, pair.matrix, pair.eos, pair.reverse)
+                writer.add(pair.index, pair.src, pair.tgt, pair.matrix, pair.eos, pair.reverse,
+                           forward=None if pair.forward is pair.matrix else pair.forward,
+                           reverse_eos=None if pair.reverse is None else pair.reverse_eos)
             if pair.index < len(golds):
                 per_sentence.append(alignment_counts(Alignment.from_links(pair.links), golds[pair.index]))
             if progress is not None:
@@ -321,12 +323,16 @@ def _write_statistical(pairs, teacher: TeacherOptions, output, writer: bool, gol
 
 def align_sentence(model: str | os.PathLike, src: str, tgt: str, options: AlignOptions | None = None
                    ) -> tuple[AlignedPair, dict]:
-    """One pair given as whitespace-tokenized strings, aligned by ``model``; the settings used."""
+    """One pair given as whitespace-tokenized strings, aligned by ``model`` as ``align corpus`` aligns a
+    file of that one pair (the teacher included); the settings used."""
+    from ..combine import combined_aligner
     from ..nmt.aligner import Aligner
 
-    aligner = Aligner(model, options or AlignOptions())
+    options = options or AlignOptions()
+    aligner = Aligner(model, options)
     s, t = tokenize(src, aligner.lowercase), tokenize(tgt, aligner.lowercase)
     if not s or not t:
         raise OptionError("both --src and --tgt need at least one word")
-    (pair,) = aligner.align_pairs([(s, t)])
-    return pair, aligner.description
+    run, _ = combined_aligner(aligner, model, [(s, t)], options.teacher, options.teacher_corpus)
+    (pair,) = run.align_pairs([(s, t)])
+    return pair, run.description

@@ -12,11 +12,11 @@ from dataclasses import replace
 import numpy as np
 
 from ..data.alignments import Alignment
-from ..data.attnfile import read_attention
+from ..data.attnfile import REWRITE, read_attention
 from ..data.corpus import open_corpus, tokenize
 from ..data.fileio import path_text
 from ..decoding import DECODERS, SYMMETRIZATIONS, argmax_src_links, decode_matrix, decode_pair
-from ..decoding.policy import AUTO, Decoding, choose_decoding
+from ..decoding.policy import AUTO, Decoding, recorded_decoding
 from ..errors import AttnAlignError, OptionError
 from ..eval.plot import Panel, figure_for, settings_text, shared_settings
 from ..eval.scoring import GoldOptions, read_gold, read_prediction_line
@@ -54,9 +54,14 @@ def _compare_panels(fwd, eos, rev, rev_eos, src, tgt, gold, opts: Decoding, sett
 
 def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], options: AlignOptions,
                  *, gold: Alignment | None = None, compare: bool = False, all_layers: bool = False,
-                 all_heads: bool = False, show_eos: bool = False) -> list[Panel]:
-    """Panels for one pair aligned by a model: the chosen configuration, a comparison, or a
-    layer x head grid (Transformers)."""
+                 all_heads: bool = False, show_eos: bool = False, corpus=None, index: int = 0,
+                 outputs: dict | None = None) -> list[Panel]:
+    """Panels for one pair aligned by a model: its links as ``align corpus`` writes them for pair
+    ``index`` of ``corpus`` (None: the pair alone is the corpus), the student blended with its teacher
+    where the run has one; or the student's attention alone: a comparison, or a layer x head grid
+    (Transformers). ``outputs``: the run's output paths (``{option: path}``), which a teacher trained
+    now may not read."""
+    from ..combine import combined_aligner
     from ..nmt.aligner import Aligner
     from ..nmt.extract import AttentionSpec, corpus_attention, predicted_positions
 
@@ -65,8 +70,21 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
     grid = all_layers or all_heads
     aligner = Aligner(model_dir, replace(options, layer=None if all_layers else options.layer,
                                          head="mean" if all_heads else options.head))
-    reading, dec = aligner.reading, aligner.decoding  # "auto" choices resolved for this model
-    settings = {**aligner.description, "model": os.path.basename(os.path.normpath(model_dir))}  # name last
+    reading = aligner.reading
+    if not (grid or compare):  # the run's decoding, its teacher included: align corpus's line
+        run, _ = combined_aligner(aligner, model_dir, [(src, tgt)] if corpus is None else corpus,
+                                  options.teacher, options.teacher_corpus, outputs)
+        (pair,) = run.align_pairs([(src, tgt)], 0 if corpus is None else index)
+        settings = {**run.description, "model": os.path.basename(os.path.normpath(model_dir))}  # name last
+        # what the picture is comes first; the model's folder name last (it is often just "model")
+        title = f"{_background(run.decoding)}\n{settings_line(settings)}, model {settings['model']}"
+        where = predicted_positions(aligner.forward, src, tgt, reading.device)
+        if where is not None:
+            title += "\ndashed: the forward local-p attention's predicted position"
+        return [Panel(pair.matrix, src, tgt, pair.links, gold, pair.eos if show_eos else None, title,
+                      settings, positions=where)]
+    dec = aligner.decoding  # the student alone: "auto" chosen for this model without a teacher
+    settings = {**aligner.description, "model": os.path.basename(os.path.normpath(model_dir))}
     if grid:
         fwd = aligner.forward
         if not fwd.has_layers:
@@ -84,35 +102,31 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
                 panels.append(Panel(m, src, tgt, links, gold, eos if show_eos else None,
                                     f"layer {layer} head {head}", settings))
         return panels
-    (pair,) = aligner.align_pairs([(src, tgt)])
-    if compare:
-        rev_eos = None
-        if aligner.reverse is not None:
-            ((_, rev_eos),) = corpus_attention(aligner.reverse, [(tgt, src)], aligner.spec,
-                                               device=reading.device)
-        return _compare_panels(pair.forward, pair.eos, pair.reverse, rev_eos, src, tgt, gold, dec, settings,
-                               show_eos)
-    # what the picture is comes first; the model's folder name last (it is often just "model")
-    title = f"{_background(dec.sym)}\n{settings_line(settings)}, model {settings['model']}"
-    where = predicted_positions(aligner.forward, src, tgt, reading.device)
-    if where is not None:
-        title += "\ndashed: the forward local-p attention's predicted position"
-    return [Panel(pair.matrix, src, tgt, pair.links, gold, pair.eos if show_eos else None, title, settings,
-                  positions=where)]
+    (pair,) = aligner.extract([(src, tgt)])
+    return _compare_panels(pair.forward, pair.eos, pair.reverse, pair.reverse_eos, src, tgt, gold, dec,
+                           settings, show_eos)
 
 
-def _background(sym: str | None) -> str:
-    """What the heatmap under the links is (the links may come from both directions)."""
-    if sym is None or sym == "none":
-        return "forward attention"
+def _background(decoding: Decoding, both: bool = True) -> str:
+    """What the heatmap under the links is (the links may come from both directions, the matrices
+    blended with the teacher's); ``both``: the reverse direction was read."""
+    sym = decoding.sym if both else "none"
+    forward = "forward attention" if decoding.teacher_weight is None else \
+        f"forward attention blended with the teacher's (weight {decoding.teacher_weight:g})"
+    if sym == "none":
+        return forward
     if SYMMETRIZATIONS[sym].hard:
-        return f"{sym} links over the forward attention"
-    return f"{sym}: the matrix the links were decoded from"
+        return f"{sym} links over the {forward}"
+    blended = "" if decoding.teacher_weight is None else \
+        f", each direction blended with the teacher's (weight {decoding.teacher_weight:g})"
+    return f"{sym}: the matrix the links were decoded from{blended}"
 
 
 def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
                  gold: Alignment | None = None, compare: bool = False, show_eos: bool = False) -> list[Panel]:
-    """Panels for one pair of a saved attention file (``align corpus --save-attention``)."""
+    """Panels for one pair of a saved attention file (``align corpus --save-attention``), its links read
+    with the decoding the file records (:func:`~attnalign.decoding.policy.recorded_decoding`): those of
+    ``align corpus``'s line, unless ``options`` change the decoding."""
     p = read_attention(path, index)
     if not p.src or not p.tgt:
         side = "source" if not p.src else "target"
@@ -120,14 +134,27 @@ def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
                              hint="choose another --index")
     _check_saved_options(path, p, options)
     settings = {k: v for k, v in p.meta.items() if k in ("model", "sym", "layer", "head", "shift")}
-    dec = choose_decoding(options.decoding, both=p.reverse is not None, head=p.meta.get("layer") == "align")
-    sym = dec.sym
+    try:
+        dec = recorded_decoding(p.meta, options.decoding).check()
+        saved = recorded_decoding(p.meta).check()
+    except OptionError as e:
+        raise AttnAlignError(f"the attention file records a decoding attnalign cannot read ({e.message})",
+                             path=path, hint=REWRITE) from None
+    rev = p.reverse
+    if p.forward is None and rev is not None and not SYMMETRIZATIONS[saved.sym].hard \
+            and SYMMETRIZATIONS[saved.sym].both:  # a file of an earlier attnalign: the combined matrix alone
+        if dec.sym != saved.sym or compare:
+            raise OptionError(f"the attention file holds the matrix --sym {saved.sym} read, not each "
+                              "direction's (it was written by an earlier attnalign)", path=path,
+                              hint="write it again with align corpus --save-attention")
+        rev = None
+    fwd = p.matrix if p.forward is None else p.forward
     if compare:
-        return _compare_panels(p.matrix, p.eos, p.reverse, None, p.src, p.tgt, gold, dec, settings, show_eos)
-    links, _, m = decode_pair(p.matrix, p.eos, p.reverse, None, dec.decoder,
-                              sym if p.reverse is not None else "none", dec.threshold)
-    line = settings_line({**settings, "decoder": dec.decoder, "sym": sym})
-    title = f"index {index}: {_background(sym if p.reverse is not None else None)}\n{line}" + (
+        return _compare_panels(fwd, p.eos, rev, p.reverse_eos, p.src, p.tgt, gold, dec, settings, show_eos)
+    links, _, m = decode_pair(fwd, p.eos, rev, p.reverse_eos if rev is not None else None, dec.decoder,
+                              dec.sym if rev is not None else "none", dec.threshold)
+    line = settings_line({**settings, "decoder": dec.decoder, "sym": dec.sym, "teacher": dec.teacher_weight})
+    title = f"index {index}: {_background(dec, p.reverse is not None)}\n{line}" + (
         f", model {settings['model']}" if settings.get("model") else "")
     return [Panel(m, p.src, p.tgt, links, gold, p.eos if show_eos else None, title, settings)]
 
@@ -148,7 +175,7 @@ def _check_saved_options(path, pair, options: AlignOptions) -> None:
 
 
 def settings_line(settings: dict) -> str:
-    keys = ("model_type", "sym", "decoder", "layer", "head", "shift")
+    keys = ("model_type", "sym", "decoder", "layer", "head", "shift", "teacher")
     return ", ".join(f"{k}={settings[k]}" for k in keys if settings.get(k) is not None)
 
 
@@ -185,12 +212,15 @@ def sentence_panels(
     encoding: str = "utf-8",
     preds=(),
     pred_options=None,
+    outputs: dict | None = None,
 ) -> list[Panel]:
     """What ``plot sentence`` draws: the pair typed as ``src``/``tgt`` strings, pair ``index``
     (0-based) of a corpus (``src``/``tgt`` files or ``corpus``), or pair ``index`` of a saved
     ``attention`` file; with ``gold`` (and ``index``) that gold sentence overlaid; with ``preds``
     (alignment files) the links of their line ``index`` beside, over the model's attention where a model
-    or an attention file is given, else on the pair's blank grid."""
+    or an attention file is given, else on the pair's blank grid. A model's links are those ``align
+    corpus`` writes for the pair (of the corpus, or of the pair alone when typed), its teacher included
+    (:func:`model_panels`); ``outputs``: the run's output paths."""
     gold_pair = None
     if gold is not None:
         if index is None:
@@ -221,6 +251,7 @@ def sentence_panels(
         lower = model_lowercase(model, lowercase)
     else:
         lower = bool(lowercase)
+    pairs = None
     if index is not None:
         pairs = open_corpus(src, tgt, corpus, encoding=encoding, lowercase=lower)
         if index < 0 or index >= len(pairs):
@@ -240,7 +271,8 @@ def sentence_panels(
     if model is None:
         return pred_panels(preds, index, s, t, gold_pair, options=pred_options)
     panels = model_panels(model, s, t, options, gold=gold_pair, compare=compare and not preds,
-                          all_layers=all_layers, all_heads=all_heads, show_eos=show_eos)
+                          all_layers=all_layers, all_heads=all_heads, show_eos=show_eos, corpus=pairs,
+                          index=index or 0, outputs=outputs)
     return panels + pred_panels(preds, index, s, t, gold_pair, panels[0], pred_options)
 
 
