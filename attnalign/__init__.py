@@ -28,7 +28,10 @@ _LAZY = {"Alignment": "data.alignments", "read_alignments": "data.alignments",
          "TeacherOptions": "statistical", "align_statistical": "statistical",
          "Aligner": "nmt.aligner", "AlignOptions": "nmt.aligner", "combined_aligner": "combine",
          "combine_fitted": "combine", "train": "training",
-         "TrainOptions": "training", "preset_options": "training", "DevSet": "training"}
+         "TrainOptions": "training", "preset_options": "training", "DevSet": "training",
+         # the registries a user extends (README, "Extending")
+         "register_format": "data.alignments", "RawLink": "data.alignments", "register_score": "nmt.scores",
+         "Score": "nmt.scores"}
 
 
 def __getattr__(name: str):
@@ -47,6 +50,8 @@ __all__ = [
     "Counts",
     "DevSet",
     "GoldOptions",
+    "RawLink",
+    "Score",
     "TeacherOptions",
     "TrainOptions",
     "__version__",
@@ -58,6 +63,8 @@ __all__ = [
     "read_alignments",
     "read_corpus",
     "read_gold",
+    "register_format",
+    "register_score",
     "score_alignments",
     "score_files",
     "sentence_counts",

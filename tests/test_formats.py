@@ -168,7 +168,7 @@ def test_a_format_is_one_registered_reader(tmp_path, monkeypatch):
     @al.register_format("arrows", help="arrows: i>j links", looks_like=lambda line: ">" in line)
     def read_arrows(p, encoding, role, n_sentences, max_sentences, from_text):
         rows = [line.split() for line in p.read_text(encoding=encoding).splitlines()]
-        raw = [al._RawLink(k, int(a), int(b), True, None, k + 1)
+        raw = [al.RawLink(k, int(a), int(b), True, None, k + 1)
                for k, row in enumerate(rows) for a, b in (t.split(">") for t in row)]
         return raw, len(rows), 0
 

@@ -7,8 +7,8 @@ import torch
 
 from attnalign.errors import OptionError
 from attnalign.nmt.batching import bucket_batches, make_batch
-from attnalign.nmt.configs import ATTENTION_TYPES
 from attnalign.nmt.models import build_model
+from attnalign.nmt.scores import SCORES
 
 # Two pairs of different lengths: source lengths 3 and 1 (+EOS), target lengths 2 and 4 (+BOS/EOS).
 BATCH = make_batch([0, 1], [[5, 6, 7], [5]], [[4, 5], [6, 7, 8, 9]])
@@ -27,7 +27,7 @@ def test_batch_layout():
     assert BATCH.src_mask.tolist() == [[True] * 4, [True, True, False, False]]
 
 
-@pytest.mark.parametrize("attention", ATTENTION_TYPES)
+@pytest.mark.parametrize("attention", list(SCORES))
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
 def test_rnn_shapes_and_masking(attention, cell):
     torch.manual_seed(0)
@@ -60,7 +60,7 @@ def _reference_decode(m, src, src_mask, tgt_in):
     return torch.stack(outs, 1), torch.cat(attns, 1)
 
 
-@pytest.mark.parametrize("attention", ATTENTION_TYPES)
+@pytest.mark.parametrize("attention", list(SCORES))
 def test_gru_step_loop_is_the_gru(attention):
     """The one-layer GRU's loop (input gates of the embeddings computed once for all steps) gives
     nn.GRU's outputs, attention and gradients."""

@@ -625,7 +625,8 @@ def test_every_view_of_a_pair_shows_align_corpus_line(guided, tmp_path, teacher)
     out, npz = tmp_path / "out.align", tmp_path / "a.npz"
     invoke("align", "corpus", "--model", d, "--src", src, "--tgt", tgt, "--teacher", teacher, "-o", out,
            "--save-attention", npz, "--quiet")
-    lines = [sorted(tuple(map(int, x.split("-"))) for x in line.split()) for line in out.read_text().splitlines()]
+    lines = [sorted(tuple(map(int, x.split("-"))) for x in line.split())
+             for line in out.read_text().splitlines()]
     options = AlignOptions(teacher=teacher)
     for index in (0, 13, 40):  # pairs of the training corpus, and one it does not hold
         from_model = sentence_panels(options, model=d, src=str(src), tgt=str(tgt), index=index)

@@ -25,7 +25,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from ..data.alignments import ALIGNMENT_FORMATS, FORMATS
+from ..data.alignments import ALIGNMENT_FORMATS
 from ..decoding import (
     DECODERS,
     HEAD_DECODING,
@@ -40,6 +40,7 @@ from ..decoding import (
     TEACHER_MIN_PAIRS,
     THRESHOLD,
 )
+from ..decoding.policy import AUTO
 from ..errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -130,11 +131,41 @@ def interruption(e: BaseException) -> KeyboardInterrupt | None:
 
 
 def choices(name: str, values) -> type[Enum]:
-    """A str Enum for Typer from a library's names (the registries stay the one source of choices)."""
+    """A str Enum for Typer from a fixed list of names (a registry's names are read when the command
+    runs instead: :class:`Registered`)."""
     return Enum(name, {v.replace("-", "_").replace("+", "_"): v for v in values}, type=str)
 
 
-GoldFormat = choices("GoldFormat", FORMATS)  # the library's alignment formats (data.alignments)
+class Registered:
+    """An option's value: a name of a registry, read when the command runs (a name registered after
+    attnalign was imported is a choice too). The parser checks the value; ``--help`` lists the names and
+    says ``help()`` (:class:`_FlagHelp`)."""
+
+    def __init__(self, names: Callable[[], Any], help: Callable[[], str]):
+        self.names, self.help = names, help
+
+    def choices(self) -> list[str]:
+        return list(self.names())
+
+    def __call__(self, value) -> str:
+        value = value.value if isinstance(value, Enum) else value
+        if value not in self.choices():
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(map(repr, self.choices()))}.")
+        return value
+
+
+def _registered_help(p) -> None:
+    """``p``'s help and metavar from its registry now (see :class:`Registered`), as :func:`option` writes
+    a fixed choice's."""
+    info = getattr(getattr(p, "type_descriptor", None), "parameter_info", None)
+    reg = getattr(info, "parser", None)
+    if not isinstance(reg, Registered):
+        return
+    names, text = reg.choices(), reg.help()
+    if len("|".join(names)) > LONG_CHOICES:
+        p.metavar, p.help = "NAME", f"{text} One of: {', '.join(names)}.".lstrip()
+    else:
+        p.metavar, p.help = f"[{'|'.join(names)}]", text
 
 
 # The options several commands share, one alias each, every one in its help panel. Help text is read as
@@ -162,6 +193,7 @@ class _FlagHelp:
     def get_params(self, ctx):
         params = super().get_params(ctx)
         for p in params:
+            _registered_help(p)
             if isinstance(p, typer.core.TyperArgument):
                 label = METAVARS.get(_base(p.type_descriptor.annotation), "")
                 p.display_type_rich = lambda ctx, label=label: label
@@ -185,7 +217,11 @@ def _base(kind):
 
 def option(kind, *flags: str, panel: str, **kw):
     """``Annotated[kind, typer.Option(*flags, rich_help_panel=panel, **kw)]``: an option in its panel,
-    its value shown as METAVARS says (a choice of long names as NAME, its help ending with them)."""
+    its value shown as METAVARS says (a choice of long names as NAME, its help ending with them);
+    ``kind`` a :class:`Registered`: a ``str`` of its registry's names, read when the command runs."""
+    if isinstance(kind, Registered):
+        kw["parser"], kw["help"] = kind, kind.help()
+        return Annotated[str | None, typer.Option(*flags, rich_help_panel=panel, **kw)]
     base = _base(kind)
     if isinstance(base, type) and issubclass(base, Enum):
         names = [m.value for m in base]
@@ -208,8 +244,19 @@ LowercaseOpt = option(bool, "--lowercase", panel=INPUT, help="Lower-case the tex
 ModelLowercaseOpt = option(bool | None, "--lowercase/--no-lowercase", panel=INPUT,
                            help="Lower-case the text.", show_default="as the model was trained")
 GoldOpt = option(Path | None, "--gold", panel=INPUT, help="Score against this gold at the end.")
-FORMATS_HELP = "; ".join(f.help for f in ALIGNMENT_FORMATS.values()) + "; or auto, by the first line"
-GoldFormatOpt = option(GoldFormat, "--gold-format", panel=INPUT, help=f"Gold format: {FORMATS_HELP}.")
+AUTO_FORMAT = "auto"  # --gold-format / --pred-format: detected from the first line
+
+
+def _formats() -> list[str]:
+    return [AUTO_FORMAT, *ALIGNMENT_FORMATS]
+
+
+def _formats_help() -> str:
+    return "; ".join(f.help for f in ALIGNMENT_FORMATS.values()) + "; or auto, by the first line"
+
+
+GoldFormatOpt = option(Registered(_formats, lambda: f"Gold format: {_formats_help()}."), "--gold-format",
+                       panel=INPUT)
 GoldBaseOpt = option(bool | None, "--gold-one-based/--gold-zero-based", panel=INPUT,
                      help="Index base of the gold file.",
                      show_default="0-based for pharaoh, 1-based for naacl")
@@ -240,32 +287,38 @@ ThreadsOpt = option(int | None, "--threads", panel=RUNTIME,
 QuietOpt = option(bool, "--quiet", panel=RUNTIME, help="No progress display.")
 
 
-PredFormatOpt = option(GoldFormat, "--pred-format", panel=INPUT,
-                       help=f"Format of the predictions: {FORMATS_HELP}.")
+PredFormatOpt = option(Registered(_formats, lambda: f"Format of the predictions: {_formats_help()}."),
+                       "--pred-format", panel=INPUT)
 PredBaseOpt = option(bool | None, "--pred-one-based/--pred-zero-based", panel=INPUT,
                      help="Index base of the predictions.", show_default="as for the gold formats")
 ReversePredOpt = option(bool, "--reverse-pred", panel=INPUT, help="Predictions list target-source pairs.")
 
 
-def gold_options(gold_format: GoldFormat, gold_one_based: bool | None, reverse_gold: bool, encoding: str):
-    return GoldOptions(gold_format.value, gold_one_based, reverse_gold, encoding)
+def gold_options(gold_format: str, gold_one_based: bool | None, reverse_gold: bool, encoding: str):
+    return GoldOptions(gold_format, gold_one_based, reverse_gold, encoding)
 
 
 # Decoding (the choices come from the registries of attnalign.decoding).
-Decoder = choices("Decoder", ("auto", *DECODERS))
-Sym = choices("Sym", ("auto", *SYMMETRIZATIONS))
 _AUTO_DECODER = ("argmax" if HEAD_DECODING.decoder == "argmax" else
                  f"{HEAD_DECODING.decoder} for a bidirectional model with an alignment head, else argmax")
-DecoderOpt = option(Decoder, "--decoder", panel=DECODING,
-                    help=f"How a matrix becomes links; auto: {_AUTO_DECODER}.")
-SymOpt = option(Sym, "--sym", panel=DECODING, help=(
+
+
+def _decoders() -> list[str]:
+    return [AUTO, *DECODERS]
+
+
+DecoderOpt = option(Registered(_decoders, lambda: f"How a matrix becomes links; auto: {_AUTO_DECODER}."),
+                    "--decoder", panel=DECODING)
+SymOpt = option(Registered(lambda: [AUTO, *SYMMETRIZATIONS], lambda: (
     f"Combine both directions (model trained with --direction both); auto: {HEAD_DECODING.sym} for a "
-    "model with both and an alignment head, grow-diag-final-and for other models with both, else none."))
+    "model with both and an alignment head, grow-diag-final-and for other models with both, else "
+    "none.")), "--sym", panel=DECODING)
 ThresholdOpt = option(float | None, "--threshold", panel=DECODING,
                       help="Weight cut for --decoder threshold and relative.", show_default=str(THRESHOLD))
 # align corpus's, which blends the student with its teacher (its --teacher says how that decodes)
-BlendDecoderOpt = option(Decoder, "--decoder", panel=DECODING, help=(
-    f"How a matrix becomes links; auto: {_AUTO_DECODER}; with the teacher, see --teacher."))
+BlendDecoderOpt = option(Registered(_decoders, lambda: (
+    f"How a matrix becomes links; auto: {_AUTO_DECODER}; with the teacher, see --teacher.")), "--decoder",
+                         panel=DECODING)
 BlendThresholdOpt = option(float | None, "--threshold", panel=DECODING,
                            help="Weight cut for --decoder threshold and relative.",
                            show_default=f"{THRESHOLD}; with the teacher, see --teacher")
@@ -327,7 +380,7 @@ def align_options(decoder, sym, threshold, layer, head, shift, *, device: str, r
     for name, value in (("teacher", teacher), ("teacher_corpus", teacher_corpus)):
         if value is not None:
             more[name] = value.value
-    return AlignOptions(decoder=decoder.value, threshold=threshold, sym=sym.value,
+    return AlignOptions(decoder=decoder, threshold=threshold, sym=sym,
                         layer=_layer_head(layer, "layer"), head=_layer_head(head, "head"), shift=shift,
                         device=device, reverse_model=None if reverse_model is None else str(reverse_model),
                         src_lang=src_lang, tgt_lang=tgt_lang, **more)

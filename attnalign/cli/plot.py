@@ -20,11 +20,9 @@ from .common import (
     BlendThresholdOpt,
     Command,
     CorpusOpt,
-    Decoder,
     DeviceOpt,
     EncodingOpt,
     GoldBaseOpt,
-    GoldFormat,
     GoldFormatOpt,
     Group,
     ModelLowercaseOpt,
@@ -36,7 +34,6 @@ from .common import (
     ReversePredOpt,
     ShiftOpt,
     SrcLangOpt,
-    Sym,
     SymOpt,
     Teacher,
     TeacherCorpus,
@@ -67,7 +64,7 @@ AttentionFileOpt = option(Path | None, "--attention", panel=INPUT,
                           help="Saved attention file (align corpus --save-attention).")
 PlotGoldOpt = option(Path | None, "--gold", panel=INPUT, help="Gold alignment (with --index).")
 PlotPredOpt = option(list[Path] | None, "--pred", panel=INPUT, help=(
-    "An alignment file (Pharaoh or NAACL, as --pred-format says; any aligner's): its links of pair "
+    "An alignment file (any aligner's, in --pred-format): its links of pair "
     "--index, titled with the file, beside the model's panel over its attention or, with no model, on the "
     "pair's grid. Repeat for several files, side by side."))
 GridLayerOpt = option(str | None, "--layer", panel=DECODING,
@@ -96,11 +93,11 @@ def plot_sentence(
     tgt_lang: TgtLangOpt = None,
     src: PlotSrcOpt = None, tgt: PlotTgtOpt = None, corpus: CorpusOpt = None, index: IndexOpt = None,
     attention: AttentionFileOpt = None, pred: PlotPredOpt = None, lowercase: ModelLowercaseOpt = None,
-    encoding: EncodingOpt = "utf-8", gold: PlotGoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto,
+    encoding: EncodingOpt = "utf-8", gold: PlotGoldOpt = None, gold_format: GoldFormatOpt = "auto",
     gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False,
-    pred_format: PredFormatOpt = GoldFormat.auto, pred_one_based: PredBaseOpt = None,
+    pred_format: PredFormatOpt = "auto", pred_one_based: PredBaseOpt = None,
     reverse_pred: ReversePredOpt = False,
-    decoder: BlendDecoderOpt = Decoder.auto, sym: SymOpt = Sym.auto,
+    decoder: BlendDecoderOpt = "auto", sym: SymOpt = "auto",
     threshold: BlendThresholdOpt = ALIGN.threshold,
     layer: GridLayerOpt = ALIGN.layer, head: GridHeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
     teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = ALIGN.teacher_weight,

@@ -17,7 +17,6 @@ from .common import (
     DeviceOpt,
     EncodingOpt,
     GoldBaseOpt,
-    GoldFormat,
     GoldFormatOpt,
     ModelLowercaseOpt,
     OptionalModelOpt,
@@ -54,17 +53,17 @@ def report(
     attention: option(Path | None, "--attention", panel=INPUT,
                       help="A saved attention file instead of a model.") = None,
     pred: option(list[Path] | None, "--pred", panel=INPUT, help=(
-        "An alignment file of any aligner (Pharaoh or NAACL, as --pred-format says) to compare: a "
+        "An alignment file of any aligner (in --pred-format) to compare: a "
         "row of the score table with its interval, its paired test against the first system, its breakdown "
         "and error tables, and the gallery of disagreements. Repeat for several; without --model the report "
         "compares the files alone (and needs no torch).")) = None,
     pred_name: option(list[str] | None, "--pred-name", panel=INPUT,
                       help="The name of each --pred file in the report, in order.",
                       show_default="the file name (with the folders that tell files apart)") = None,
-    gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_format: GoldFormatOpt = "auto",
     gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False,
-    pred_format: PredFormatOpt = GoldFormat.auto,
+    pred_format: PredFormatOpt = "auto",
     pred_one_based: PredBaseOpt = None,
     reverse_pred: ReversePredOpt = False,
     gallery: option(int, "--gallery", panel=OUTPUT, help="Worst and best sentences to draw.") = GALLERY,

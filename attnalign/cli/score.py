@@ -17,7 +17,6 @@ from .common import (
     CorpusOpt,
     EncodingOpt,
     GoldBaseOpt,
-    GoldFormat,
     GoldFormatOpt,
     PredBaseOpt,
     PredFormatOpt,
@@ -61,10 +60,10 @@ def score(
     pred: Annotated[
         list[Path], typer.Argument(help="Predicted alignments (Pharaoh, 0-based); several allowed.",
                                    metavar="PRED")],
-    gold_format: GoldFormatOpt = GoldFormat.auto,
+    gold_format: GoldFormatOpt = "auto",
     gold_one_based: GoldBaseOpt = None,
     reverse_gold: ReverseGoldOpt = False,
-    pred_format: PredFormatOpt = GoldFormat.auto,
+    pred_format: PredFormatOpt = "auto",
     pred_one_based: PredBaseOpt = None,
     reverse_pred: ReversePredOpt = False,
     src: SrcOpt = None,
@@ -92,7 +91,7 @@ def score(
     if per_sentence is not None:
         check_writable(per_sentence, "per-sentence CSV")
     report = score_files(gold, pred, gold_options(gold_format, gold_one_based, reverse_gold, encoding),
-                         src=src, tgt=tgt, corpus=corpus, pred_format=pred_format.value,
+                         src=src, tgt=tgt, corpus=corpus, pred_format=pred_format,
                          pred_one_based=pred_one_based, reverse_pred=reverse_pred,
                          bootstrap=bootstrap if confidence or paired else None,
                          paired=paired, bands=breakdown)

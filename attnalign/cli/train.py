@@ -13,7 +13,6 @@ from ..dist import own_rank
 from ..errors import OptionError
 from ..nmt.configs import (
     ATTENTION_SPANS,
-    ATTENTION_TYPES,
     CELLS,
     DECODER_STYLES,
     NETWORKS,
@@ -57,7 +56,6 @@ from .common import (
     DeviceOpt,
     EncodingOpt,
     GoldBaseOpt,
-    GoldFormat,
     GoldFormatOpt,
     GuideIdenticalOpt,
     GuideModelOpt,
@@ -68,6 +66,7 @@ from .common import (
     LowercaseOpt,
     OptionalModelOpt,
     QuietOpt,
+    Registered,
     ReverseGoldOpt,
     SrcLangOpt,
     SrcOpt,
@@ -86,7 +85,6 @@ from .progress import RichTrainReporter
 from .render import train_table
 
 ModelType = choices("ModelType", NETWORKS)
-AttentionType = choices("AttentionType", ATTENTION_TYPES)
 AttentionSpan = choices("AttentionSpan", ATTENTION_SPANS)
 DecoderStyle = choices("DecoderStyle", DECODER_STYLES)
 
@@ -125,9 +123,9 @@ DevTgtOpt = option(Path | None, "--dev-tgt", panel=INPUT, help="Dev target text.
 DevGoldOpt = option(Path | None, "--dev-gold", panel=INPUT, help="Dev gold alignment: select by dev AER.")
 
 ModelTypeOpt = option(ModelType, "--model-type", panel=NETWORK, help="Network.")
-AttentionOpt = option(AttentionType | None, "--attention", panel=NETWORK, help=(
-    "RNN attention score: " + "; ".join(f"{s.name} ({s.help})" for s in SCORES.values()) + "."),
-                      show_default=RNN.attention)
+AttentionOpt = option(Registered(lambda: list(SCORES), lambda: (
+    "RNN attention score: " + "; ".join(f"{s.name} ({s.help})" for s in SCORES.values()) + ".")),
+                      "--attention", panel=NETWORK, show_default=RNN.attention)
 AttentionSpanOpt = option(AttentionSpan | None, "--attention-span", panel=NETWORK, help=(
     "RNN attention over every source word (global), or a window of them (Luong's local attention): "
     "local-m centres it on the target step scaled to the source length, local-p on a position the "
@@ -267,7 +265,7 @@ def train(
     tgt_lang: TgtLangOpt = None,
     src: SrcOpt = None, tgt: TgtOpt = None, corpus: CorpusOpt = None, encoding: EncodingOpt = "utf-8",
     lowercase: LowercaseOpt = DATA.lowercase, dev_src: DevSrcOpt = None, dev_tgt: DevTgtOpt = None,
-    dev_gold: DevGoldOpt = None, gold_format: GoldFormatOpt = GoldFormat.auto,
+    dev_gold: DevGoldOpt = None, gold_format: GoldFormatOpt = "auto",
     gold_one_based: GoldBaseOpt = None, reverse_gold: ReverseGoldOpt = False,
     model_type: ModelTypeOpt = ModelType(DEFAULTS.network.model_type), attention: AttentionOpt = None,
     attention_span: AttentionSpanOpt = None, window: WindowOpt = None, decoder_style: DecoderStyleOpt = None,

@@ -105,8 +105,10 @@ class Alignment:
 
 
 @dataclass(frozen=True)
-class _RawLink:
-    """A link as written in the file, before index base and side order are applied."""
+class RawLink:
+    """A link as written in the file, before index base and side order are applied (what a registered
+    format's reader returns, one per link: its sentence from 0, its two indices, sure or possible, its
+    score or None, its line for messages)."""
 
     sent: int
     a: int
@@ -153,11 +155,11 @@ def _is_float(text: str) -> bool:
 
 def _parse_pharaoh(
     p: Path, encoding: str, max_sentences: int | None, role: str = "gold", n_text: int | None = None
-) -> tuple[list[list[_RawLink]], int]:
+) -> tuple[list[list[RawLink]], int]:
     """The links of each line; ``max_sentences``: the first lines only; ``n_text``: the sentences of the
     text the file aligns, beyond which a stream is read one line further (enough to know it is longer:
     a stream may not end)."""
-    sents: list[list[_RawLink]] = []
+    sents: list[list[RawLink]] = []
     ignored = 0
     stream = is_piped(p)
     for lineno, line in enumerate(read_lines(p, encoding), start=1):
@@ -166,7 +168,7 @@ def _parse_pharaoh(
         if max_sentences is not None and len(sents) >= max_sentences:
             ignored += 1
             continue
-        row: list[_RawLink] = []
+        row: list[RawLink] = []
         for tok in line.split():
             m = _PHARAOH_LINK.match(tok)
             if m is not None and m.group(5) is not None and not _is_float(m.group(5)):
@@ -183,7 +185,7 @@ def _parse_pharaoh(
             a, kind, b, label, score = m.groups()
             sure = kind == "-" and (label is None or label.upper() == "S")
             row.append(
-                _RawLink(len(sents), int(a), int(b), sure, None if score is None else float(score),
+                RawLink(len(sents), int(a), int(b), sure, None if score is None else float(score),
                          lineno)
             )
         sents.append(row)
@@ -192,7 +194,7 @@ def _parse_pharaoh(
     return sents, ignored
 
 
-def _trailing_empty_lines(sents: list[list[_RawLink]], p: Path, n_text: int | None) -> list[list[_RawLink]]:
+def _trailing_empty_lines(sents: list[list[RawLink]], p: Path, n_text: int | None) -> list[list[RawLink]]:
     """A Pharaoh gold whose file ends in empty lines (an editor's, or a gold set's: the RWTH
     German-English gold has 508 sentences in 509 lines): the lines beyond its text's ``n_text``
     sentences are left out; without the text they are read as sentences without links. Either way a
@@ -214,8 +216,8 @@ def _trailing_empty_lines(sents: list[list[_RawLink]], p: Path, n_text: int | No
     return sents
 
 
-def _parse_naacl(p: Path, encoding: str, role: str = "gold") -> list[_RawLink]:
-    links: list[_RawLink] = []
+def _parse_naacl(p: Path, encoding: str, role: str = "gold") -> list[RawLink]:
+    links: list[RawLink] = []
     for lineno, line in enumerate(read_lines(p, encoding), start=1):
         fields = line.split()
         if not fields:
@@ -240,12 +242,12 @@ def _parse_naacl(p: Path, encoding: str, role: str = "gold") -> list[_RawLink]:
                 hint=f"for one-line-per-sentence files (0-1 2p3 ...) use --{role}-format pharaoh",
             )
         links.append(
-            _RawLink(int(fields[0]), int(fields[1]), int(fields[2]), label == "S", score, lineno)
+            RawLink(int(fields[0]), int(fields[1]), int(fields[2]), label == "S", score, lineno)
         )
     return links
 
 
-def _check_base(raw: list[_RawLink], p: Path, form: AlignmentFormat, one_based: bool, role: str) -> None:
+def _check_base(raw: list[RawLink], p: Path, form: AlignmentFormat, one_based: bool, role: str) -> None:
     """Warn or fail when the links contradict the index base we were told."""
     if not raw:
         return
@@ -267,7 +269,7 @@ def _check_base(raw: list[_RawLink], p: Path, form: AlignmentFormat, one_based: 
 
 
 def _build(
-    raw: list[_RawLink],
+    raw: list[RawLink],
     n_sentences: int,
     one_based: bool,
     reverse: bool,
@@ -290,8 +292,8 @@ def _build(
     ]
 
 
-def _first_out_of_range(raw: list[_RawLink], src_lengths: Sequence[int], tgt_lengths: Sequence[int],
-                        one_based: bool, reverse: bool, drop_null: bool) -> _RawLink | None:
+def _first_out_of_range(raw: list[RawLink], src_lengths: Sequence[int], tgt_lengths: Sequence[int],
+                        one_based: bool, reverse: bool, drop_null: bool) -> RawLink | None:
     off = 1 if one_based else 0
     for r in raw:
         if drop_null and (r.a == 0 or r.b == 0):
@@ -304,7 +306,7 @@ def _first_out_of_range(raw: list[_RawLink], src_lengths: Sequence[int], tgt_len
     return None
 
 
-def _range_check(raw: list[_RawLink], p: Path, src_lengths: Sequence[int], tgt_lengths: Sequence[int],
+def _range_check(raw: list[RawLink], p: Path, src_lengths: Sequence[int], tgt_lengths: Sequence[int],
                  one_based: bool, reverse: bool, form: AlignmentFormat, role: str) -> None:
     drop_null = form.null_index and one_based
     bad = _first_out_of_range(raw, src_lengths, tgt_lengths, one_based, reverse, drop_null)
@@ -351,7 +353,7 @@ def _range_check(raw: list[_RawLink], p: Path, src_lengths: Sequence[int], tgt_l
     )
 
 
-def _check_sentence_ids(raw: list[_RawLink], top: int, n_sentences: int | None, p: Path) -> None:
+def _check_sentence_ids(raw: list[RawLink], top: int, n_sentences: int | None, p: Path) -> None:
     """A NAACL file lists only sentences with links, so its highest id sets the number of sentences: an
     id far beyond the sentences it names (a typo, a byte offset) would make millions of empty ones."""
     bad = max(raw, key=lambda r: r.sent, default=None)
@@ -397,7 +399,8 @@ def read_alignments(
     """
     p = check_readable(path, "alignment file")
     if fmt != "auto" and fmt not in ALIGNMENT_FORMATS:
-        raise FormatError(f"unknown alignment format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        raise FormatError(f"unknown alignment format {fmt!r}; choose one of auto, "
+                          f"{', '.join(ALIGNMENT_FORMATS)}")
     form = ALIGNMENT_FORMATS[detect_format(p, encoding) if fmt == "auto" else fmt]
     if one_based is None:
         one_based = form.one_based
@@ -416,7 +419,7 @@ def read_alignments(
 
 @register_format("pharaoh", help="pharaoh/talp: a line of links per sentence", line_per_sentence=True)
 def _read_pharaoh(p: Path, encoding: str, role: str, n_sentences: int | None, max_sentences: int | None,
-                  from_text: bool) -> tuple[list[_RawLink], int, int]:
+                  from_text: bool) -> tuple[list[RawLink], int, int]:
     """Pharaoh: a line per sentence; its lines are its sentences."""
     sents, ignored = _parse_pharaoh(p, encoding, max_sentences, role, n_sentences)
     if role == "gold":
@@ -439,12 +442,12 @@ def _read_pharaoh(p: Path, encoding: str, role: str, n_sentences: int | None, ma
 @register_format("naacl", help="naacl: a link a line, 'sentid i j S|P'", one_based=True, null_index=True,
                  looks_like=_NAACL_LINE.match)
 def _read_naacl(p: Path, encoding: str, role: str, n_sentences: int | None, max_sentences: int | None,
-                from_text: bool) -> tuple[list[_RawLink], int, int]:
+                from_text: bool) -> tuple[list[RawLink], int, int]:
     """NAACL: a line per link; the sentences are those up to its highest id."""
     raw = _parse_naacl(p, encoding, role)
     ignored = 0
     if raw and min(r.sent for r in raw) > 0:
-        raw = [_RawLink(r.sent - 1, r.a, r.b, r.sure, r.score, r.line) for r in raw]
+        raw = [RawLink(r.sent - 1, r.a, r.b, r.sure, r.score, r.line) for r in raw]
     top = max((r.sent for r in raw), default=-1) + 1
     _check_sentence_ids(raw, top, n_sentences, p)
     if max_sentences is not None and top > max_sentences:
@@ -457,9 +460,6 @@ def _read_naacl(p: Path, encoding: str, role: str, n_sentences: int | None, max_
              f"sentences; scoring the first {top}")
         n = top
     return raw, n, ignored
-
-
-FORMATS = ("auto", *ALIGNMENT_FORMATS)  # the choices of --gold-format and --pred-format
 
 
 def format_pharaoh_line(a: Alignment, with_scores: bool = False, precision: int = 4) -> str:

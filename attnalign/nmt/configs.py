@@ -9,7 +9,6 @@ from ..data.npz import machine_memory
 from ..errors import OptionError, require
 from .scores import SCORES
 
-ATTENTION_TYPES = tuple(SCORES)  # the RNN's attention scores (nmt/scores.py: one registration each)
 ATTENTION_SPANS = ("global", "local-m", "local-p")  # Luong et al. 2015's global and local attention
 DECODER_STYLES = ("luong", "bahdanau")  # when the RNN decoder attends: after its step, or before
 CELLS = ("gru", "lstm")
@@ -49,7 +48,7 @@ class RNNConfig:
     enc_layers: int = 1
     dec_layers: int = 1
     cell: str = "gru"  # gru | lstm
-    attention: str = "general"  # a name of ATTENTION_TYPES
+    attention: str = "general"  # a name of nmt.scores.SCORES, read when checked
     dropout: float = 0.2
     input_feeding: bool = True  # Luong's decoder only: Bahdanau's reads the context as its input
     tie_embeddings: bool = False
@@ -68,7 +67,7 @@ class RNNConfig:
         for value in (self.enc_layers, self.dec_layers):
             require("--layers", value, low=1, high=MAX_LAYERS)
         require("--cell", self.cell, choices=CELLS)
-        require("--attention", self.attention, choices=ATTENTION_TYPES)
+        require("--attention", self.attention, choices=tuple(SCORES))
         require("--attention-span", self.attention_span, choices=ATTENTION_SPANS)
         require("--window", self.window, low=1, high=10**6)
         require("--decoder-style", self.decoder_style, choices=DECODER_STYLES)
