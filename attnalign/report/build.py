@@ -39,7 +39,7 @@ from ..eval.plot import settings_text
 from ..eval.scoring import GoldOptions, gold_signature, read_gold, read_gold_for
 from ..nmt.options import AlignOptions
 from ..training.options import TrainOptions
-from ..workflows.views import model_panels, saved_panels
+from ..workflows.views import pairs_panels, saved_panels
 from .page import REPORT_TITLE, html_table, readable, write_page, write_systems_page
 from .plots import write_plots
 from .sweep import Config, Result, attention_stats, default_output, model_results, saved_results
@@ -240,19 +240,28 @@ def _readings_report(out: Path, request: ReportRequest, inputs: ReportInputs) ->
 
 
 def _gallery_panel(cfg: Config, model, attention, options, pairs: Pairs, gold, compare: bool = False):
-    """``draw(k)``: sentence k's picture as its caption's ``plot sentence ... --eos --index k`` draws
-    it (the same function, so the same matrix, marks and title): the matrix the best configuration's
-    links were decoded from, with the EOS column. With ``compare``: ``views(k)``, the panels of
-    ``plot sentence --compare`` (both directions and their symmetrizations), for the explorer."""
-    if attention is not None:
-        opts = AlignOptions(decoder=cfg.decoder, sym=cfg.sym)
-        panels = lambda k: saved_panels(attention, k, opts, gold=gold[k], show_eos=not compare,  # noqa: E731
-                                        compare=compare)
+    """``draw(ks)``: sentences ks's pictures as their captions' ``plot sentence ... --eos --index k`` draws
+    them (the same functions, so the same matrices, marks and titles; a model read once, the sentences'
+    attention in batches): the matrix the best configuration's links were decoded from, with the EOS
+    column. With ``compare``: ``views(ks)``, each sentence's panels of ``plot sentence --compare`` (both
+    directions and their symmetrizations), for the explorer."""
+    if attention is None:  # the configuration the sweep scored: the student's attention, no teacher
+        opts = replace(options, decoder=cfg.decoder, sym=cfg.sym, layer=cfg.layer, shift=cfg.shift,
+                       teacher="off")
     else:
-        opts = replace(options, decoder=cfg.decoder, sym=cfg.sym, layer=cfg.layer, shift=cfg.shift)
-        panels = lambda k: model_panels(model, list(pairs[k][0]), list(pairs[k][1]), opts,  # noqa: E731
-                                        gold=gold[k], show_eos=not compare, compare=compare)
-    return panels if compare else (lambda k: panels(k)[0])
+        opts = AlignOptions(decoder=cfg.decoder, sym=cfg.sym)
+
+    def draw(ks: list[int]) -> list:
+        if attention is None:
+            drawn = pairs_panels(model, [(list(pairs[k][0]), list(pairs[k][1])) for k in ks], opts,
+                                 [gold[k] for k in ks], show_eos=not compare, compare=compare)
+        else:
+            with AttentionFile(attention) as saved:  # opened (and checked) once for the sentences
+                drawn = [saved_panels(saved, k, opts, gold=gold[k], show_eos=not compare, compare=compare)
+                         for k in ks]
+        return drawn if compare else [p[0] for p in drawn]
+
+    return draw
 
 
 def _model_info(model, options) -> str:

@@ -111,7 +111,7 @@ def _gallery_html(best: Result, images: dict, pairs: Pairs, plot_args: str | Non
     cfg = best.config
     reading = shlex.join([*(["--layer", str(cfg.layer)] if cfg.layer is not None else []),
                           *(["--shift", str(cfg.shift)] if cfg.shift else []), "--decoder", cfg.decoder,
-                          "--sym", cfg.sym, "--eos"])
+                          "--sym", cfg.sym, "--teacher", "off", "--eos"])
 
     def caption(k: int) -> str:
         c, (src, tgt) = best.per_sentence[k], pairs[k]

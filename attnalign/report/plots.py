@@ -57,14 +57,13 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
     images["gallery"] = gallery_order(best, pairs, gallery)
     images["explorer"] = []
     for kind, ks in images["gallery"].items():
-        for n, k in enumerate(ks):
-            p = draw(k)
+        drawn, seen = draw(ks), views(ks) if views else [()] * len(ks)  # each list at once: batched
+        for n, (k, p, more) in enumerate(zip(ks, drawn, seen, strict=True)):
             name = f"{kind}_{n + 1}.png"
-            save_figure(sentence_figure([p], False), out / name)
+            save_figure(sentence_figure([p], False), out / name)  # as its caption's plot sentence saves it
             images[f"{kind}_{n + 1}"] = name
             images[f"{kind}_{n + 1}_html"] = html_heatmap(p)
-            images["explorer"].append(ExplorerSentence(k, [p, *(views(k) if views else ())], gold[k],
-                                                       f"{kind} {n + 1}: index {k}"))
+            images["explorer"].append(ExplorerSentence(k, [p, *more], gold[k], f"{kind} {n + 1}: index {k}"))
     return images
 
 

@@ -6,13 +6,14 @@ terminal tables.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import replace
 
 import numpy as np
 
 from ..data.alignments import Alignment
-from ..data.attnfile import REWRITE, read_attention
+from ..data.attnfile import REWRITE, AttentionFile, read_attention
 from ..data.corpus import open_corpus, tokenize
 from ..data.fileio import path_text
 from ..decoding import DECODERS, SYMMETRIZATIONS, argmax_src_links, decode_matrix, decode_pair
@@ -52,6 +53,25 @@ def _compare_panels(fwd, eos, rev, rev_eos, src, tgt, gold, opts: Decoding, sett
     ]
 
 
+@functools.lru_cache(maxsize=2)
+def _aligner(model_dir: str, options: AlignOptions, stamp: tuple | None):
+    """The model loaded once for the pairs a report's gallery draws one by one; ``stamp``: the model
+    directory as it is now (:func:`_stamp`), so that a model written again is loaded again."""
+    from ..nmt.aligner import Aligner
+
+    return Aligner(model_dir, options)
+
+
+def _stamp(model_dir) -> tuple | None:
+    """When the model directory and each file in it last changed."""
+    try:
+        with os.scandir(model_dir) as entries:
+            return (os.stat(model_dir).st_mtime_ns,
+                    *sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in entries))
+    except OSError:  # hf:NAME, or a directory that is gone: the Aligner says what is wrong
+        return None
+
+
 def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], options: AlignOptions,
                  *, gold: Alignment | None = None, compare: bool = False, all_layers: bool = False,
                  all_heads: bool = False, show_eos: bool = False, corpus=None, index: int = 0,
@@ -61,50 +81,71 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
     where the run has one; or the student's attention alone: a comparison, or a layer x head grid
     (Transformers). ``outputs``: the run's output paths (``{option: path}``), which a teacher trained
     now may not read."""
-    from ..combine import combined_aligner
-    from ..nmt.aligner import Aligner
-    from ..nmt.extract import AttentionSpec, corpus_attention, predicted_positions
-
     if not src or not tgt:
         raise OptionError("both sides of the pair need at least one word")
-    grid = all_layers or all_heads
-    aligner = Aligner(model_dir, replace(options, layer=None if all_layers else options.layer,
-                                         head="mean" if all_heads else options.head))
-    reading = aligner.reading
-    if not (grid or compare):  # the run's decoding, its teacher included: align corpus's line
-        run, _ = combined_aligner(aligner, model_dir, [(src, tgt)] if corpus is None else corpus,
-                                  options.teacher, options.teacher_corpus, outputs)
-        (pair,) = run.align_pairs([(src, tgt)], 0 if corpus is None else index)
-        settings = {**run.description, "model": os.path.basename(os.path.normpath(model_dir))}  # name last
-        # what the picture is comes first; the model's folder name last (it is often just "model")
-        title = f"{_background(run.decoding)}\n{settings_line(settings)}, model {settings['model']}"
-        where = predicted_positions(aligner.forward, src, tgt, reading.device)
-        if where is not None:
-            title += "\ndashed: the forward local-p attention's predicted position"
-        return [Panel(pair.matrix, src, tgt, pair.links, gold, pair.eos if show_eos else None, title,
-                      settings, positions=where)]
-    dec = aligner.decoding  # the student alone: "auto" chosen for this model without a teacher
-    settings = {**aligner.description, "model": os.path.basename(os.path.normpath(model_dir))}
-    if grid:
-        fwd = aligner.forward
-        if not fwd.has_layers:
-            raise OptionError("--layer all / --head all need a Transformer model; this one is an RNN")
-        L, H = fwd.config["dec_layers"], fwd.config["heads"]
-        layers = range(L) if all_layers else [aligner.spec.layer if aligner.spec.layer is not None else -2]
-        heads = range(H) if all_heads else [aligner.spec.head]
-        panels = []
-        settings = {**settings, "grid_cols": len(heads) if all_heads else min(4, len(layers))}
-        for layer in layers:
-            for head in heads:
-                spec = AttentionSpec(layer, head, reading.shift)
-                ((m, eos),) = corpus_attention(fwd, [(src, tgt)], spec, device=reading.device)
-                links = decode_matrix(m, dec.decoder, eos, dec.threshold)
-                panels.append(Panel(m, src, tgt, links, gold, eos if show_eos else None,
-                                    f"layer {layer} head {head}", settings))
-        return panels
-    (pair,) = aligner.extract([(src, tgt)])
-    return _compare_panels(pair.forward, pair.eos, pair.reverse, pair.reverse_eos, src, tgt, gold, dec,
-                           settings, show_eos)
+    if all_layers or all_heads:
+        return _grid_panels(model_dir, src, tgt, options, gold, all_layers, all_heads, show_eos)
+    return pairs_panels(model_dir, [(src, tgt)], options, [gold], compare=compare, show_eos=show_eos,
+                        corpus=corpus, index=index, outputs=outputs)[0]
+
+
+def pairs_panels(model_dir: str | os.PathLike, pairs: list, options: AlignOptions, golds: list, *,
+                 compare: bool = False, show_eos: bool = False, corpus=None, index: int = 0,
+                 outputs: dict | None = None) -> list[list[Panel]]:
+    """:func:`model_panels` of many pairs at once (a report's gallery), their attention extracted in
+    batches, the model loaded once: for each of ``pairs`` (with its gold of ``golds``) the panel of its
+    links as ``align corpus`` writes them for ``corpus``, in which ``pairs`` are the lines from
+    ``index`` (None: ``pairs`` are the corpus); or, with ``compare``, the student's attention alone,
+    read both ways."""
+    from ..combine import combined_aligner
+    from ..nmt.extract import predicted_positions
+
+    aligner = _aligner(str(model_dir), options, _stamp(model_dir))
+    name = os.path.basename(os.path.normpath(model_dir))  # the model's folder: named last (often "model")
+    if compare:
+        dec, settings = aligner.decoding, {**aligner.description, "model": name}  # "auto": without a teacher
+        return [_compare_panels(p.forward, p.eos, p.reverse, p.reverse_eos, p.src, p.tgt, g, dec, settings,
+                                show_eos) for p, g in zip(aligner.extract(pairs), golds, strict=True)]
+    run, _ = combined_aligner(aligner, model_dir, pairs if corpus is None else corpus, options.teacher,
+                              options.teacher_corpus, outputs)
+    settings = {**run.description, "model": name}
+    title = f"{_background(run.decoding)}\n{settings_line(settings)}, model {name}"  # what it is first
+    panels = []
+    for pair, g in zip(run.align_pairs(pairs, 0 if corpus is None else index), golds, strict=True):
+        where = predicted_positions(aligner.forward, pair.src, pair.tgt, aligner.reading.device)
+        note = "" if where is None else "\ndashed: the forward local-p attention's predicted position"
+        panels.append([Panel(pair.matrix, pair.src, pair.tgt, pair.links, g, pair.eos if show_eos else None,
+                             title + note, settings, positions=where)])
+    return panels
+
+
+def _grid_panels(model_dir, src, tgt, options: AlignOptions, gold, all_layers: bool, all_heads: bool,
+                 show_eos: bool) -> list[Panel]:
+    """A Transformer's layers x heads (``all_layers``, ``all_heads``) for one pair, each decoded as the
+    student alone decodes."""
+    from ..nmt.extract import AttentionSpec, corpus_attention
+
+    aligner = _aligner(str(model_dir), replace(options, layer=None if all_layers else options.layer,
+                                               head="mean" if all_heads else options.head),
+                       _stamp(model_dir))
+    reading, dec = aligner.reading, aligner.decoding
+    fwd = aligner.forward
+    if not fwd.has_layers:
+        raise OptionError("--layer all / --head all need a Transformer model; this one is an RNN")
+    L, H = fwd.config["dec_layers"], fwd.config["heads"]
+    layers = range(L) if all_layers else [aligner.spec.layer if aligner.spec.layer is not None else -2]
+    heads = range(H) if all_heads else [aligner.spec.head]
+    settings = {**aligner.description, "model": os.path.basename(os.path.normpath(model_dir)),
+                "grid_cols": len(heads) if all_heads else min(4, len(layers))}
+    panels = []
+    for layer in layers:
+        for head in heads:
+            spec = AttentionSpec(layer, head, reading.shift)
+            ((m, eos),) = corpus_attention(fwd, [(src, tgt)], spec, device=reading.device)
+            links = decode_matrix(m, dec.decoder, eos, dec.threshold)
+            panels.append(Panel(m, src, tgt, links, gold, eos if show_eos else None,
+                                f"layer {layer} head {head}", settings))
+    return panels
 
 
 def _background(decoding: Decoding, both: bool = True) -> str:
@@ -122,12 +163,16 @@ def _background(decoding: Decoding, both: bool = True) -> str:
     return f"{sym}: the matrix the links were decoded from{blended}"
 
 
-def saved_panels(path: str | os.PathLike, index: int, options: AlignOptions, *,
+def saved_panels(path, index: int, options: AlignOptions, *,
                  gold: Alignment | None = None, compare: bool = False, show_eos: bool = False) -> list[Panel]:
-    """Panels for one pair of a saved attention file (``align corpus --save-attention``), its links read
-    with the decoding the file records (:func:`~attnalign.decoding.policy.recorded_decoding`): those of
-    ``align corpus``'s line, unless ``options`` change the decoding."""
-    p = read_attention(path, index)
+    """Panels for one pair of a saved attention file (``align corpus --save-attention``; its path, or an
+    open :class:`~attnalign.data.attnfile.AttentionFile`), its links read with the decoding the file
+    records (:func:`~attnalign.decoding.policy.recorded_decoding`): those of ``align corpus``'s line,
+    unless ``options`` change the decoding."""
+    if isinstance(path, AttentionFile):
+        p, path = path.pair(index), path.path
+    else:
+        p = read_attention(path, index)
     if not p.src or not p.tgt:
         side = "source" if not p.src else "target"
         raise AttnAlignError(f"pair {index} has an empty {side} side: there is no matrix to draw", path=path,
