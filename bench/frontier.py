@@ -6,6 +6,7 @@ statistical teacher alone and eflomal on the same corpus in the same run.
     python bench/frontier.py --sizes 10000 --variant "preset=" --variant "e2=--epochs 2"
     python bench/frontier.py --sizes 40000 --variant "e2=--epochs 2" --peers teacher
     python bench/frontier.py --peers --variant "e2-w8=--epochs 2 | --teacher-weight 0.8"
+    python bench/frontier.py --pair roen --peers teacher --variant "preset=" --variant "e2=--epochs 2"
     python bench/frontier.py --plot frontier_10k frontier_40k   # one plot of CSVs already written
 
 Corpora: 10,000 is the En-Fr protocol corpus of bench/quality.py (the 447 test and 37 trial sentences
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import hashlib
 import json
 import resource
@@ -44,18 +46,42 @@ from common import ROOT, emit, parse_result  # noqa: E402
 WORK = ROOT / "bench" / "work" / "frontier"
 N_TEST, N_TRIAL = 447, 37
 EFLOMAL_SYMS = ("intersection", "grow-diag", "grow-diag-final-and")
+OTHER_PAIRS = ("roen", "esen")  # --pair: the gold sets beside En-Fr (bench/quality.py's corpora)
 
 
-def corpus(n: int) -> tuple[Path, Path]:
-    """The corpus of ``n`` training pairs after the 447 test and 37 trial sentences."""
-    if n == 10000:
+def corpus(n: int | str) -> tuple[Path, Path]:
+    """The corpus of ``n`` training pairs after the 447 test and 37 trial sentences (10,000: the En-Fr
+    protocol corpus); ``roen`` or ``esen``: that pair's protocol corpus (its test sentences first)."""
+    if n == 10000 or n in OTHER_PAIRS:
         import quality
 
-        d = quality.build("enfr")["dir"]
+        d = quality.build("enfr" if n == 10000 else n)["dir"]
         return d / "corpus.src", d / "corpus.tgt"
     import scale
 
     return scale.build(n, trial_inside=True)
+
+
+@functools.cache
+def gold(n: int | str, gold_set: str) -> tuple[int, list]:
+    """The first line in corpus ``n`` of a gold set's sentences, and their gold alignments; ``trial`` of
+    a pair without a trial set: none."""
+    if n not in OTHER_PAIRS:
+        import scale
+
+        return (0 if gold_set == "test" else N_TEST), scale.gold(gold_set)
+    if gold_set == "trial":
+        return 0, []
+    import quality
+
+    from attnalign.data.alignments import read_alignments
+    from attnalign.data.corpus import read_corpus
+
+    info = quality.build(n)
+    pairs = read_corpus(*corpus(n))[:info["n_test"]]
+    return 0, read_alignments(info["gold"], one_based=info["gold_one_based"],
+                              src_lengths=[len(s) for s, _ in pairs],
+                              tgt_lengths=[len(t) for _, t in pairs])[0]
 
 
 def worker(argv: list[str]) -> None:
@@ -94,28 +120,26 @@ def read_links(path: Path) -> list[list[tuple[int, int]]]:
     return [[tuple(map(int, x.split("-"))) for x in line.split()] for line in path.read_text().splitlines()]
 
 
-def counts(links: list, gold_set: str) -> list:
-    """Per-sentence counts of ``links`` (the test sentences first, then the trial ones) against a gold set."""
-    import scale
-
+def counts(links: list, n: int | str, gold_set: str) -> list:
+    """Per-sentence counts of ``links`` (one line per line of corpus ``n``) against a gold set."""
     from attnalign.data.alignments import Alignment
     from attnalign.eval.metrics import corpus_counts
 
-    start = 0 if gold_set == "test" else N_TEST
-    gold = scale.gold(gold_set)
-    return corpus_counts([Alignment.from_links(sorted(x)) for x in links[start:start + len(gold)]], gold)
+    start, sentences = gold(n, gold_set)
+    return corpus_counts([Alignment.from_links(sorted(x)) for x in links[start:start + len(sentences)]],
+                         sentences)
 
 
-def quality(prefix: str, links: list) -> dict:
-    """Test AER with its interval, and trial AER, in %."""
+def quality(prefix: str, links: list, n: int | str) -> dict:
+    """Test AER with its interval, and trial AER (none without a trial set), in %."""
     from attnalign.eval.metrics import Counts
     from attnalign.eval.significance import Bootstrap, intervals
 
-    test = counts(links, "test")
+    test, trial = counts(links, n, "test"), counts(links, n, "trial")
     iv = intervals(test, Bootstrap().weights(len(test)))["aer"]
     return {f"aer_{prefix}": round(100 * sum(test, Counts()).aer, 2),
             f"aer_{prefix}_low": round(100 * iv.low, 2), f"aer_{prefix}_high": round(100 * iv.high, 2),
-            f"trial_aer_{prefix}": round(100 * sum(counts(links, "trial"), Counts()).aer, 2)}
+            f"trial_aer_{prefix}": round(100 * sum(trial, Counts()).aer, 2) if trial else None}
 
 
 def stage(out: dict, name: str, r: dict) -> None:
@@ -151,7 +175,7 @@ def variant_row(n: int, label: str, extra: list[str], align: list[str], threads:
         pred = WORK / f"{n}-{label}.{name}.align"
         stage(out, f"align_{name}", run("attnalign", "align", "corpus", "--model", model, "--src", src,
                                         "--tgt", tgt, "-o", pred, "--quiet", *more, *align, *teacher))
-        out.update(quality(name, read_links(pred)))
+        out.update(quality(name, read_links(pred), n))
     out["end_to_end_s"] = round(out["train_s"] + out["align_default_s"], 1)
     out["peak_mb"] = max(out["train_peak_mb"], out["align_default_peak_mb"])
     return out
@@ -164,7 +188,7 @@ def teacher_row(n: int) -> dict:
     out = {"pairs": n, "system": "teacher", "train_args": "align statistical"}
     stage(out, "train", run("attnalign", "align", "statistical", "--src", src, "--tgt", tgt, "-o", pred,
                             "--quiet"))
-    out.update(quality("default", read_links(pred)))
+    out.update(quality("default", read_links(pred), n))
     out["end_to_end_s"], out["peak_mb"] = out["train_s"], out["train_peak_mb"]
     return out
 
@@ -180,9 +204,10 @@ def eflomal_row(n: int) -> dict:
     stage(out, "train", run("eflomal", src, tgt, fwd, rev))
     pairs = list(zip(read_links(fwd), read_links(rev), strict=True))
     by_sym = {s: [symmetrize(f, r, s) for f, r in pairs] for s in EFLOMAL_SYMS}
-    sym = min(EFLOMAL_SYMS, key=lambda s: sum(counts(by_sym[s], "trial"), Counts()).aer)
-    out["train_args"] = f"eflomal 2 defaults, {sym} (trial)"
-    out.update(quality("default", by_sym[sym]))
+    chooser = "trial" if gold(n, "trial")[1] else "test"  # no trial set: looked at on the test, said so
+    sym = min(EFLOMAL_SYMS, key=lambda s: sum(counts(by_sym[s], n, chooser), Counts()).aer)
+    out["train_args"] = f"eflomal 2 defaults, {sym} ({chooser})"
+    out.update(quality("default", by_sym[sym], n))
     out["end_to_end_s"], out["peak_mb"] = out["train_s"], out["train_peak_mb"]
     return out
 
@@ -195,11 +220,11 @@ def paired(rows: list[dict], baseline: str) -> None:
         base = WORK / f"{n}-{baseline}.default.align"
         if not base.exists():
             continue
-        base_counts = counts(read_links(base), "test")
+        base_counts = counts(read_links(base), n, "test")
         weights = Bootstrap().weights(len(base_counts))
         for r in rows:
             if r["pairs"] == n and r["system"] not in ("teacher", "eflomal"):
-                mine = counts(read_links(WORK / f"{n}-{r['system']}.default.align"), "test")
+                mine = counts(read_links(WORK / f"{n}-{r['system']}.default.align"), n, "test")
                 res = paired_test(base_counts, mine, weights)
                 r.update({"vs_baseline": round(100 * res.delta, 2),
                           "vs_baseline_low": round(100 * res.interval.low, 2),
@@ -226,18 +251,19 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, n in enumerate(sorted({int(r["pairs"]) for r in rows})):
-        for r in (r for r in rows if int(r["pairs"]) == n):
+    groups = sorted({str(r["pairs"]) for r in rows}, key=lambda n: (not n.isdigit(), n.zfill(9)))
+    for i, n in enumerate(groups):
+        for r in (r for r in rows if str(r["pairs"]) == n):
             peer = r["system"] in ("teacher", "eflomal")
             x, y = float(r["end_to_end_s"]), float(r["aer_default"])
             err = [[y - float(r["aer_default_low"])], [float(r["aer_default_high"]) - y]]
             ax.errorbar(x, y, yerr=err, fmt="s" if peer else "o", color=f"C{i}", alpha=0.6 if peer else 1,
                         capsize=2, label=None)
             ax.annotate(r["system"], (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7)
-        ax.plot([], [], "o", color=f"C{i}", label=f"{n:,} pairs")
+        ax.plot([], [], "o", color=f"C{i}", label=f"{int(n):,} En-Fr pairs" if n.isdigit() else n)
     ax.set_xscale("log")
     ax.set_xlabel("seconds end to end (train + align corpus; peers: their one command)")
-    ax.set_ylabel("AER % on the 447 En-Fr test sentences")
+    ax.set_ylabel("AER % on the test sentences")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -247,7 +273,10 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10000])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10000], help="En-Fr corpus sizes")
+    ap.add_argument("--pair", choices=("enfr", *OTHER_PAIRS), default="enfr",
+                    help="roen or esen: that gold set's protocol corpus instead of En-Fr's sizes (no trial "
+                         "set: eflomal's symmetrization is looked at on the test)")
     ap.add_argument("--variant", action="append", default=[], metavar="LABEL=OPTIONS[|ALIGN]",
                     help="options added to train --preset align, and after a | those added to each align "
                          "corpus (repeatable; variants of the same training options share the model)")
@@ -276,8 +305,9 @@ def main() -> None:
     run("attnalign", "align", "statistical", "--src", ROOT / "sample_data" / "train.en", "--tgt",
         ROOT / "sample_data" / "train.fr", "-o", WORK / "warm-up.align", "--quiet")
     variants = [v.split("=", 1) if "=" in v else (v, "") for v in args.variant]
-    todo = [(n, p, None, None) for n in args.sizes for p in args.peers]
-    todo += [(n, label, *map(shlex.split, (extra.split("|", 1) + [""])[:2])) for n in args.sizes
+    sizes = args.sizes if args.pair == "enfr" else [args.pair]
+    todo = [(n, p, None, None) for n in sizes for p in args.peers]
+    todo += [(n, label, *map(shlex.split, (extra.split("|", 1) + [""])[:2])) for n in sizes
              for label, extra in variants]
     rows = []
     for n, label, extra, align in todo:
