@@ -150,3 +150,20 @@ def test_the_attention_statistics_label_their_log_axis_in_plain_numbers():
     plt.close(fig)
     assert labels and not [t for t in labels if "$" in t or "mathdefault" in t], labels
     assert {"1", "10", "100", "1000"} <= set(labels)
+
+
+@pytest.mark.slow
+def test_a_large_gallery_drawn_by_several_processes_is_the_same_bytes(models, tmp_path, monkeypatch):
+    """From PARALLEL_FIGURES figures on, one process per core draws the gallery: the same pictures."""
+    import attnalign.report.plots as plots
+
+    source = ["--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+              "--gold", SAMPLE / "test.gold.pharaoh", "--gallery", "3"]
+    assert invoke("report", *source, "-o", tmp_path / "one").exit_code == 0
+    monkeypatch.setattr(plots, "PARALLEL_FIGURES", 2)
+    r = invoke("report", *source, "-o", tmp_path / "many")
+    assert r.exit_code == 0, r.output
+    names = sorted(p.name for p in (tmp_path / "one").glob("*_[0-9].png"))
+    assert len(names) == 6
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "many" / name).read_bytes(), name

@@ -120,7 +120,8 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: f
 
         halo = [patheffects.withStroke(linewidth=3.0, foreground="white")]  # visible on dark cells too
         for kind in (True, False):  # sure, then possible only: one collection each (a long pair has many)
-            cells = [(i, j) for i, j in gold.possible if ((i, j) in gold.sure) == kind]
+            # sorted: the drawing order (and so the pixels where squares meet) is the links', not the set's
+            cells = sorted((i, j) for i, j in gold.possible if ((i, j) in gold.sure) == kind)
             if cells:
                 ax.add_collection(PatchCollection(
                     [Rectangle((i - 0.45, j - 0.45), 0.9, 0.9) for i, j in cells], facecolor="none",

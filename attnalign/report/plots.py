@@ -56,15 +56,56 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
 
     images["gallery"] = gallery_order(best, pairs, gallery)
     images["explorer"] = []
+    figures = []
     for kind, ks in images["gallery"].items():
         drawn, seen = draw(ks), views(ks) if views else [()] * len(ks)  # each list at once: batched
         for n, (k, p, more) in enumerate(zip(ks, drawn, seen, strict=True)):
             name = f"{kind}_{n + 1}.png"
-            save_figure(sentence_figure([p], False), out / name)  # as its caption's plot sentence saves it
+            figures.append((p, out / name))
             images[f"{kind}_{n + 1}"] = name
             images[f"{kind}_{n + 1}_html"] = html_heatmap(p)
             images["explorer"].append(ExplorerSentence(k, [p, *more], gold[k], f"{kind} {n + 1}: index {k}"))
+    save_sentences(figures)
     return images
+
+
+# A gallery of at least this many figures is drawn by one process per core: drawing (matplotlib's text
+# layout) is nearly all of a large gallery's time, and each figure is drawn on its own.
+PARALLEL_FIGURES = 24
+
+
+def _save_sentence(job) -> None:
+    panel, path = job
+    save_figure(sentence_figure([panel], False), path)  # as its caption's plot sentence saves it
+
+
+def _quiet_worker() -> None:
+    """A drawing process leaves Ctrl-C to the command (which stops it): no traceback of its own."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def save_sentences(figures: list[tuple]) -> None:
+    """Save each ``(panel, path)`` as ``plot sentence`` saves it: in this process, or from
+    :data:`PARALLEL_FIGURES` figures on in one process per core (torch-free ones: the same bytes)."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if len(figures) < PARALLEL_FIGURES or cores < 2:
+        for job in figures:
+            _save_sentence(job)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(min(cores, len(figures)), mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_quiet_worker)
+    try:
+        for _ in pool.map(_save_sentence, figures, chunksize=4):
+            pass
+    finally:  # an error or Ctrl-C: the figures not yet started are dropped, the workers end
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def attention_stats_figure(entropy: np.ndarray, eos: np.ndarray):
