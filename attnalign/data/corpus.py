@@ -39,7 +39,7 @@ BOM = "\ufeff"
 _TRIPLE_BAR = re.compile(r"(?:^|\s)\|\|\|(?=\s|$)")
 
 
-_SPOOLED: dict[str, _Spool] = {}  # stdin and pipes, copied to a temporary file as far as they are read
+_SPOOLED: dict[str, tuple] = {}  # stdin and pipes (the stdin object, its spool), copied as far as read
 # A line longer than this is no text line (a binary file, /dev/zero): the read stops there. 64 MiB holds
 # a line of several million words.
 MAX_LINE_BYTES = 64 << 20
@@ -156,11 +156,12 @@ class _SpoolReader(io.RawIOBase):
 
 
 def _spooled(path: str | os.PathLike) -> _Spool:
-    """The one spool of a pipe (stdin: of the current ``sys.stdin``, which a test runner swaps)."""
+    """The one spool of a pipe (stdin: of the current ``sys.stdin``, which a test runner swaps: the
+    object is kept with its spool, so that a later stdin cannot take its id and read its copy)."""
     key = str(path) if str(path) != "-" else f"-{id(sys.stdin)}"
-    if key not in _SPOOLED:
-        _SPOOLED[key] = _Spool(path)
-    return _SPOOLED[key]
+    if key not in _SPOOLED or (str(path) == "-" and _SPOOLED[key][0] is not sys.stdin):
+        _SPOOLED[key] = (sys.stdin if str(path) == "-" else None, _Spool(path))
+    return _SPOOLED[key][1]
 
 
 def copied_stream(path: str | os.PathLike) -> Path:
