@@ -65,9 +65,13 @@ def init(gpu: bool = False):
         # a process that exits with gloo's threads still running aborts ("terminate called ...")
         atexit.register(lambda: dist.is_initialized() and dist.destroy_process_group())
         local = local_processes()
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        torch.set_num_threads(max(1, cores // local))
+        torch.set_num_threads(max(1, usable_cores() // local))
     return dist
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the system says it)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def process_gpu(visible: int | None = None) -> str:

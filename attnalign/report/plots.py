@@ -89,9 +89,9 @@ def _quiet_worker() -> None:
 def save_sentences(figures: list[tuple]) -> None:
     """Save each ``(panel, path)`` as ``plot sentence`` saves it: in this process, or from
     :data:`PARALLEL_FIGURES` figures on in one process per core (torch-free ones: the same bytes)."""
-    import os
+    from ..dist import usable_cores
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = usable_cores()
     if len(figures) < PARALLEL_FIGURES or cores < 2:
         for job in figures:
             _save_sentence(job)
