@@ -14,7 +14,7 @@ from attnalign.eval.scoring import score_files
 from attnalign.nmt.aligner import Aligner, AlignOptions
 from attnalign.nmt.batching import make_batch
 from attnalign.nmt.checkpoint import load_model
-from attnalign.nmt.extract import AttentionSpec, reduce_attention
+from attnalign.nmt.readouts import AttentionSpec, reduce_attention
 from attnalign.statistical import align_statistical
 from attnalign.workflows.views import sentence_panels
 

@@ -15,8 +15,8 @@ pytest.importorskip("transformers", reason='the Hugging Face extra is not instal
 from hf_models import build_m2m100, build_marian  # noqa: E402
 
 from attnalign.nmt.checkpoint import is_hf_model  # noqa: E402
-from attnalign.nmt.extract import AttentionSpec  # noqa: E402
 from attnalign.nmt.hf import HFModel  # noqa: E402
+from attnalign.nmt.readouts import AttentionSpec  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -47,10 +47,12 @@ from .common import (
     OutputOpt,
     PrefixOpt,
     QuietOpt,
+    ReadoutOpt,
     ReverseGoldOpt,
     ReverseModelOpt,
     SamplersOpt,
     ShiftOpt,
+    SmoothgradOpt,
     SrcLangOpt,
     SrcOpt,
     StatSeedOpt,
@@ -180,6 +182,7 @@ def align_corpus(
     decoder: BlendDecoderOpt = "auto", sym: SymOpt = "auto",
     threshold: BlendThresholdOpt = ALIGN.threshold,
     layer: LayerOpt = ALIGN.layer, head: HeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
+    readout: ReadoutOpt = ALIGN.readout, smoothgrad: SmoothgradOpt = ALIGN.smoothgrad,
     teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = ALIGN.teacher_weight,
     teacher_corpus: TeacherCorpusOpt = TeacherCorpus.auto,
     tune_gold: TuneGoldOpt = None, tune_src: TuneSrcOpt = None, tune_tgt: TuneTgtOpt = None,
@@ -195,7 +198,8 @@ def align_corpus(
     options = align_options(decoder, sym, threshold, layer, head, shift, batch_tokens=batch_tokens,
                             device=device, max_length=max_length, reverse_model=reverse_model,
                             src_lang=src_lang, tgt_lang=tgt_lang, teacher=teacher,
-                            teacher_corpus=teacher_corpus, teacher_weight=teacher_weight)
+                            teacher_corpus=teacher_corpus, teacher_weight=teacher_weight, readout=readout,
+                            smoothgrad=smoothgrad)
     if tune_gold is None and (tune_src or tune_tgt):
         raise OptionError("--tune-src and --tune-tgt are the text of --tune-gold", hint="add --tune-gold")
     rank = world()[0]  # under torchrun rank 0 writes and reports
@@ -262,6 +266,7 @@ def align_sentence(
     decoder: BlendDecoderOpt = "auto", sym: SymOpt = "auto",
     threshold: BlendThresholdOpt = ALIGN.threshold,
     layer: LayerOpt = ALIGN.layer, head: HeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
+    readout: ReadoutOpt = ALIGN.readout, smoothgrad: SmoothgradOpt = ALIGN.smoothgrad,
     teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = ALIGN.teacher_weight,
     teacher_corpus: TeacherCorpusOpt = TeacherCorpus.auto,
     as_json: SentenceJsonOpt = False,
@@ -275,7 +280,7 @@ def align_sentence(
     pair, settings = align_one(model, src, tgt, align_options(
         decoder, sym, threshold, layer, head, shift, device=device, reverse_model=reverse_model,
         src_lang=src_lang, tgt_lang=tgt_lang, max_length=ONE_PAIR_MAX_LENGTH, teacher=teacher,
-        teacher_corpus=teacher_corpus, teacher_weight=teacher_weight))
+        teacher_corpus=teacher_corpus, teacher_weight=teacher_weight, readout=readout, smoothgrad=smoothgrad))
     if as_json:
         sys.stdout.write(json.dumps(pair_json(pair), ensure_ascii=False) + "\n")
         return

@@ -52,6 +52,7 @@ from ..errors import (
 )
 from ..eval.scoring import GoldOptions
 from ..nmt.options import THREADS_PER_CORE, AlignOptions
+from ..nmt.readouts import READOUTS
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import POSTERIOR_THRESHOLD
 from ..statistical.options import SYMS as TEACHER_SYMS
@@ -328,6 +329,11 @@ LayerOpt = option(str | None, "--layer", panel=DECODING, help=(
 HeadOpt = option(str, "--head", panel=DECODING, help="Transformer head: index or mean.")
 ShiftOpt = option(int, "--shift", panel=DECODING,
                   help="1: read word t's attention where t is the decoder input (Shift-Att).")
+ReadoutOpt = option(Registered(lambda: list(READOUTS), lambda: "What each matrix is read from: " + "; ".join(
+    f"{r.name} ({r.help})" for r in READOUTS.values()) + "."), "--readout", panel=DECODING)
+SmoothgradOpt = option(int, "--smoothgrad", panel=DECODING, help=(
+    "--readout saliency: average over N copies of the source embeddings with Gaussian noise (SmoothGrad); "
+    "0: none. Each copy costs one more saliency pass."))
 
 
 def _layer_head(value: str | None, what: str) -> int | str | None:

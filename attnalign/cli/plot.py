@@ -29,10 +29,12 @@ from .common import (
     OptionalModelOpt,
     PredBaseOpt,
     PredFormatOpt,
+    ReadoutOpt,
     ReverseGoldOpt,
     ReverseModelOpt,
     ReversePredOpt,
     ShiftOpt,
+    SmoothgradOpt,
     SrcLangOpt,
     SymOpt,
     Teacher,
@@ -100,6 +102,7 @@ def plot_sentence(
     decoder: BlendDecoderOpt = "auto", sym: SymOpt = "auto",
     threshold: BlendThresholdOpt = ALIGN.threshold,
     layer: GridLayerOpt = ALIGN.layer, head: GridHeadOpt = ALIGN.head, shift: ShiftOpt = ALIGN.shift,
+    readout: ReadoutOpt = ALIGN.readout, smoothgrad: SmoothgradOpt = ALIGN.smoothgrad,
     teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = ALIGN.teacher_weight,
     teacher_corpus: TeacherCorpusOpt = TeacherCorpus.auto,
     compare: CompareOpt = False, eos: EosOpt = False, title: TitleOpt = None, width: WidthOpt = None,
@@ -145,7 +148,8 @@ def plot_sentence(
                                 "mean" if grid_heads else head, shift, device=device,
                                 resolve=attention is None, reverse_model=reverse_model, src_lang=src_lang,
                                 tgt_lang=tgt_lang, max_length=ONE_PAIR_MAX_LENGTH, teacher=teacher,
-                                teacher_corpus=teacher_corpus, teacher_weight=teacher_weight)
+                                teacher_corpus=teacher_corpus, teacher_weight=teacher_weight,
+                                readout=readout, smoothgrad=smoothgrad)
     request = dict(
         model=model, src=src, tgt=tgt, corpus=corpus, index=index, attention=attention,
         gold=gold, gold_options=gold_options(gold_format, gold_one_based, reverse_gold, encoding),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..data.fileio import path_text
 from ..errors import OptionError
-from ..nmt.options import DEVICE, AlignOptions
+from ..nmt.options import DEVICE, AlignOptions, Reading
 from ..report import GALLERY, ReportRequest, report_files
 from .common import (
     INPUT,
@@ -22,9 +22,11 @@ from .common import (
     OptionalModelOpt,
     PredBaseOpt,
     PredFormatOpt,
+    ReadoutOpt,
     ReverseGoldOpt,
     ReverseModelOpt,
     ReversePredOpt,
+    SmoothgradOpt,
     SrcLangOpt,
     SrcOpt,
     TgtLangOpt,
@@ -67,6 +69,7 @@ def report(
     pred_one_based: PredBaseOpt = None,
     reverse_pred: ReversePredOpt = False,
     gallery: option(int, "--gallery", panel=OUTPUT, help="Worst and best sentences to draw.") = GALLERY,
+    readout: ReadoutOpt = Reading.readout, smoothgrad: SmoothgradOpt = Reading.smoothgrad,
     device: DeviceOpt = DEVICE,
 ) -> None:
     """Write an HTML report of a model's alignments, or compare alignment files (--pred), against a gold.
@@ -85,7 +88,11 @@ def report(
     reading = None
     if model is not None or attention is not None:
         reading = AlignOptions(device=device, src_lang=src_lang, tgt_lang=tgt_lang,
-                               reverse_model=None if reverse_model is None else str(reverse_model))
+                               reverse_model=None if reverse_model is None else str(reverse_model),
+                               readout=readout, smoothgrad=smoothgrad).check()
+    elif (readout, smoothgrad) != (Reading.readout, Reading.smoothgrad):
+        raise OptionError("--readout and --smoothgrad read a model's matrices; --pred files are links",
+                          hint="add --model, or leave them out")
     summary = report_files(ReportRequest(
         output, gold, gold_options(gold_format, gold_one_based, reverse_gold, encoding), model=model,
         attention=attention, src=src, tgt=tgt, corpus=corpus, lowercase=lowercase, options=reading,

@@ -33,7 +33,8 @@ def combined_aligner(aligner: Aligner, model: str | os.PathLike, pairs: Pairs, t
     these are), decoded with the blend ``--tune-gold`` kept in the model directory where there is one
     (and ``kept``); and the plan."""
     plan, view = find_teacher(model, aligner.meta, pairs, teacher, teacher_corpus, outputs, progress)
-    tuned = kept_blend(model) if view is not None and kept and "train_options" in aligner.meta else None
+    tuned = (kept_blend(model, aligner.reading.readout) if view is not None and kept
+             and "train_options" in aligner.meta else None)
     decoding = run_decoding(aligner, plan if view is not None else None, tuned)
     if view is None:
         return aligner.with_decoding(decoding), plan

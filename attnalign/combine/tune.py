@@ -22,6 +22,7 @@ from ..errors import AttnAlignError, OptionError, require, warn
 from ..eval.metrics import Counts, alignment_counts
 from ..eval.significance import Bootstrap, Interval, PairedResult, paired_test, signed_percent
 from ..nmt.checkpoint import read_model_config
+from ..nmt.readouts import READOUT
 from .blend import Combined
 
 
@@ -163,18 +164,19 @@ def model_run(model: str | os.PathLike) -> str | None:
         return None
 
 
-def save_tuning(model: str | os.PathLike, tuning: Tuning) -> Path:
+def save_tuning(model: str | os.PathLike, tuning: Tuning, readout: str = READOUT) -> Path:
     """Write ``tuning`` to the model directory's ``blend.json`` (atomically), with the run whose student
-    (and whose teacher) it was tuned for; its path."""
+    (and whose teacher) it was tuned for and the readout of the student's matrices; its path."""
     path = Path(model) / BLEND_FILE
     with model_file_open(path) as f:
-        json.dump({"model": model_run(model), **tuning.as_json()}, f, indent=1)
+        json.dump({"model": model_run(model), "readout": readout, **tuning.as_json()}, f, indent=1)
     return path
 
 
-def kept_tuning(model: str | os.PathLike) -> Tuning | None:
-    """The tuning ``--tune-gold`` kept in the model directory, if any; a damaged file, or one tuned for
-    another model's matrices (copied from another model directory): a warning, None."""
+def kept_tuning(model: str | os.PathLike, readout: str = READOUT) -> Tuning | None:
+    """The tuning ``--tune-gold`` kept in the model directory, if any, for matrices of ``readout``; a
+    damaged file, one tuned for another model's matrices (copied from another model directory) or for
+    another readout's: a warning, None."""
     path = Path(model) / BLEND_FILE
     if not path.is_file():
         return None
@@ -194,10 +196,14 @@ def kept_tuning(model: str | os.PathLike) -> Tuning | None:
              f"model's is {ours}): the default blend is used; run align corpus --tune-gold again to "
              "choose one")
         return None
+    if data.get("readout", READOUT) != readout:  # a file from before readouts were recorded read attention
+        warn(f"{path_text(path)} was tuned for --readout {data.get('readout', READOUT)!s:.40}: this run's "
+             f"--readout {readout} uses the default blend; add --tune-gold to choose one for it")
+        return None
     return tuning
 
 
-def kept_blend(model: str | os.PathLike) -> Decoding | None:
-    """The blend ``--tune-gold`` chose for the model, where it chose one."""
-    tuning = kept_tuning(model)
+def kept_blend(model: str | os.PathLike, readout: str = READOUT) -> Decoding | None:
+    """The blend ``--tune-gold`` chose for the model's matrices of ``readout``, where it chose one."""
+    tuning = kept_tuning(model, readout)
     return None if tuning is None else tuning.chosen

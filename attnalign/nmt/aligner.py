@@ -23,8 +23,9 @@ from ..decoding import decode_pair
 from ..decoding.policy import THRESHOLDED, Decoding, choose_decoding, reads_reverse
 from ..errors import AttnAlignError, OptionError, warn
 from .checkpoint import LoadedModel, is_hf_model, load_model, read_model_config
-from .extract import AttentionSpec, default_layer, iter_attention, reduce_attention, uses_align_head
+from .extract import iter_attention
 from .options import AlignOptions, Reading
+from .readouts import AttentionSpec, default_layer, reduce_attention, uses_align_head
 
 
 @dataclass
@@ -127,7 +128,8 @@ class Aligner:
         self.given = options.decoding  # the decoding as given, for aligning alone (decoding)
         meta = model_meta(model_dir, reading)
         self.meta = meta
-        self.spec = AttentionSpec(reading.layer, reading.head, reading.shift)
+        self.spec = AttentionSpec(reading.layer, reading.head, reading.shift, reading.readout,
+                                  reading.smoothgrad)
         self.both = meta["directions"] == ["forward", "reverse"]
         head = bool(meta.get("model_config", {}).get("align_head")) and reading.layer in (None, "align")
         self.head = head  # read through an alignment head, as far as the options say
@@ -191,7 +193,8 @@ class Aligner:
         return {"model_type": self.forward.model_type, "directions": self.meta["directions"],
                 "sym": d.sym, "decoder": d.decoder, "layer": layer if tf or head_read else None,
                 "head": o.head if tf and not head_read else None, "shift": o.shift,
-                "threshold": d.threshold if d.decoder in THRESHOLDED else None,
+                "threshold": d.threshold if d.decoder in THRESHOLDED else None, "readout": o.readout,
+                "smoothgrad": o.smoothgrad or None,
                 "teacher": d.teacher_weight, "teacher_pairs": None}
 
     def _too_long(self, lm: LoadedModel, words: Sequence[str], side: str) -> bool:

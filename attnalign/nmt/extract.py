@@ -1,14 +1,15 @@
 """Teacher-forced attention extraction: token pairs -> per-pair word attention matrices.
 
-The reference target is fed to the decoder (nothing is generated); no output-vocabulary projection is
-computed. Batches are length-bucketed and run under ``torch.inference_mode()``; results come back in
-corpus order.
+The reference target is fed to the decoder (nothing is generated); what each batch gives is read by
+the readout :class:`AttentionSpec` names (:mod:`.readouts`: the attention weights, their norm-weighted
+form, or a gradient saliency, which alone computes the output vocabulary's probabilities). Batches are
+length-bucketed and run under ``torch.inference_mode()`` (a gradient readout: with gradients); results
+come back in corpus order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,6 +19,7 @@ from ..errors import OptionError
 from .batching import bucket_batches, make_batch
 from .device import flushed_denormals
 from .options import BATCH_TOKENS
+from .readouts import AttentionSpec, readout
 from .subword import Segmenter
 from .words import select_rows, tokens_to_words
 
@@ -25,67 +27,10 @@ if TYPE_CHECKING:
     from .checkpoint import LoadedModel
 
 
-@dataclass(frozen=True)
-class AttentionSpec:
-    """Which attention to read: ``layer`` ``"align"`` for the alignment head (see
-    :mod:`.models.align_head`), or a Transformer layer (index, negative from the end, ``"mean"``);
-    None: the alignment head where the model has one, else the penultimate layer (or the only one).
-    ``head`` (index or ``"mean"``) picks among a Transformer layer's heads, and ``shift`` is 0, or 1
-    for Shift-Att. RNN models have one translation attention and ignore layer indices and head."""
-
-    layer: int | str | None = None
-    head: int | str = "mean"
-    shift: int = 0
-
-
-def uses_align_head(model, spec: AttentionSpec) -> bool:
-    """Whether ``spec`` reads ``model``'s alignment head (an error if it asks for a missing one)."""
-    has = getattr(model, "align_head", None) is not None
-    if spec.layer == "align" and not has:
-        raise OptionError("this model has no alignment head (--layer align)",
-                             hint="train it with --align-head --guide auto, or leave --layer out")
-    return spec.layer == "align" or (spec.layer is None and has)
-
-
-def model_attention(model, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
-                    spec: AttentionSpec = AttentionSpec()) -> torch.Tensor:
-    """The attention ``spec`` names, ``[B, T, S]``: the alignment head or a reduced layer/head."""
-    if uses_align_head(model, spec):
-        return model.alignment(src, src_mask, tgt_in)
-    return reduce_attention(model.attention(src, src_mask, tgt_in), spec)
-
-
-def default_layer(n_layers: int) -> int:
-    """The decoder layer read when none is named: the penultimate one (the last of a 1-layer model),
-    whose cross-attention aligns best in Transformers."""
-    return -2 if n_layers > 1 else -1
-
-
-def reduce_attention(att: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
-    """Model attention -> one matrix per example, [B, T, S].
-
-    ``att`` is [B, T, S] (RNN) or [B, layers, heads, T, S] (Transformer).
-    """
-    if att.dim() == 3:
-        return att
-    n_layers, n_heads = att.size(1), att.size(2)
-    layer = spec.layer
-    if layer == "align":
-        raise OptionError("--layer align reads the alignment head, not a decoder layer")
-    if layer is None:
-        layer = default_layer(n_layers)
-    if layer == "mean":
-        att = att.mean(1)
-    else:
-        if not isinstance(layer, int) or not -n_layers <= layer < n_layers:
-            raise OptionError(f"the model has no layer {layer!r}; valid: 0..{n_layers - 1}, "
-                                 f"-{n_layers}..-1 or mean")
-        att = att[:, layer]
-    if spec.head == "mean":
-        return att.mean(1)
-    if not isinstance(spec.head, int) or not -n_heads <= spec.head < n_heads:
-        raise OptionError(f"the model has no head {spec.head!r}; valid: 0..{n_heads - 1} or mean")
-    return att[:, spec.head]
+def model_attention(model, b, spec: AttentionSpec = AttentionSpec()) -> torch.Tensor:
+    """The matrix ``spec`` names for batch ``b``, ``[B, T+1, S+1]``: its readout of the alignment head or
+    of a reduced layer/head."""
+    return readout(spec.readout).read(model, b, spec)
 
 
 def iter_attention(
@@ -102,8 +47,12 @@ def iter_attention(
     ``lm`` may also be a pretrained :class:`~attnalign.nmt.hf.HFModel`, which extracts its own way.
     """
     if hasattr(lm, "iter_attention"):  # a pretrained model extracts its own way
+        if spec.readout != "attention":
+            raise OptionError(f"--readout {spec.readout} reads attnalign models; a pretrained model gives "
+                              "its attention", hint="leave --readout out")
         yield from lm.iter_attention(pairs, spec, batch_tokens, device)
         return
+    read = readout(spec.readout)
     src_seg = lm.src_seg or Segmenter()
     tgt_seg = lm.tgt_seg or Segmenter()
     seg = [(src_seg.segment(s), tgt_seg.segment(t)) for s, t in pairs]
@@ -118,13 +67,14 @@ def iter_attention(
     was_training = model.training
     model.eval()
     try:
-        with torch.inference_mode():
+        # a gradient readout differentiates the model; the others read it without building a graph
+        with torch.enable_grad() if read.gradients else torch.inference_mode():
             for group in bucket_batches(lengths, batch_tokens):
                 idx = [todo[k] for k in group]
                 b = make_batch(idx, [src_ids[i] for i in idx], [tgt_ids[i] for i in idx]).to(device)
                 with flushed_denormals():
-                    att = model_attention(model, b.src, b.src_mask, b.tgt_in, spec)
-                att = att.float().cpu().numpy()
+                    att = model_attention(model, b, spec)
+                att = att.detach().float().cpu().numpy()
                 for k, i in enumerate(idx):
                     m, eos = select_rows(att[k], b.src_len[k], b.tgt_len[k], spec.shift)
                     if src_seg.is_subword or tgt_seg.is_subword:

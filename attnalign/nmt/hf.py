@@ -172,7 +172,7 @@ class HFModel:
     def resolve_spec(self, spec):
         """``spec`` with ``--layer align`` (or, on a fine-tuned model, no --layer) turned into the
         fine-tuned layer and head."""
-        from .extract import AttentionSpec
+        from .readouts import AttentionSpec
 
         if spec.layer == "align" and self.align is None:
             raise OptionError("--layer align reads a head fine-tuned with train --init-from; this pretrained "
@@ -225,7 +225,7 @@ class HFModel:
         import torch
 
         from .batching import bucket_batches
-        from .extract import reduce_attention
+        from .readouts import reduce_attention
 
         spec = self.resolve_spec(spec)
         enc = self.encode(pairs)

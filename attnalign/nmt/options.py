@@ -12,7 +12,8 @@ from dataclasses import dataclass, fields
 
 from ..decoding import TEACHER_CHOICES, TEACHER_CORPUS_CHOICES
 from ..decoding.policy import AUTO, Decoding
-from ..errors import require
+from ..errors import OptionError, require
+from .readouts import READOUT, READOUTS
 
 BATCH_TOKENS = 4000  # padded tokens per batch when attention is extracted (align, plot, report)
 # padded tokens a batch may hold: far beyond any device's memory; a larger number is a typo
@@ -22,6 +23,7 @@ DEVICE = "auto"  # --device: cuda where torch sees a GPU, else cpu (nmt.device.r
 # --threads is at most this many per core of the machine: more only slow the work down, and thousands
 # of threads crash the libraries that start them (a typing error, refused before any work)
 THREADS_PER_CORE = 4
+MAX_SMOOTHGRAD = 1000  # --smoothgrad: each copy costs a saliency pass; more is a typo
 
 
 def max_threads() -> int:
@@ -44,6 +46,8 @@ class Reading:
     layer: int | str | None = None
     head: int | str = "mean"
     shift: int = 0
+    readout: str = READOUT  # a name of nmt.readouts.READOUTS: what the matrix is read from
+    smoothgrad: int = 0  # noisy copies the saliency readout averages (0: none)
     batch_tokens: int = BATCH_TOKENS
     device: str = "cpu"
     max_length: int = MAX_LENGTH  # model tokens per side; longer pairs are skipped (empty line, warning)
@@ -55,6 +59,11 @@ class Reading:
     def check(self) -> Reading:
         """Raise an OptionError naming the option that is out of range."""
         require("--shift", self.shift, choices=(0, 1))
+        require("--readout", self.readout, choices=tuple(READOUTS))
+        require("--smoothgrad", self.smoothgrad, low=0, high=MAX_SMOOTHGRAD)
+        if self.smoothgrad and not READOUTS[self.readout].gradients:
+            raise OptionError(f"--smoothgrad averages a gradient readout; --readout {self.readout} has none",
+                              hint="add --readout saliency, or leave --smoothgrad out")
         require("--batch-tokens", self.batch_tokens, low=1, high=MAX_BATCH_TOKENS)
         for flag, value in (("--max-length", self.max_length), ("chunk_size", self.chunk_size)):
             require(flag, value, low=1)
@@ -76,6 +85,8 @@ class AlignOptions:
     layer: int | str | None = Reading.layer
     head: int | str = Reading.head
     shift: int = Reading.shift
+    readout: str = Reading.readout
+    smoothgrad: int = Reading.smoothgrad
     batch_tokens: int = Reading.batch_tokens
     device: str = Reading.device
     max_length: int = Reading.max_length

@@ -37,7 +37,7 @@ from ..errors import OptionError
 from ..eval.explorer import EXPLORER_FILE, write_explorer
 from ..eval.plot import settings_text
 from ..eval.scoring import GoldOptions, gold_signature, read_gold, read_gold_for
-from ..nmt.options import AlignOptions
+from ..nmt.options import AlignOptions, Reading
 from ..training.options import TrainOptions
 from ..workflows.views import pairs_panels, saved_panels
 from .page import REPORT_TITLE, html_table, readable, write_page, write_systems_page
@@ -275,26 +275,27 @@ def _model_info(model, options) -> str:
                 + (f", reverse direction <code>{html.escape(rev)}</code>" if rev else ", one direction")
                 + ".</p>")
 
+    readout = options.readout
     options = TrainOptions.from_saved(cfg.get("train_options") or {})
     network = {*options.network.config, "gpu_network"}
     train = {k: v for k, v in options.flat().items() if k not in network}
     return (f"<p>Model: {html.escape(str(cfg.get('model_type')))}, directions "
             f"{html.escape(', '.join(cfg.get('directions', [])))}; architecture "
             f"<code>{html.escape(settings_text(cfg.get('model_config') or {}))}</code>; trained with "
-            f"<code>{html.escape(settings_text(train))}</code>.</p>" + _tuning_info(model))
+            f"<code>{html.escape(settings_text(train))}</code>.</p>" + _tuning_info(model, readout))
 
 
 TUNING_ROWS = 12  # the best candidates the report lists of a --tune-gold run (and the default)
 
 
-def _tuning_info(model) -> str:
-    """The blend ``align corpus --tune-gold`` chose for the model (its candidates' scores on that gold),
-    as HTML; empty where it was never tuned."""
+def _tuning_info(model, readout: str) -> str:
+    """The blend ``align corpus --tune-gold`` chose for the model's matrices of ``readout`` (its
+    candidates' scores on that gold), as HTML; empty where it was never tuned."""
     import pandas as pd
 
     from ..combine.tune import kept_tuning
 
-    tuning = kept_tuning(model)
+    tuning = kept_tuning(model, readout)
     if tuning is None:
         return ""
     shown = tuning.scores[:TUNING_ROWS]
@@ -317,7 +318,9 @@ def _plot_args(request: ReportRequest) -> tuple[str, str]:
     case = [] if r.lowercase is None else ["--lowercase" if r.lowercase else "--no-lowercase"]
     o = r.options
     given = () if o is None else (("--reverse-model", o.reverse_model), ("--src-lang", o.src_lang),
-                                  ("--tgt-lang", o.tgt_lang))
+                                  ("--tgt-lang", o.tgt_lang),
+                                  ("--readout", None if o.readout == Reading.readout else o.readout),
+                                  ("--smoothgrad", o.smoothgrad or None))
     hf = [f for flag, v in given if v is not None and r.attention is None for f in (flag, v)]
     gold_args = ["--gold", str(r.gold), *_gold_args(r.gold_options), *case]
     drawn = source if r.attention is not None or r.model is not None else text

@@ -92,7 +92,8 @@ def model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int):
     the :class:`~attnalign.nmt.aligner.AlignOptions` naming the device and, for a pretrained model, its
     reverse model and languages."""
     from ..nmt.aligner import load_directions, model_meta
-    from ..nmt.extract import AttentionSpec, corpus_attention, default_layer
+    from ..nmt.extract import corpus_attention
+    from ..nmt.readouts import AttentionSpec, default_layer
 
     device = options.device
     meta = model_meta(model_dir, options)
@@ -109,7 +110,7 @@ def model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int):
     default = default_layer(fwd_model.config["dec_layers"]) if layered else None
     for layer in layers:
         for shift in (0, 1) if layered else (0,):  # an RNN's attention query already reads the decoder input
-            spec = AttentionSpec(layer, "mean", shift)
+            spec = AttentionSpec(layer, "mean", shift, options.readout, options.smoothgrad)
             fwd = corpus_attention(fwd_model, pairs, spec, batch_tokens, device)
             rev = None
             if rev_model is not None:

@@ -13,7 +13,8 @@ from ..decoding import argmax_links
 from ..eval.metrics import Counts, corpus_counts
 from ..nmt.batching import bucket_batches, make_batch
 from ..nmt.checkpoint import LoadedModel
-from ..nmt.extract import AttentionSpec, corpus_attention
+from ..nmt.extract import corpus_attention
+from ..nmt.readouts import AttentionSpec
 from ..nmt.subword import Segmenter
 from ..nmt.vocab import PAD_ID
 from .loss import smoothed_nll

@@ -218,7 +218,7 @@ class _HeadRun:
                 "elapsed_s": time.perf_counter() - t0, "layer": self.layer, "head": self.head}
 
     def _dev_aer(self, dev) -> float:
-        from ..nmt.extract import AttentionSpec
+        from ..nmt.readouts import AttentionSpec
 
         spec = AttentionSpec(self.layer, self.head, 0)
         mats = dict((i, (mm, e)) for i, mm, e in self.hf.iter_attention(

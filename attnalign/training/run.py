@@ -21,8 +21,8 @@ from ..errors import AttnAlignError, warn
 from ..nmt.batching import bucket_batches, make_batch
 from ..nmt.checkpoint import LoadedModel, load_checkpoint, read_model_config, save_checkpoint
 from ..nmt.device import flushed_denormals
-from ..nmt.extract import AttentionSpec, reduce_attention
 from ..nmt.models import build_model
+from ..nmt.readouts import AttentionSpec, reduce_attention
 from ..nmt.subword import Segmenter, train_segmenter
 from ..nmt.vocab import Vocab
 from .dev import DevSet, encode, evaluate, token_loss

@@ -187,7 +187,7 @@ def _tuned(aligner, options: AlignOptions, model, pairs, text, golds, name: str,
                                              "from 1,000 pairs), or leave --tune-gold out")
     tuning = tune_blend(combined, pairs if text is None else text, golds, 0 if text is None else len(pairs),
                         name)
-    save_tuning(model, tuning)
+    save_tuning(model, tuning, options.readout)
     return (combined if tuning.chosen is None else combined.with_decoding(tuning.chosen)), tuning
 
 

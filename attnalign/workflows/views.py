@@ -22,6 +22,7 @@ from ..errors import AttnAlignError, OptionError
 from ..eval.plot import Panel, figure_for, settings_text, shared_settings
 from ..eval.scoring import GoldOptions, read_gold, read_prediction_line
 from ..nmt.options import MAX_LENGTH, AlignOptions
+from ..nmt.readouts import READOUT
 
 COMPARE_SYM = "grow-diag-final-and"  # the hard symmetrization --compare shows beside a soft one
 
@@ -109,7 +110,8 @@ def pairs_panels(model_dir: str | os.PathLike, pairs: list, options: AlignOption
     run, _ = combined_aligner(aligner, model_dir, pairs if corpus is None else corpus, options.teacher,
                               options.teacher_corpus, outputs)
     settings = {**run.description, "model": name}
-    title = f"{_background(run.decoding)}\n{settings_line(settings)}, model {name}"  # what it is first
+    # what it is first
+    title = f"{_background(run.decoding, readout=options.readout)}\n{settings_line(settings)}, model {name}"
     panels = []
     for pair, g in zip(run.align_pairs(pairs, 0 if corpus is None else index), golds, strict=True):
         where = predicted_positions(aligner.forward, pair.src, pair.tgt, aligner.reading.device)
@@ -123,7 +125,7 @@ def _grid_panels(model_dir, src, tgt, options: AlignOptions, gold, all_layers: b
                  show_eos: bool) -> list[Panel]:
     """A Transformer's layers x heads (``all_layers``, ``all_heads``) for one pair, each decoded as the
     student alone decodes."""
-    from ..nmt.extract import AttentionSpec, corpus_attention
+    from ..nmt.extract import corpus_attention
 
     aligner = _aligner(str(model_dir), replace(options, layer=None if all_layers else options.layer,
                                                head="mean" if all_heads else options.head),
@@ -140,7 +142,7 @@ def _grid_panels(model_dir, src, tgt, options: AlignOptions, gold, all_layers: b
     panels = []
     for layer in layers:
         for head in heads:
-            spec = AttentionSpec(layer, head, reading.shift)
+            spec = replace(aligner.spec, layer=layer, head=head)
             ((m, eos),) = corpus_attention(fwd, [(src, tgt)], spec, device=reading.device)
             links = decode_matrix(m, dec.decoder, eos, dec.threshold)
             panels.append(Panel(m, src, tgt, links, gold, eos if show_eos else None,
@@ -148,12 +150,14 @@ def _grid_panels(model_dir, src, tgt, options: AlignOptions, gold, all_layers: b
     return panels
 
 
-def _background(decoding: Decoding, both: bool = True) -> str:
+def _background(decoding: Decoding, both: bool = True, readout: str = READOUT) -> str:
     """What the heatmap under the links is (the links may come from both directions, the matrices
-    blended with the teacher's); ``both``: the reverse direction was read."""
+    blended with the teacher's); ``both``: the reverse direction was read; ``readout``: what the matrix
+    was read from (the attention, or another readout)."""
     sym = decoding.sym if both else "none"
-    forward = "forward attention" if decoding.teacher_weight is None else \
-        f"forward attention blended with the teacher's (weight {decoding.teacher_weight:g})"
+    what = "attention" if readout == READOUT else f"{readout} readout"
+    forward = f"forward {what}" if decoding.teacher_weight is None else \
+        f"forward {what} blended with the teacher's (weight {decoding.teacher_weight:g})"
     if sym == "none":
         return forward
     if SYMMETRIZATIONS[sym].hard:
@@ -178,7 +182,7 @@ def saved_panels(path, index: int, options: AlignOptions, *,
         raise AttnAlignError(f"pair {index} has an empty {side} side: there is no matrix to draw", path=path,
                              hint="choose another --index")
     _check_saved_options(path, p, options)
-    settings = {k: v for k, v in p.meta.items() if k in ("model", "sym", "layer", "head", "shift")}
+    settings = {k: v for k, v in p.meta.items() if k in ("model", "sym", "layer", "head", "shift", "readout")}
     try:
         dec = recorded_decoding(p.meta, options.decoding).check()
         saved = recorded_decoding(p.meta).check()
@@ -199,7 +203,8 @@ def saved_panels(path, index: int, options: AlignOptions, *,
     links, _, m = decode_pair(fwd, p.eos, rev, p.reverse_eos if rev is not None else None, dec.decoder,
                               dec.sym if rev is not None else "none", dec.threshold)
     line = settings_line({**settings, "decoder": dec.decoder, "sym": dec.sym, "teacher": dec.teacher_weight})
-    title = f"index {index}: {_background(dec, p.reverse is not None)}\n{line}" + (
+    what = _background(dec, p.reverse is not None, p.meta.get("readout", READOUT))
+    title = f"index {index}: {what}\n{line}" + (
         f", model {settings['model']}" if settings.get("model") else "")
     return [Panel(m, p.src, p.tgt, links, gold, p.eos if show_eos else None, title, settings)]
 
@@ -208,7 +213,8 @@ def _check_saved_options(path, pair, options: AlignOptions) -> None:
     """A saved file holds the matrices that align corpus read: options that would read others (a layer,
     a head, a shift) or a reverse matrix it lacks do not apply, rather than mislabel the figure."""
     for flag, value, default in (("--layer", options.layer, None), ("--head", options.head, "mean"),
-                                 ("--shift", options.shift, 0)):
+                                 ("--shift", options.shift, 0), ("--readout", options.readout, READOUT),
+                                 ("--smoothgrad", options.smoothgrad, 0)):
         if value != default:
             saved = pair.meta.get(flag[2:])
             raise OptionError(f"{flag} does not apply to a saved attention file: it holds the matrices read "
@@ -220,8 +226,9 @@ def _check_saved_options(path, pair, options: AlignOptions) -> None:
 
 
 def settings_line(settings: dict) -> str:
-    keys = ("model_type", "sym", "decoder", "layer", "head", "shift", "teacher")
-    return ", ".join(f"{k}={settings[k]}" for k in keys if settings.get(k) is not None)
+    keys = ("model_type", "sym", "decoder", "layer", "head", "shift", "teacher", "readout", "smoothgrad")
+    return ", ".join(f"{k}={settings[k]}" for k in keys if settings.get(k) is not None
+                     and not (k == "readout" and settings[k] == READOUT))
 
 
 def pred_panels(preds, index: int, src: list[str], tgt: list[str], gold: Alignment | None,

@@ -166,6 +166,22 @@ class RNNModel(nn.Module):
         memory, h0 = self.encode(src, src_mask)
         return self._decode(memory, src_mask, h0, tgt_in)[1]
 
+    def states(self, src, src_mask, tgt_in) -> torch.Tensor:
+        """The attentional vectors the output layer reads, [B, T, H]."""
+        memory, h0 = self.encode(src, src_mask)
+        return self._decode(memory, src_mask, h0, tgt_in)[0]
+
+    def memory(self, src, src_mask) -> torch.Tensor:
+        """The encoder memory, [B, S, H]: the attentions' keys and values."""
+        return self.encode(src, src_mask)[0]
+
+    def value_norms(self, src, src_mask) -> torch.Tensor:
+        """||W_c m_j||, [B, S]: the norm of what each source state, weighted, adds to the attentional
+        vector (W_c: the context's columns of ``combine``, before its tanh)."""
+        H = self.cfg.hidden
+        return torch.linalg.vector_norm(F.linear(self.memory(src, src_mask), self.combine.weight[:, H:]),
+                                        dim=-1)
+
 
 def _at(steps: torch.Tensor | None, t: int) -> torch.Tensor | None:
     """Step t of ``steps`` as a [1] tensor (None for a global attention, which needs no steps)."""

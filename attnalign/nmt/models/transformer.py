@@ -112,13 +112,17 @@ class TransformerModel(nn.Module):
             raise ValueError(f"sequence of {ids.size(1)} tokens exceeds max_len {self.cfg.max_len}")
         return self.drop(emb(ids) * math.sqrt(self.cfg.d_model) + self.pe[: ids.size(1)])
 
+    def memory(self, src, src_mask) -> torch.Tensor:
+        """The encoder's output, [B, S, d]: every cross-attention's keys and values."""
+        x = self._embed(self.src_emb, src)
+        for layer in self.enc:
+            x = layer(x, src_mask.unsqueeze(1))
+        return self.enc_norm(x)
+
     def _run(self, src, src_mask, tgt_in):
         """Decoder states [B, T, d], cross-attention [B, layers, heads, T, S] and memory [B, S, d]."""
         enc_mask = src_mask.unsqueeze(1)  # [B, 1, S]
-        x = self._embed(self.src_emb, src)
-        for layer in self.enc:
-            x = layer(x, enc_mask)
-        memory = self.enc_norm(x)
+        memory = self.memory(src, src_mask)
         T = tgt_in.size(1)
         causal = torch.ones(T, T, dtype=torch.bool, device=src.device).tril().unsqueeze(0)  # [1, T, T]
         y = self._embed(self.tgt_emb, tgt_in)
@@ -145,6 +149,24 @@ class TransformerModel(nn.Module):
     def attention(self, src, src_mask, tgt_in) -> torch.Tensor:
         """Cross-attention only, [B, layers, heads, T, S]: no output-vocabulary projection."""
         return self._run(src, src_mask, tgt_in)[1]
+
+    def states(self, src, src_mask, tgt_in) -> torch.Tensor:
+        """The decoder's output states the output layer reads, [B, T, d]."""
+        return self._run(src, src_mask, tgt_in)[0]
+
+    def value_norms(self, src, src_mask) -> torch.Tensor:
+        """||W_O^h W_V^h m_j + W_O^h b_V^h||, [B, layers, heads, S]: the norm of what each source state
+        adds, through each cross-attention head's value and output projections, to its layer's output
+        (the output bias is added once, not per source state)."""
+        memory = self.memory(src, src_mask)
+        B, S, d = memory.shape
+        norms = []
+        for layer in self.dec:
+            att = layer.cross
+            v = att.v(memory).view(B, S, att.h, att.dk)  # [B, S, heads, dk]
+            f = torch.einsum("bshk,dhk->bhsd", v, att.o.weight.view(d, att.h, att.dk))  # [B, heads, S, d]
+            norms.append(torch.linalg.vector_norm(f, dim=-1))
+        return torch.stack(norms, 1)
 
     def alignment(self, src, src_mask, tgt_in) -> torch.Tensor:
         """The alignment head's weights [B, T, S] (the model must have one)."""
