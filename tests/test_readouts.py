@@ -5,6 +5,7 @@ taking every readout."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -105,7 +106,8 @@ def test_norm_is_attention_when_every_value_has_the_same_norm():
         # with the values' norms apart, the readouts differ: the norm weighs what each state adds
         with torch.no_grad():
             cross.v.weight.copy_(torch.diag(torch.arange(1.0, 9.0)))
-        assert not torch.allclose(READOUTS["norm"].read(model, b, AttentionSpec(readout="norm")), att, atol=1e-3)
+        other = READOUTS["norm"].read(model, b, AttentionSpec(readout="norm"))
+        assert not torch.allclose(other, att, atol=1e-3)
 
 
 @pytest.mark.parametrize("readout", list(READOUTS))
@@ -144,10 +146,9 @@ def test_align_corpus_reads_the_readout_and_saves_it(models, tmp_path):
         assert read_attention(tmp_path / f"{r}.npz", 0).meta["readout"] == r
     assert out["attention"] != out["norm"] != out["saliency"] != out["attention"]
     # a saved file holds one readout's matrices: another is not read from it
-    r = invoke("plot", "sentence", "--attention", tmp_path / "norm.npz", "--index", 0, "--readout", "saliency",
-               "-o", tmp_path / "x.png")
-    one_error(r, 2, "--readout", "norm")
-    r = invoke("plot", "sentence", "--attention", tmp_path / "norm.npz", "--index", 0, "-o", tmp_path / "x.png")
+    saved = ("plot", "sentence", "--attention", tmp_path / "norm.npz", "--index", 0, "-o", tmp_path / "x.png")
+    one_error(invoke(*saved, "--readout", "saliency"), 2, "--readout", "norm")
+    r = invoke(*saved)
     assert r.exit_code == 0 and (tmp_path / "x.png").stat().st_size > 0, r.output
 
 
@@ -159,21 +160,28 @@ def test_sentence_views_show_align_corpus_line_for_every_readout(models, tmp_pat
         line = invoke("align", "corpus", "--model", models / "rnn", "--src", tmp_path / "s.en", "--tgt",
                       tmp_path / "s.fr", "--readout", r, *more, "--quiet")
         assert line.exit_code == 0, line.output
-        one = invoke("align", "sentence", "--model", models / "rnn", "--src", src, "--tgt", tgt, "--readout", r,
-                     *more, "--json")
+        pair = ("--model", models / "rnn", "--src", src, "--tgt", tgt, "--readout", r, *more)
+        one = invoke("align", "sentence", *pair, "--json")
         assert one.exit_code == 0, one.output
         links = {f"{i}-{j}" for i, j in json.loads(one.stdout)["links"]}
         assert links == _pharaoh(line.stdout)[0]
         png = tmp_path / f"{r}.html"
-        shown = invoke("plot", "sentence", "--model", models / "rnn", "--src", src, "--tgt", tgt, "--readout", r,
-                       *more, "--html", png)
+        shown = invoke("plot", "sentence", *pair, "--html", png)
         assert shown.exit_code == 0, shown.output
         assert f"forward {r} readout" in png.read_text()
+    # the explorer of the pair switches between its readouts, each a thumbnail beside the others
+    page = tmp_path / "all.html"
+    assert invoke("plot", "sentence", "--model", models / "rnn", "--src", src, "--tgt", tgt, "--html",
+                  page).exit_code == 0
+    data = re.search(r'<script type="application/json" id="data">(.*?)</script>', page.read_text(), re.S)
+    names = [v["name"] for v in json.loads(data.group(1))["sentences"][0]["views"]]
+    assert "attention" in names[0]
+    assert all(any(f"{r} readout" in n for n in names) for r in ("norm", "saliency"))
 
 
 def test_report_reads_the_readout(models, tmp_path):
-    r = invoke("report", "--model", models / "tf", *TEST_TEXT, "--gold", GOLD, "--readout", "norm", "--gallery",
-               1, "-o", tmp_path / "rep")
+    r = invoke("report", "--model", models / "tf", *TEST_TEXT, "--gold", GOLD, "--readout", "norm",
+               "--gallery", 1, "-o", tmp_path / "rep")
     assert r.exit_code == 0, r.output
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "--readout norm" in page  # the gallery's captions draw what the report scored
@@ -197,5 +205,5 @@ def test_saliency_needs_the_translation_output(tmp_path):
     diagonal = [[(k, k) for k in range(min(len(s), len(t)))] for s, t in pairs]
     train(pairs, tmp_path / "m", TrainOptions.of(hidden=8, emb_dim=8, epochs=1, align_head=True,
                                                  translation=False), guide=diagonal)
-    one_error(invoke("align", "sentence", "--model", tmp_path / "m", "--src", "a b", "--tgt", "c d", "--readout",
-                     "saliency"), 2, "translation")
+    one_error(invoke("align", "sentence", "--model", tmp_path / "m", "--src", "a b", "--tgt", "c d",
+                     "--readout", "saliency"), 2, "translation")

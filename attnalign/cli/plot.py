@@ -10,7 +10,7 @@ from ..data.fileio import check_distinct, check_writable, path_text
 from ..errors import OptionError
 from ..eval.plot import FigureStyle, save_figure, terminal_view
 from ..nmt.options import DEVICE, AlignOptions
-from ..workflows.views import sentence_figure, sentence_panels
+from ..workflows.views import explorer_views, sentence_figure, sentence_panels
 from .common import (
     DECODING,
     INPUT,
@@ -160,9 +160,7 @@ def plot_sentence(
     if html is not None:
         from ..eval.explorer import ExplorerSentence, write_explorer
 
-        views = list(panels)
-        if reads and not (compare or grid_layers or grid_heads):  # every matrix of the pair to switch to
-            views += sentence_panels(options, compare=True, **{**request, "preds": ()})
+        views = explorer_views(options, panels, {**request, "compare": compare})
         write_explorer(html, [ExplorerSentence(index or 0, views)], " ".join(views[0].src))
         err().print(f"explorer written to {path_text(html)}")
     if terminal:

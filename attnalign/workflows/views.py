@@ -22,7 +22,7 @@ from ..errors import AttnAlignError, OptionError
 from ..eval.plot import Panel, figure_for, settings_text, shared_settings
 from ..eval.scoring import GoldOptions, read_gold, read_prediction_line
 from ..nmt.options import MAX_LENGTH, AlignOptions
-from ..nmt.readouts import READOUT
+from ..nmt.readouts import READOUT, READOUTS
 
 COMPARE_SYM = "grow-diag-final-and"  # the hard symmetrization --compare shows beside a soft one
 
@@ -164,7 +164,8 @@ def _background(decoding: Decoding, both: bool = True, readout: str = READOUT) -
         return f"{sym} links over the {forward}"
     blended = "" if decoding.teacher_weight is None else \
         f", each direction blended with the teacher's (weight {decoding.teacher_weight:g})"
-    return f"{sym}: the matrix the links were decoded from{blended}"
+    matrix = "the matrix" if readout == READOUT else f"the {readout} readout's matrix"
+    return f"{sym}: {matrix} the links were decoded from{blended}"
 
 
 def saved_panels(path, index: int, options: AlignOptions, *,
@@ -334,3 +335,20 @@ def sentence_figure(panels: list[Panel], grid: bool, style=None):
     cols = panels[0].settings.get("grid_cols") if grid else (2 if len(panels) == 4 else None)
     return figure_for(panels, cols=cols, compact=grid,
                       suptitle=settings_text(shared_settings(panels)) if len(panels) > 1 else "", style=style)
+
+
+def explorer_views(options: AlignOptions | None, panels: list[Panel], request: dict) -> list[Panel]:
+    """What ``plot sentence --html`` lets a person switch between: ``panels`` (what
+    :func:`sentence_panels` gave for ``request``, its keyword arguments) and, where a model or an
+    attention file is read for one matrix, both directions with their symmetrizations and, from a model,
+    the pair as each other readout reads it."""
+    views = list(panels)
+    if options is None or request.get("compare") or request.get("all_layers") or request.get("all_heads"):
+        return views
+    views += sentence_panels(options, **{**request, "compare": True, "preds": ()})
+    if request.get("attention") is None:
+        for name in READOUTS:
+            if name != options.readout:
+                views += sentence_panels(replace(options, readout=name, smoothgrad=0),
+                                         **{**request, "preds": ()})
+    return views
