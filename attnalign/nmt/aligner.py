@@ -24,8 +24,8 @@ from ..decoding.policy import THRESHOLDED, Decoding, choose_decoding, reads_reve
 from ..errors import AttnAlignError, OptionError, warn
 from .checkpoint import LoadedModel, is_hf_model, load_model, read_model_config
 from .extract import iter_attention
-from .options import AlignOptions, Reading
-from .readouts import AttentionSpec, default_layer, reduce_attention, uses_align_head
+from .options import GRADIENT_CHUNK_SIZE, AlignOptions, Reading
+from .readouts import READOUTS, AttentionSpec, default_layer, reduce_attention, uses_align_head
 
 
 @dataclass
@@ -231,15 +231,18 @@ class Aligner:
         rank, procs = dist.world()
         it = iter(pairs)
         start = 0
-        while chunk := list(islice(it, self.reading.chunk_size)):
+        size = self.reading.chunk_size
+        if READOUTS[self.reading.readout].gradients:  # tens of times slower: the progress moves per chunk
+            size = min(size, GRADIENT_CHUNK_SIZE)
+        while chunk := list(islice(it, size)):
             if start == 0 and rank == 0:
                 self._check_coverage(chunk)
             if procs == 1:
                 yield self.extract(chunk, start)
             else:
-                size = -(-len(chunk) // procs)
-                lo = min(len(chunk), rank * size)
-                parts = dist.gather(self.extract(chunk[lo : lo + size], start + lo))
+                share = -(-len(chunk) // procs)
+                lo = min(len(chunk), rank * share)
+                parts = dist.gather(self.extract(chunk[lo : lo + share], start + lo))
                 if parts:
                     yield [p for part in parts for p in part]
             start += len(chunk)

@@ -23,6 +23,9 @@ DEVICE = "auto"  # --device: cuda where torch sees a GPU, else cpu (nmt.device.r
 # --threads is at most this many per core of the machine: more only slow the work down, and thousands
 # of threads crash the libraries that start them (a typing error, refused before any work)
 THREADS_PER_CORE = 4
+# pairs a gradient readout (saliency) extracts at once, below chunk_size: its chunks take seconds, not
+# minutes, so the progress display moves
+GRADIENT_CHUNK_SIZE = 256
 MAX_SMOOTHGRAD = 1000  # --smoothgrad: each copy costs a saliency pass; more is a typo
 
 
