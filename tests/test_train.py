@@ -234,6 +234,14 @@ def test_empty_training_corpus(tmp_path):
         train([([], ["a"]), (["b"], [])], tmp_path / "m", tiny())
 
 
+def test_a_guide_file_in_the_options_asks_the_api_for_its_links(tmp_path, sample_pairs):
+    # train() takes links; a path in the options alone would leave a head without a guide (it crashed)
+    options = tiny(align_head=True, translation=False, guide=str(tmp_path / "g.align"))
+    with pytest.raises(OptionError, match="guide="):
+        train(sample_pairs, tmp_path / "m", options)
+    assert not (tmp_path / "m").exists()
+
+
 def test_cli_train(tmp_path):
     runner = CliRunner()
     src = write(tmp_path / "t.en", "".join(f"a{i % 7} b{i % 5} c\n" for i in range(60)))

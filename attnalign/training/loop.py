@@ -82,6 +82,10 @@ def _train(pairs: Pairs, model_dir: Path, options: TrainOptions, dev: DevSet | N
            resume: bool, reporter: Reporter | None, files: dict | None) -> dict:
     if resume:  # continue with the options the run started with
         options = saved_options(model_dir)
+    if guide is None and options.teacher.guide not in (None, "auto"):  # a path: read by train_files
+        raise OptionError(f"the options name the guide file {options.teacher.guide!r}, and train() takes "
+                          "the guide's links, not a file", hint="pass guide=[...] (the links of each pair, "
+                          "source first), as attnalign.read_alignments reads them")
     options = _for_device(options, pairs, getattr(reporter, "note", None))
     if overwrite and not resume and needs_replacing(model_dir):  # before the teacher's minutes are spent
         check_replaceable(Path(os.path.abspath(model_dir)))
