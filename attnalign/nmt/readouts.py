@@ -139,11 +139,11 @@ def attention(model, b, spec: AttentionSpec):
 def norm(model, b, spec: AttentionSpec):
     from .models.attention import rows_of_one
 
-    if uses_align_head(model, spec):
-        weights, norms = model.alignment(b.src, b.src_mask, b.tgt_in), model.memory(b.src, b.src_mask).norm(
-            dim=-1)  # [B, T, S], [B, S]
+    src, mask = b.src, b.src_mask
+    if uses_align_head(model, spec):  # its values are the memory itself: [B, T, S] and [B, S]
+        weights, norms = model.alignment(src, mask, b.tgt_in), model.memory(src, mask).norm(dim=-1)
     else:
-        weights, norms = model.attention(b.src, b.src_mask, b.tgt_in), model.value_norms(b.src, b.src_mask)
+        weights, norms = model.attention(src, mask, b.tgt_in), model.value_norms(src, mask)
     # norms: [B, S], or [B, layers, heads, S] beside the Transformer's [B, layers, heads, T, S]
     return reduce_attention(rows_of_one(weights * norms.unsqueeze(-2)), spec)
 
