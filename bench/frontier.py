@@ -16,7 +16,8 @@ process each, its children counted), AER on the 447 test sentences with its 95% 
 bootstrap resamples of the sentences), and on the 37 trial sentences, which choose between variants;
 a model is trained once for its options (kept under bench/work/frontier, named by them) and read by
 every variant that aligns it another way;
-the default output's difference to the ``--baseline`` variant's by the paired bootstrap. ``--peers``:
+the default output's difference to the ``--baseline`` variant's, and to the teacher alone's and
+eflomal's where they ran, by the paired bootstrap. ``--peers``:
 ``teacher`` (``align statistical`` at its defaults, which is the preset's teacher) and ``eflomal`` (pip
 install eflomal; its symmetrization chosen on the trial sentences).
 
@@ -150,8 +151,12 @@ def trained(n: int, extra: list[str], threads: int | None) -> tuple[Path, dict]:
     """The model ``train --preset align`` with ``extra`` makes on corpus ``n``, and its stage's seconds and
     memory: trained once (a seed fixes it), kept under a name made of its options, so that variants
     that differ only in how they align read the same model."""
+    from attnalign.training.config_file import preset_values
+
     src, tgt = corpus(n)
-    key = hashlib.sha256(shlex.join(["--threads", str(threads), *extra]).encode()).hexdigest()[:10]
+    # the preset's values are part of the name: a model of another preset is not read as this one's
+    preset = json.dumps(preset_values("align"), sort_keys=True)
+    key = hashlib.sha256(shlex.join(["--threads", str(threads), *extra, preset]).encode()).hexdigest()[:10]
     model = WORK / f"{n}-model-{key}"
     stats = model / "frontier-train.json"
     if stats.is_file():
@@ -207,29 +212,36 @@ def eflomal_row(n: int) -> dict:
     chooser = "trial" if gold(n, "trial")[1] else "test"  # no trial set: looked at on the test, said so
     sym = min(EFLOMAL_SYMS, key=lambda s: sum(counts(by_sym[s], n, chooser), Counts()).aer)
     out["train_args"] = f"eflomal 2 defaults, {sym} ({chooser})"
+    (WORK / f"{n}-eflomal.align").write_text("".join(
+        " ".join(f"{i}-{j}" for i, j in sorted(links)) + "\n" for links in by_sym[sym]))  # for paired()
     out.update(quality("default", by_sym[sym], n))
     out["end_to_end_s"], out["peak_mb"] = out["train_s"], out["train_peak_mb"]
     return out
 
 
 def paired(rows: list[dict], baseline: str) -> None:
-    """Each variant's default output against the baseline's on the test sentences (paired bootstrap)."""
+    """Each variant's default output against the baseline's (``vs_baseline``), and against the teacher
+    alone and eflomal where they ran in this invocation (``vs_teacher``, ``vs_eflomal``), on the test
+    sentences (paired bootstrap, the same resamples for each)."""
     from attnalign.eval.significance import Bootstrap, paired_test
 
     for n in {r["pairs"] for r in rows}:
-        base = WORK / f"{n}-{baseline}.default.align"
-        if not base.exists():
-            continue
-        base_counts = counts(read_links(base), n, "test")
-        weights = Bootstrap().weights(len(base_counts))
-        for r in rows:
-            if r["pairs"] == n and r["system"] not in ("teacher", "eflomal"):
-                mine = counts(read_links(WORK / f"{n}-{r['system']}.default.align"), n, "test")
-                res = paired_test(base_counts, mine, weights)
-                r.update({"vs_baseline": round(100 * res.delta, 2),
-                          "vs_baseline_low": round(100 * res.interval.low, 2),
-                          "vs_baseline_high": round(100 * res.interval.high, 2),
-                          "vs_baseline_p": res.p_value})
+        ran = {r["system"] for r in rows if r["pairs"] == n}
+        against = {"baseline": WORK / f"{n}-{baseline}.default.align"}
+        against |= {p: WORK / f"{n}-{p}.align" for p in ("teacher", "eflomal") if p in ran}
+        for name, path in against.items():
+            if not path.exists():
+                continue
+            base_counts = counts(read_links(path), n, "test")
+            weights = Bootstrap().weights(len(base_counts))
+            for r in rows:
+                if r["pairs"] == n and r["system"] not in ("teacher", "eflomal"):
+                    mine = counts(read_links(WORK / f"{n}-{r['system']}.default.align"), n, "test")
+                    res = paired_test(base_counts, mine, weights)
+                    r.update({f"vs_{name}": round(100 * res.delta, 2),
+                              f"vs_{name}_low": round(100 * res.interval.low, 2),
+                              f"vs_{name}_high": round(100 * res.interval.high, 2),
+                              f"vs_{name}_p": res.p_value})
 
 
 def write(name: str, rows: list[dict]) -> None:
