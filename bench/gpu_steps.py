@@ -10,8 +10,9 @@ with the losses (which builds the guide targets again, as an update does), the b
 optimizer step. One more update runs under torch.profiler and is counted: the operator calls (aten ops
 called from Python or autograd, not those an operator calls inside it) and, on CUDA, the kernel launches
 and copies, so that a change's effect on launches is seen on a CPU before it meets a GPU. Networks:
-``rnn`` (the preset's, with input feeding), ``rnn-nif`` (``--no-input-feeding``), ``transformer``, and
-``rnn-nif-nt`` / ``transformer-nt`` (``--no-translation``: the alignment head's objective alone). Prints
+``rnn`` (the preset's GPU network, 256 wide, with input feeding), ``rnn-nif`` (``--no-input-feeding``),
+``transformer``, ``rnn-nif-nt`` / ``transformer-nt`` (``--no-translation``: the alignment head's
+objective alone), and ``rnn-cpu`` (the preset's CPU student: 128 wide, neither). Prints
 one JSON line per configuration and writes bench/results/gpu_steps.{csv,json} (``--results NAME``).
 
     python bench/gpu_steps.py --device cuda
@@ -55,11 +56,15 @@ def setup(device: str, tmp: Path):
     return run
 
 
-NETWORKS = {"rnn": ("rnn", {}), "rnn-nif": ("rnn", {"input_feeding": False}),
-            "transformer": ("transformer", {}),
+# the preset's network on a GPU, with input feeding (the preset's everywhere before its CPU student moved)
+WIDE = {"hidden": 256, "emb_dim": 256, "translation": True, "input_feeding": True}
+NETWORKS = {"rnn": ("rnn", WIDE), "rnn-nif": ("rnn", {**WIDE, "input_feeding": False}),
+            "transformer": ("transformer", {"translation": True}),
             # without the output layer and its loss (--no-translation): what the alignment head costs
-            "rnn-nif-nt": ("rnn", {"input_feeding": False, "translation": False}),
-            "transformer-nt": ("transformer", {"translation": False})}
+            "rnn-nif-nt": ("rnn", {**WIDE, "input_feeding": False, "translation": False}),
+            "transformer-nt": ("transformer", {"translation": False}),
+            # --preset align's student on a CPU: 128 wide, no translation, no input feeding
+            "rnn-cpu": ("rnn", {})}
 
 
 def configure(run, network: str, batch_tokens: int, precision: str) -> None:
@@ -67,11 +72,13 @@ def configure(run, network: str, batch_tokens: int, precision: str) -> None:
     import torch
 
     from attnalign.nmt.models import build_model
+    from attnalign.training.options import network_keys
     from attnalign.training.run import _adam
 
     model_type, changes = NETWORKS[network]
     run.base_config = getattr(run, "base_config", run.options.network.config)  # the preset's
-    network = replace(run.options.network, model_type=model_type, config={**run.base_config, **changes})
+    base = {k: v for k, v in run.base_config.items() if k in network_keys(model_type)}
+    network = replace(run.options.network, model_type=model_type, config={**base, **changes})
     opts = replace(run.options, network=network).updated(batch_tokens=batch_tokens, precision=precision)
     run.options, run.model_config = opts, asdict(network.typed())
     torch.manual_seed(1)

@@ -72,6 +72,10 @@ def _preset(**changes) -> TrainOptions:
 
 B2K = {"epochs": 3, "batch_tokens": 2000, "lr": 2e-3}  # align-fast before its dropout 0
 ALIGN, ALIGN_FAST = preset_options("align"), preset_options("align-fast")  # train --preset NAME
+# --preset align before its CPU student moved to the frontier's point (docs/benchmarks.md, "The
+# student's cost on 2 CPU cores: a frontier"): 256-wide GRUs with input feeding that also translate
+BEFORE = {"hidden": 256, "emb_dim": 256, "translation": True, "input_feeding": True, "lr": 2e-3}
+ALIGN_BEFORE, ALIGN_FAST_BEFORE = ALIGN.updated(**BEFORE), ALIGN_FAST.updated(**BEFORE)
 
 CONFIGS = {
     # the ablation ladder (docs/benchmarks.md, "Configurations, one change at a time")
@@ -95,21 +99,24 @@ CONFIGS = {
     # (= --preset align-fast); in 5 passes (= --preset align)
     "agree-fert-head-sp-e3": _preset(epochs=3),
     "agree-fert-head-sp-e3-b2k": _preset(**B2K),
-    "agree-fert-head-sp-e3-b2k-d0": ALIGN_FAST,
-    "agree-fert-head-sp-e5-b2k-d0": ALIGN,
+    "agree-fert-head-sp-e3-b2k-d0": ALIGN_FAST_BEFORE,
+    "agree-fert-head-sp-e5-b2k-d0": ALIGN_BEFORE,
+    # --preset align and align-fast as they are: on a CPU 128-wide GRUs without translation at --lr 8e-3
+    "align": ALIGN,
+    "align-fast": ALIGN_FAST,
     # the same with the two directions one after the other (train --parallel-directions off)
     "agree-fert-head-sp-e3-seq": _preset(epochs=3, parallel_directions="off"),
     # --preset align --self-train 1; and --self-train-epochs 1.5 (the second round goes on from the first)
-    "agree-fert-head-sp-e5-b2k-d0-st1": ALIGN.updated(self_train=1),
-    "agree-fert-head-sp-e5-b2k-d0-st1e15": ALIGN.updated(self_train=1, self_train_epochs=1.5),
+    "agree-fert-head-sp-e5-b2k-d0-st1": ALIGN_BEFORE.updated(self_train=1),
+    "agree-fert-head-sp-e5-b2k-d0-st1e15": ALIGN_BEFORE.updated(self_train=1, self_train_epochs=1.5),
     # --preset align --guide-samplers 3: a teacher of 3 fertility chains, for the guide and align corpus
-    "agree-fert-head-sp-e5-b2k-d0-s3": ALIGN.updated(guide_samplers=3),
+    "agree-fert-head-sp-e5-b2k-d0-s3": ALIGN_BEFORE.updated(guide_samplers=3),
     # --preset align with the attention family's unguided best (bench/attention_family.py): the cosine
     # score, or Luong's local-m attention of window 5
-    "agree-fert-head-sp-e5-b2k-d0-cosine": ALIGN.updated(attention="cosine"),
-    "agree-fert-head-sp-e5-b2k-d0-local-m-5": ALIGN.updated(attention_span="local-m", window=5),
+    "agree-fert-head-sp-e5-b2k-d0-cosine": ALIGN_BEFORE.updated(attention="cosine"),
+    "agree-fert-head-sp-e5-b2k-d0-local-m-5": ALIGN_BEFORE.updated(attention_span="local-m", window=5),
     # --preset align --no-input-feeding: the decoder reads the whole target in one recurrent call
-    "agree-fert-head-sp-e5-b2k-d0-nif": ALIGN.updated(input_feeding=False),
+    "agree-fert-head-sp-e5-b2k-d0-nif": ALIGN_BEFORE.updated(input_feeding=False),
     "statistical": None,  # the built-in aligners alone (the guide's teachers), no NMT
     "hmm": None,
     "hmm-agree": None,

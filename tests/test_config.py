@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from attnalign.errors import OptionError
 from attnalign.nmt.checkpoint import load_checkpoint
 from attnalign.training.config_file import PRESET_DIR, PRESETS, config_text, preset_options, read_config
-from attnalign.training.options import SECTIONS, TrainOptions
+from attnalign.training.options import GPU_TABLES, SECTIONS, TrainOptions
 
 try:
     import tomllib
@@ -51,8 +51,9 @@ def test_typed_options_win_over_the_file_which_wins_over_its_preset(tmp_path, se
     # the preset's
     assert (file.network.direction, file.data.subword, file.teacher.guide) == ("both", 4000, "auto")
     # the file's input_feeding wins over the preset's [network.gpu] entry for it
-    assert file.network.config == {"align_head": True, "dropout": 0.0, "hidden": 24, "input_feeding": True}
-    assert file.network.gpu == {}
+    assert file.network.config == {"align_head": True, "dropout": 0.0, "hidden": 24, "emb_dim": 128,
+                                   "translation": False, "input_feeding": True}
+    assert file.network.gpu == {"emb_dim": 256, "translation": True}  # the file's hidden wins there too
     assert (typed.schedule.warmup, typed.schedule.epochs, typed.schedule.auto_epochs) == (9, 1.5, 3)
     assert typed.network.config["hidden"] == 32 and typed.network.config["enc_layers"] == 2
 
@@ -72,7 +73,7 @@ def test_a_preset_names_only_what_it_changes():
     for name in PRESETS:
         preset, values = read_config(PRESET_DIR / f"{name}.toml")
         for key, value in values.items():
-            assert key == "gpu_network" or defaults.get(key) != value, (name, key)
+            assert key in GPU_TABLES or defaults.get(key) != value, (name, key)
     assert preset_options("align-fast") == preset_options("align").updated(auto_epochs=3)
 
 
@@ -80,7 +81,9 @@ def test_the_options_round_trip_through_the_record_and_the_file(tmp_path):
     cases = [TrainOptions(), preset_options("align"),
              TrainOptions.of(model_type="transformer", d_model=32, heads=2, layers=1, guide="auto",
                              guide_model="hmm-agree", guide_prefix=3, self_train=1, self_train_epochs=1.5,
-                             lr=3e-4, max_steps=7, threads=2, save_every=50, subword=0, lowercase=True)]
+                             lr=3e-4, max_steps=7, threads=2, save_every=50, subword=0, lowercase=True),
+             TrainOptions.of(hidden=16, lr=1e-3, gpu_network={"hidden": 32}, gpu_schedule={"lr": 5e-4,
+                                                                                           "auto_epochs": 4})]
     for options in cases:
         assert TrainOptions.from_saved(options.record()) == options
         path = tmp_path / "o.toml"
@@ -133,6 +136,8 @@ def test_train_toml_trains_the_same_model_again(tmp_path):
     ("[schedule]\nseed = 1.5\n", 2, ("o.toml:2", "seed = 1.5 is not a whole number")),
     ("[schedule]\nwarmup = 3\n[network]\nhidden = -3\n", 2, ("o.toml:4", "--hidden must be >= 1")),
     ("[network]\nhidden = 8\n[network.gpu]\nhidden = 0\n", 2, ("o.toml:4", "--hidden must be >= 1")),
+    ("[schedule]\nlr = 1e-3\n[schedule.gpu]\nlr = 0\n", 2, ("o.toml:4", "--lr must be > 0")),
+    ("[schedule.gpu]\nhidden = 8\n", 2, ("o.toml:2", "[schedule.gpu] has no option 'hidden'")),
     ("[network]\nlayers = 99\n", 2, ("o.toml:2", "--layers must be")),
     ("[teacher]\nguide = \"auto\"\nguide_model = \"ibm9\"\n", 2, ("o.toml:3", "'ibm9' (--guide-model)")),
     ("a = " + "[" * 5000 + "]" * 5000 + "\n", 1, ("o.toml", "nested too deeply")),

@@ -34,7 +34,7 @@ GIB = 2**30
 def test_batch_tokens_auto_on_a_cpu_is_todays_preset():
     opts = preset_options("align").for_device("cpu", corpus_tokens=10**7)
     s = opts.schedule
-    assert (s.batch_tokens, s.lr, opts.runtime.precision, s.auto_full_pairs) == (2000, 2e-3, "fp32",
+    assert (s.batch_tokens, s.lr, opts.runtime.precision, s.auto_full_pairs) == (2000, 8e-3, "fp32",
                                                                                  EPOCHS_FULL_PAIRS)
 
 
@@ -52,19 +52,42 @@ def test_batch_tokens_auto_on_a_gpu_by_hand():
     assert preset_options("align").passes(310_000) == pytest.approx(5 * math.sqrt(40_000 / 310_000))
 
 
-def test_the_preset_on_a_gpu_trains_without_input_feeding():
-    """``--preset align`` drops input feeding on a CUDA GPU only, unless the user gives it; the options
-    that ran (what config.json records) hold the network as it was built, nothing left to resolve."""
+def test_the_preset_on_a_gpu_trains_its_own_network():
+    """``--preset align`` trains the frontier's student on a CPU (128 wide, no translation, no input
+    feeding) and the network measured on a CUDA GPU there (256 wide, translating), each option the user
+    gives winning on both; the options that ran (what config.json records) hold the network as it was
+    built, nothing left to resolve."""
     gpu = preset_options("align").for_device("cuda", 2_400_000, memory=80 * GIB)
     cpu = preset_options("align").for_device("cpu", 2_400_000)
-    assert gpu.network.config["input_feeding"] is False and gpu.network.typed().input_feeding is False
-    assert "input_feeding" not in cpu.network.config and cpu.network.typed().input_feeding is True
-    assert gpu.network.gpu == cpu.network.gpu == {}
-    given = preset_options("align", input_feeding=True)
-    assert given.for_device("cuda", 2_400_000, memory=80 * GIB).network.config["input_feeding"] is True
-    transformer = preset_options("align", model_type="transformer").for_device("cuda", 10**6, memory=80 * GIB)
-    assert "input_feeding" not in transformer.network.config  # a network without the option
-    assert preset_flags("align").endswith("; on a CUDA GPU --no-input-feeding")
+    g, c = gpu.network.typed(), cpu.network.typed()
+    assert (g.hidden, g.emb_dim, g.translation, g.input_feeding) == (256, 256, True, False)
+    assert (c.hidden, c.emb_dim, c.translation, c.input_feeding) == (128, 128, False, False)
+    assert gpu.network.gpu == cpu.network.gpu == gpu.schedule.gpu == cpu.schedule.gpu == {}
+    given = preset_options("align", input_feeding=True, hidden=64)
+    on_gpu = given.for_device("cuda", 2_400_000, memory=80 * GIB).network.config
+    assert (on_gpu["input_feeding"], on_gpu["hidden"], on_gpu["emb_dim"]) == (True, 64, 256)
+    transformer = preset_options("align", model_type="transformer")
+    assert not {"hidden", "emb_dim", "input_feeding"} & set(transformer.network.config)  # not its options
+    assert transformer.for_device("cuda", 10**6, memory=80 * GIB).network.typed().translation is True
+    assert preset_flags("align").endswith("; on a CUDA GPU --hidden 256 --emb-dim 256 --translation "
+                                          "--lr 0.002")
+
+
+def test_a_schedule_of_its_own_on_a_gpu():
+    """``[schedule.gpu]`` is what a CUDA GPU runs instead (before its batch scales the rate); a CPU keeps
+    ``[schedule]``; what ran holds nothing left to resolve; an option typed beside it wins on both."""
+    options = TrainOptions.of(lr=8e-3, batch_tokens="auto", gpu_schedule={"lr": 2e-3, "auto_epochs": 4})
+    cpu = options.for_device("cpu", 10**7)
+    gpu = options.for_device("cuda", 10**7, memory=80 * GIB)
+    assert (cpu.schedule.lr, cpu.schedule.auto_epochs) == (8e-3, options.schedule.auto_epochs)
+    assert cpu.schedule.gpu == {}
+    tokens = gpu.schedule.batch_tokens
+    assert gpu.schedule.lr == pytest.approx(2e-3 * math.sqrt(tokens / CPU_BATCH_TOKENS))
+    assert (gpu.schedule.auto_epochs, gpu.schedule.gpu) == (4, {})
+    from attnalign.training.config_file import layered_options
+
+    typed = layered_options(None, {"lr": 8e-3, "gpu_schedule": {"lr": 2e-3}}, {"lr": 1e-3})
+    assert typed.schedule.gpu == {} and typed.schedule.lr == 1e-3
 
 
 def test_given_batch_tokens_are_kept_on_any_device():
@@ -94,7 +117,7 @@ def test_train_records_what_auto_resolved_to_and_bf16_trains(tmp_path):
     assert r.exit_code == 0, r.stderr
     config = json.loads((model / "config.json").read_text())
     saved = config["train_options"]
-    assert (saved["batch_tokens"], saved["precision"], saved["lr"]) == (CPU_BATCH_TOKENS, "bf16", 2e-3)
+    assert (saved["batch_tokens"], saved["precision"], saved["lr"]) == (CPU_BATCH_TOKENS, "bf16", 8e-3)
     import sentencepiece
 
     # the pieces depend on sentencepiece's version: the run records it (and torch's)

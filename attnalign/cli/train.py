@@ -97,6 +97,19 @@ DATA, SCHEDULE, TEACHING, RUN = DEFAULTS.data, DEFAULTS.schedule, DEFAULTS.teach
 _ALIGN, _FAST = preset_values("align"), preset_values("align-fast")
 NETWORK, TRAINING = "Network", "Training"
 
+
+def _switch(name: str):
+    """A switch's value in words: ``translation`` / ``no-translation``."""
+    return lambda on: name if on else f"no-{name}"
+
+
+def preset_default(key: str, words=lambda v: f"{v:g}") -> str:
+    """What ``--preset align`` (and align-fast) sets an option to, on a CPU and on a CUDA GPU, for
+    ``--help``: ``128 with --preset align or align-fast (256 on a CUDA GPU)``."""
+    gpu = {**_ALIGN.get("gpu_network", {}), **_ALIGN.get("gpu_schedule", {})}
+    on_gpu = f" ({words(gpu[key])} on a CUDA GPU)" if key in gpu else ""
+    return f"{words(_ALIGN[key])} with --preset align or align-fast{on_gpu}"
+
 PresetOpt = option(str | None, "--preset", panel=MODEL, help=(
     f"Named options (a file of attnalign/training/presets, in --config's form); others given beside it "
     f"override it. align: {preset_flags('align')} (the benchmarked "
@@ -141,9 +154,9 @@ DecoderStyleOpt = option(DecoderStyle | None, "--decoder-style", panel=NETWORK, 
 CellOpt = option(str | None, "--cell", panel=NETWORK, help=f"RNN cell: {' or '.join(CELLS)}.",
                  show_default=RNN.cell)
 HiddenOpt = option(int | None, "--hidden", panel=NETWORK,
-                   help="RNN hidden size.", show_default=str(RNN.hidden))
+                   help="RNN hidden size.", show_default=f"{RNN.hidden}; {preset_default('hidden')}")
 EmbDimOpt = option(int | None, "--emb-dim", panel=NETWORK, help="RNN embedding size.",
-                   show_default=str(RNN.emb_dim))
+                   show_default=f"{RNN.emb_dim}; {preset_default('emb_dim')}")
 DModelOpt = option(int | None, "--d-model", panel=NETWORK, help="Transformer width.",
                    show_default=str(TRANSFORMER.d_model))
 HeadsOpt = option(int | None, "--heads", panel=NETWORK, help="Transformer heads.",
@@ -157,13 +170,14 @@ InputFeedingOpt = option(bool | None, "--input-feeding/--no-input-feeding", pane
     "RNN (Luong's decoder): feed each step's attentional vector into the next step, one step at a "
     "time; without, the decoder reads the whole target in one recurrent call and attends to every "
     "step at once (far fewer operations an update)."),
-                         show_default="input-feeding" if RNN.input_feeding else "no-input-feeding")
+                         show_default=("input-feeding" if RNN.input_feeding else "no-input-feeding")
+                         + f"; {preset_default('input_feeding', _switch('input-feeding'))}")
 AlignHeadOpt = option(bool | None, "--align-head/--no-align-head", panel=NETWORK, help=(
     "Add an alignment head (sees the whole target sentence; trained by --guide only) and align with it."))
 TranslationOpt = option(bool | None, "--translation/--no-translation", panel=NETWORK, help=(
     "Learn to translate (the output layer over the target vocabulary and its loss); without, only the "
     "alignment head learns, from --guide: an update without the vocabulary's products."),
-                        show_default="translation")
+                        show_default=f"translation; {preset_default('translation', _switch('translation'))}")
 
 EpochsOpt = option(str, "--epochs", panel=TRAINING, help=(
     f"Passes over the training data: a number (1.5 ends halfway through the second) or auto: {EPOCHS} for up "
@@ -180,8 +194,7 @@ BatchTokensOpt = option(str | None, "--batch-tokens", panel=TRAINING, help=(
 PrecisionOpt = option(str, "--precision", panel=RUNTIME, help=(
     "Arithmetic of training: fp32, or bf16 (the network's products in bfloat16 under autocast)."))
 LrOpt = option(float | None, "--lr", panel=TRAINING, help="Peak learning rate.", show_default=(
-    ", ".join(f"{k} {v:g}" for k, v in BASE_LR.items()) + f"; {_ALIGN['lr']:g} with --preset align or "
-    "align-fast"))
+    ", ".join(f"{k} {v:g}" for k, v in BASE_LR.items()) + f"; {preset_default('lr')}"))
 WarmupOpt = option(int, "--warmup", panel=TRAINING,
                    help=f"Warm-up steps (at most {WARMUP_SHARE:.0%} of training).")
 ClipOpt = option(float, "--clip", panel=TRAINING, help="Gradient norm clipping.")

@@ -1,7 +1,7 @@
 """A run's configuration as a file: the presets shipped in ``presets/`` and ``attnalign train --config``.
 
 A configuration file is TOML with one table per section of :class:`~.options.TrainOptions`:
-``[data]``, ``[network]`` (and ``[network.gpu]``: what a CUDA GPU runs instead), ``[schedule]``,
+``[data]``, ``[network]``, ``[schedule]`` (each with a ``.gpu`` table: what a CUDA GPU runs instead),
 ``[teacher]`` and ``[runtime]``. A key is the option's flat name, the command line's without dashes:
 ``batch_tokens``; the network's own options under ``[network]`` (``hidden``, ``layers``, ``ff_dim``);
 the teacher's aligner's as ``guide_*`` under ``[teacher]``. A top-level ``preset = "NAME"`` starts
@@ -33,7 +33,20 @@ from ..data.fileio import is_stdio
 from ..errors import AttnAlignError, OptionError, path_text, warn
 from ..nmt.configs import NETWORKS
 from ..statistical.options import TeacherOptions, check_choices
-from .options import SECTIONS, WHERE, Network, Teacher, TrainOptions, expand_layers, flag, network_keys
+from .options import (
+    GPU_TABLES,
+    SECTIONS,
+    WHERE,
+    Network,
+    Teacher,
+    TrainOptions,
+    expand_layers,
+    flag,
+    network_keys,
+)
+
+# the tables of what a CUDA GPU runs instead, and the flat name each is read into
+GPU_TABLE_NAMES = {f"{section}.gpu": name for name, section in GPU_TABLES.items()}
 
 PRESET_DIR = Path(__file__).parent / "presets"
 PRESETS = tuple(sorted(p.stem for p in PRESET_DIR.glob("*.toml")))  # train --preset NAME
@@ -58,7 +71,8 @@ HINTS = _hints()
 def _allowed(table: str) -> set[str]:
     """The keys a table of a configuration file takes."""
     sections = {"data": {"data"}, "network": {"network", "config"}, "network.gpu": {"config"},
-                "schedule": {"schedule"}, "teacher": {"teacher", "aligner"}, "runtime": {"runtime"}}[table]
+                "schedule": {"schedule"}, "schedule.gpu": {"schedule"}, "teacher": {"teacher", "aligner"},
+                "runtime": {"runtime"}}[table]
     keys = {name for name, (section, _) in WHERE.items() if section in sections}
     return keys | ({"layers"} if "config" in sections else set())
 
@@ -120,10 +134,12 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
                           line=_line(text, "preset"))
     values: dict = {}
     tables = [(name, doc[name]) for name in doc]
-    if isinstance(doc.get("network"), dict) and isinstance(doc["network"].get("gpu"), dict):
-        tables.append(("network.gpu", doc["network"].pop("gpu")))
+    for gpu_table in GPU_TABLE_NAMES:
+        section = gpu_table.split(".")[0]
+        if isinstance(doc.get(section), dict) and isinstance(doc[section].get("gpu"), dict):
+            tables.append((gpu_table, doc[section].pop("gpu")))
     for table, entries in tables:
-        if table not in SECTIONS and table != "network.gpu" or not isinstance(entries, dict):
+        if table not in SECTIONS and table not in GPU_TABLE_NAMES or not isinstance(entries, dict):
             raise OptionError(f"{table!r} is not a section of a run's configuration", path=path,
                               line=_line(text, table),
                               hint=f"the sections are {', '.join(SECTIONS)}, each a [table]")
@@ -135,15 +151,20 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
             if not _fits(value, HINTS[key]):
                 raise OptionError(f"[{table}] {key} = {value!r} is not {_kind(HINTS[key])}", path=path,
                                   line=_line(text, key, table))
-        if table == "network.gpu":
-            values["gpu_network"] = expand_layers(entries)
+        if table in GPU_TABLE_NAMES:
+            values[GPU_TABLE_NAMES[table]] = expand_layers(entries)
         else:
             values.update(expand_layers(entries))
     table = None
     try:  # each value on its own (the rules between options hold once the command line's are in)
         own = TrainOptions.of(**values)
         for name in SECTIONS:
-            if name != "network":
+            if name == "schedule":  # its own values, then [schedule.gpu]'s as a GPU runs them
+                own.schedule.on(False).check()
+                table = "schedule.gpu"
+                own.schedule.check()
+                table = None
+            elif name != "network":
                 getattr(own, name).check()
         aligner = own.teacher.aligner
         if {"guide_model", "guide_sym"} & set(values):
@@ -154,7 +175,8 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
         _check_network(values.get("model_type"), {**own.network.config, **own.network.gpu})
     except OptionError as e:
         found = {k: re.search(rf"{re.escape(flag(k))}(?![\w-])", e.message)
-                 for k in (*values, *values.get("gpu_network", {}), "layers")}
+                 for k in (*values, *values.get("gpu_network", {}), *values.get("gpu_schedule", {}),
+                           "layers")}
         named = sorted((k for k in found if found[k]), key=lambda k: found[k].start())  # the first it names
         key = next(iter(named), None) or next((k for k in values if k in e.message), None)
         line = key and (_line(text, key, table) or _line(text, key))
@@ -191,14 +213,15 @@ def preset_values(name: str) -> dict:
 
 
 def layered(below: dict, above: dict) -> dict:
-    """Options by flat name, ``above``'s over ``below``'s. A network option given above also wins over
-    ``below``'s ``[network.gpu]`` entry for it."""
+    """Options by flat name, ``above``'s over ``below``'s. An option given above also wins over
+    ``below``'s ``[network.gpu]`` or ``[schedule.gpu]`` entry for it."""
     above = expand_layers(above)
-    gpu = {k: v for k, v in (below.get("gpu_network") or {}).items() if k not in above}
     merged = {**below, **above}
-    merged["gpu_network"] = {**gpu, **(above.get("gpu_network") or {})}
-    if not merged["gpu_network"]:
-        del merged["gpu_network"]
+    for name in GPU_TABLES:
+        gpu = {k: v for k, v in (below.get(name) or {}).items() if k not in above}
+        merged[name] = {**gpu, **(above.get(name) or {})}
+        if not merged[name]:
+            del merged[name]
     return merged
 
 
@@ -228,15 +251,23 @@ def chosen_preset(given: str | None, file_preset: str | None, config=None) -> st
 def layered_options(name: str | None, from_file: dict, given: dict) -> TrainOptions:
     """The preset ``name``'s options (or none), under a file's (``from_file``, by flat name, as
     :func:`read_config` reads them), under ``given``'s (those not None)."""
-    values = preset_values(name) if name else {}
-    values = layered(layered(values, from_file), {k: v for k, v in given.items() if v is not None})
-    return TrainOptions.of(**values)
+    values = dict(preset_values(name)) if name else {}
+    given = {k: v for k, v in given.items() if v is not None}
+    # a preset describes its own network type's options: another type named over it takes only those
+    # it has (its [network.gpu] entries are kept, and filtered as a GPU runs them)
+    own_type = values.get("model_type", Network.model_type)
+    model_type = {**from_file, **given}.get("model_type", own_type)
+    if model_type != own_type:
+        network = {f.name for cls in NETWORKS.values() for f in fields(cls)} | {"layers"}
+        values = {k: v for k, v in values.items() if k not in network or k in network_keys(model_type)}
+    return TrainOptions.of(**layered(layered(values, from_file), given))
 
 
 def preset_flags(name: str) -> str:
     """A preset as the options it sets, for ``--help``: ``--direction both --guide auto ...``."""
     values = dict(preset_values(name))
-    gpu, passes = values.pop("gpu_network", {}), values.pop("auto_epochs", None)
+    gpu = {k: v for name in GPU_TABLES for k, v in values.pop(name, {}).items()}
+    passes = values.pop("auto_epochs", None)
 
     def words(k: str, v) -> str:
         k = k.replace("_", "-")
@@ -260,8 +291,8 @@ def config_text(options: TrainOptions, network: dict | None = None, comment: str
                  if v is not None and k not in ("config", "gpu", "aligner")}
         if isinstance(part, Network):
             table |= network if network is not None else part.config
-            if part.gpu:
-                table["gpu"] = dict(part.gpu)
+        if getattr(part, "gpu", None):
+            table["gpu"] = dict(part.gpu)
         if isinstance(part, Teacher):
             table |= {f"guide_{k}": v for k, v in asdict(part.aligner).items()}
         sections[name] = table
@@ -290,7 +321,7 @@ def config_listing(options: TrainOptions, preset: str | None = None, given: set[
         "The run these options describe (attnalign train --print-config). Give it back with --config FILE;\n"
         "options typed beside --config win over its values."))
     from_preset = expand_layers(dict(preset_values(preset))) if preset else {}
-    gpu_preset = from_preset.pop("gpu_network", {})
+    gpu_preset = {f"{GPU_TABLES[name]}.gpu": from_preset.pop(name, {}) for name in GPU_TABLES}
     given = set(expand_layers(dict.fromkeys(given)))
     lines, table = [], None
     for line in text.splitlines():
@@ -298,8 +329,8 @@ def config_listing(options: TrainOptions, preset: str | None = None, given: set[
         table = header.group(1) if header else table
         key = re.match(r"(\w+) = ", line)
         name = key and key.group(1)
-        if name and table == "network.gpu":
-            line += "  # preset " + preset if name in gpu_preset else ""
+        if name and table in gpu_preset:
+            line += "  # preset " + preset if name in gpu_preset[table] else ""
         elif name in given:
             line += "  # given"
         elif name in from_preset:

@@ -219,7 +219,7 @@ def _run(jobs: list, options: TrainOptions, in_processes: bool, resume: bool, re
 def _for_device(options: TrainOptions, pairs: Pairs, note) -> TrainOptions:
     """The options with ``--batch-tokens auto`` and a preset's GPU network resolved for the run's
     device (a resumed run's were resolved when it began), told to ``note`` on a GPU."""
-    if options.schedule.batch_tokens != "auto" and not options.network.gpu:
+    if options.schedule.batch_tokens != "auto" and not options.network.gpu and not options.schedule.gpu:
         return options
     device = _process_device(options.runtime.device)
     words = sum(max(len(s), len(t)) + 1 for s, t in pairs)
@@ -230,6 +230,9 @@ def _for_device(options: TrainOptions, pairs: Pairs, note) -> TrainOptions:
     if note and device.type == "cuda" and resolved.network.config != options.network.config:
         changed = {k: v for k, v in resolved.network.config.items() if options.network.config.get(k) != v}
         note(f"on {device} the network takes {', '.join(f'{k}={v}' for k, v in changed.items())}")
+    if note and device.type == "cuda" and options.schedule.gpu:
+        taken = ", ".join(f"{k}={v}" for k, v in options.schedule.gpu.items())
+        note(f"on {device} the schedule takes {taken}")
     return resolved
 
 

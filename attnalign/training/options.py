@@ -185,7 +185,8 @@ def network_keys(model_type: str) -> set[str]:
 
 @dataclass(frozen=True)
 class Schedule:
-    """``[schedule]``: how long and how fast the networks learn."""
+    """``[schedule]``: how long and how fast the networks learn. ``gpu``: options a run on a CUDA GPU
+    takes instead (a preset's ``[schedule.gpu]``, applied as ``[network.gpu]`` is: :meth:`on`)."""
 
     epochs: int | float | str = "auto"  # passes over the data, or "auto" (epochs_for)
     auto_epochs: int = EPOCHS  # the passes "auto" makes over a corpus of up to auto_full_pairs pairs
@@ -197,8 +198,18 @@ class Schedule:
     clip: float = 1.0
     label_smoothing: float = 0.1
     seed: int = 1
+    gpu: dict = field(default_factory=dict)
+
+    def on(self, cuda: bool) -> Schedule:
+        """The schedule a device runs: on a CUDA GPU with ``gpu``'s options; ``gpu`` emptied everywhere."""
+        return replace(self, **(self.gpu if cuda else {}), gpu={}) if self.gpu else self
 
     def check(self) -> None:
+        if self.gpu:  # what a GPU runs: checked now, not when a GPU is lent
+            wrong = sorted(set(self.gpu) - {f.name for f in fields(Schedule)} - {"gpu"})
+            if wrong:
+                raise OptionError(f"[schedule.gpu] has no option {', '.join(map(repr, wrong))}")
+            self.on(True).check()
         if self.epochs != "auto":
             require("--epochs", parse_epochs(self.epochs), low=0, low_open=True, high=10**6)
         require("auto_epochs", self.auto_epochs, low=1, high=10**6)
@@ -294,7 +305,8 @@ def _where() -> dict[str, tuple[str, str]]:
     """Each flat option name (the command line's, without dashes) -> its section and field; the
     teacher's aligner's as ``guide_*``."""
     parts = [(f.name, (section, f.name)) for section, cls in SECTIONS.items() for f in fields(cls)
-             if (section, f.name) not in {("network", "config"), ("network", "gpu"), ("teacher", "aligner")}]
+             if (section, f.name) not in {("network", "config"), ("network", "gpu"), ("schedule", "gpu"),
+                                                              ("teacher", "aligner")}]
     parts += [(f"guide_{f.name}", ("aligner", f.name)) for f in fields(TeacherOptions)]
     network = dict.fromkeys(f.name for cls in NETWORKS.values() for f in fields(cls))  # shared names once
     parts += [(k, ("config", k)) for k in network]
@@ -306,7 +318,9 @@ def _where() -> dict[str, tuple[str, str]]:
 
 
 WHERE = _where()
-FLAT_NAMES = (*WHERE, "layers", "gpu_network")
+# each section's options a CUDA GPU runs instead, by flat name: [network.gpu], [schedule.gpu]
+GPU_TABLES = {"gpu_network": "network", "gpu_schedule": "schedule"}
+FLAT_NAMES = (*WHERE, "layers", *GPU_TABLES)
 
 
 @dataclass(frozen=True)
@@ -325,7 +339,8 @@ class TrainOptions:
     @classmethod
     def of(cls, **flat) -> TrainOptions:
         """The defaults with options given by their flat names (``epochs=2``, ``hidden=64``,
-        ``layers=2``, ``guide_model=...``, ``gpu_network={...}``); None leaves the default."""
+        ``layers=2``, ``guide_model=...``, ``gpu_network={...}``, ``gpu_schedule={...}``); None leaves
+        the default."""
         return cls().updated(**flat)
 
     def updated(self, **flat) -> TrainOptions:
@@ -336,13 +351,14 @@ class TrainOptions:
                               f"{', '.join(unknown)}", hint="see attnalign train --help")
         given = expand_layers({k: PARSED.get(k, lambda v: v)(v) for k, v in flat.items() if v is not None})
         gpu = dict(given.pop("gpu_network", self.network.gpu))
+        gpu_schedule = dict(given.pop("gpu_schedule", self.schedule.gpu))
         parts: dict[str, dict] = {}
         for name, value in given.items():
             section, key = WHERE[name]
             parts.setdefault(section, {})[key] = value
         network = replace(self.network, config={**self.network.config, **parts.pop("config", {})}, gpu=gpu)
         teacher = replace(self.teacher, aligner=replace(self.teacher.aligner, **parts.pop("aligner", {})))
-        own = {"network": network, "teacher": teacher}
+        own = {"network": network, "teacher": teacher, "schedule": replace(self.schedule, gpu=gpu_schedule)}
         return TrainOptions(**{name: replace(own.get(name, getattr(self, name)), **parts.get(name, {}))
                                for name in SECTIONS})
 
@@ -398,8 +414,9 @@ class TrainOptions:
         what ran: CPU_BATCH_TOKENS on a CPU; on a CUDA GPU of ``memory`` bytes, :func:`gpu_batch_tokens`
         of the corpus's ``corpus_tokens``, the learning rate scaled by sqrt(tokens /
         CPU_BATCH_TOKENS) and the full passes of ``--epochs auto`` up to EPOCHS_FULL_PAIRS_GPU pairs; and
-        on a CUDA GPU the network options of ``[network.gpu]``."""
-        options = replace(self, network=self.network.on(device_type == "cuda"))
+        on a CUDA GPU the options of ``[network.gpu]`` and ``[schedule.gpu]``."""
+        cuda = device_type == "cuda"
+        options = replace(self, network=self.network.on(cuda), schedule=self.schedule.on(cuda))
         schedule = options.schedule
         if schedule.batch_tokens != "auto":
             return options
@@ -411,10 +428,12 @@ class TrainOptions:
                                                  auto_full_pairs=EPOCHS_FULL_PAIRS_GPU))
 
     def flat(self) -> dict:
-        """Every option by its flat name (network options as given, ``gpu_network``)."""
+        """Every option by its flat name (network options as given, ``gpu_network``,
+        ``gpu_schedule``)."""
         values = {name: getattr(self.teacher.aligner if section == "aligner" else getattr(self, section), key)
                   for name, (section, key) in WHERE.items() if section != "config"}
-        return {**values, **self.network.config, "gpu_network": self.network.gpu}
+        return {**values, **self.network.config, "gpu_network": self.network.gpu,
+                "gpu_schedule": self.schedule.gpu}
 
     def record(self) -> dict:
         """``config.json``'s ``train_options``: the flat options, the network's as ``model_config``, the
@@ -422,6 +441,7 @@ class TrainOptions:
         values = {name: getattr(getattr(self, section), key) for name, (section, key) in WHERE.items()
                   if section in SECTIONS}
         return {**values, "model_config": dict(self.network.config), "gpu_network": dict(self.network.gpu),
+                "gpu_schedule": dict(self.schedule.gpu),
                 "teacher": asdict(self.teacher.aligner)}
 
     @classmethod
@@ -434,8 +454,9 @@ class TrainOptions:
         options = cls.of(**simple)
         network = replace(options.network, config=dict(saved.get("model_config") or {}),
                           gpu=dict(saved.get("gpu_network") or {}))
+        schedule = replace(options.schedule, gpu=dict(saved.get("gpu_schedule") or {}))
         teacher = replace(options.teacher, aligner=TeacherOptions.from_saved(saved))
-        return replace(options, network=network, teacher=teacher)
+        return replace(options, network=network, schedule=schedule, teacher=teacher)
 
 
 # what a --resume command line may give again with other values: the data (checked by its fingerprint),
@@ -452,7 +473,7 @@ def resume_conflicts(given: TrainOptions, run: TrainOptions, network: dict, name
         if name == "layers" or WHERE.get(name, ("",))[0] == "config":
             keys = LAYERS if name == "layers" else (name,)
             return any(k in given.network.config and given.network.config[k] != network.get(k) for k in keys)
-        if name not in new or name == "gpu_network":
+        if name not in new or name in GPU_TABLES:
             return False
         # "auto" was resolved when the run began and recorded: naming it again asks for the same
         return new[name] != old[name] and not (new[name] == "auto" and name == "batch_tokens")
