@@ -110,6 +110,7 @@ def preset_default(key: str, words=lambda v: f"{v:g}") -> str:
     on_gpu = f" ({words(gpu[key])} on a CUDA GPU)" if key in gpu else ""
     return f"{words(_ALIGN[key])} with --preset align or align-fast{on_gpu}"
 
+
 PresetOpt = option(str | None, "--preset", panel=MODEL, help=(
     f"Named options (a file of attnalign/training/presets, in --config's form); others given beside it "
     f"override it. align: {preset_flags('align')} (the benchmarked "
