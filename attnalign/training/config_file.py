@@ -159,13 +159,12 @@ def read_config(path: str | os.PathLike) -> tuple[str | None, dict]:
     try:  # each value on its own (the rules between options hold once the command line's are in)
         own = TrainOptions.of(**values)
         for name in SECTIONS:
-            if name == "schedule":  # its own values, then [schedule.gpu]'s as a GPU runs them
+            if name == "schedule":  # its own values, then [schedule.gpu]'s (Schedule.check) at its line
                 own.schedule.on(False).check()
                 table = "schedule.gpu"
-                own.schedule.check()
-                table = None
-            elif name != "network":
+            if name != "network":
                 getattr(own, name).check()
+                table = None
         aligner = own.teacher.aligner
         if {"guide_model", "guide_sym"} & set(values):
             check_choices(aligner.model, aligner.sym, flags="--guide-")
