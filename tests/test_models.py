@@ -79,6 +79,78 @@ def test_gru_step_loop_is_the_gru(attention):
     assert all(torch.allclose(x, y, atol=1e-5) for x, y in zip(g1, g2, strict=True))
 
 
+def _packed_gru(rnn, x, lengths, h0):
+    """nn.GRU itself over padded rows, through packed sequences."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    if lengths is None:
+        return rnn(x, h0)
+    out, final = rnn(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False), h0)
+    return pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0], final
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("lengths", [[5, 3, 1, 4], None])
+@pytest.mark.parametrize("given_state", [True, False])
+def test_the_written_out_gru_is_the_gru(bidirectional, layers, lengths, given_state):
+    """A GRU trained on a CPU runs its recurrence with its backward pass written out: the same outputs
+    (padding exactly 0), final states and gradients of every input and weight as nn.GRU's."""
+    from attnalign.nmt.models.recurrent import run_recurrent
+
+    torch.manual_seed(0)
+    rnn = torch.nn.GRU(4, 3, layers, batch_first=True, bidirectional=bidirectional).double()
+    B, T, D = 4, 5, 2 if bidirectional else 1
+    x = torch.randn(B, T, 4, dtype=torch.double, requires_grad=True)
+    h0 = torch.randn(layers * D, B, 3, dtype=torch.double, requires_grad=True) if given_state else None
+    lens = None if lengths is None else torch.tensor(lengths)
+    mine, theirs = run_recurrent(rnn, x, lens, h0), _packed_gru(rnn, x, lens, h0)
+    assert mine[0].grad_fn is not None and "GRURecurrence" in str(mine[1].grad_fn.next_functions)
+    w_out, w_final = torch.randn_like(theirs[0]), torch.randn_like(theirs[1])
+    wrt = [x, *([h0] if given_state else []), *rnn.parameters()]
+    grads = [torch.autograd.grad((out * w_out).sum() + (final * w_final).sum(), wrt)
+             for out, final in (mine, theirs)]
+    for a, b in zip((*mine, *grads[0]), (*theirs, *grads[1]), strict=True):
+        assert torch.allclose(a, b, atol=1e-12)
+    if lengths is not None:
+        assert torch.all(mine[0][2, 1:] == 0)
+
+
+def test_the_written_out_gru_passes_gradcheck():
+    from attnalign.nmt.models.recurrent import _GRURecurrence
+
+    torch.manual_seed(0)
+    T, D, B, H = 3, 2, 2, 2
+    args = [torch.randn(T, D, B, 3 * H, dtype=torch.double), torch.randn(D, B, H, dtype=torch.double),
+            torch.randn(D, 3 * H, H, dtype=torch.double), torch.randn(D, 3 * H, dtype=torch.double)]
+    mask = torch.tensor([[1, 1], [1, 0], [0, 0]], dtype=torch.double).view(T, 1, B, 1).expand(T, D, B, 1)
+    for a in args:
+        a.requires_grad_()
+    assert torch.autograd.gradcheck(lambda *a: _GRURecurrence.apply(*a, mask.contiguous()), args)
+    assert torch.autograd.gradcheck(lambda *a: _GRURecurrence.apply(*a, None), args)
+
+
+def test_the_written_out_gru_trains_the_student_as_nn_gru_does(monkeypatch):
+    """One update of a student (alignment head, no input feeding, no translation) on a CPU: the same
+    loss and weights after it as with nn.GRU's own recurrence."""
+    from attnalign.nmt.models import recurrent
+
+    def update():
+        torch.manual_seed(0)
+        m = build_model("rnn", {"hidden": 16, "emb_dim": 8, "input_feeding": False, "translation": False,
+                                "align_head": True, "dropout": 0.0}, 12, 11).double()
+        out = m(BATCH.src, BATCH.src_mask, BATCH.tgt_in)
+        loss = out.align[..., 0].sum() + out.attention[..., 1].square().sum()
+        loss.backward()
+        return [loss.detach(), *[p.grad for p in m.parameters() if p.grad is not None]]
+
+    mine = update()
+    monkeypatch.setattr(recurrent, "_written_out", lambda rnn, x: False)
+    theirs = update()
+    assert len(mine) == len(theirs) > 10
+    assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(mine, theirs, strict=True))
+
+
 def test_rnn_without_input_feeding_and_deeper():
     m = build_model("rnn", {"hidden": 16, "emb_dim": 8, "input_feeding": False, "enc_layers": 2,
                             "dec_layers": 2}, 12, 11)

@@ -19,10 +19,11 @@ from attnalign.training.guide import guide_loss
 
 def dispatches(model, tgt_len: int) -> int:
     """The aten ops called from Python in one forward pass over a target of ``tgt_len`` tokens (not
-    those an operator calls inside it, such as a CPU GRU's steps)."""
+    those an operator calls inside it, such as a CPU GRU's steps). Without gradients, as a GPU's
+    recurrence runs: a CPU's training pass writes a GRU's steps out (test_models)."""
     torch.manual_seed(0)
     b = make_batch([0, 1], [[3, 4, 5], [6, 7]], [[3 + k % 5 for k in range(tgt_len)], [4, 5]])
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
         model(b.src, b.src_mask, b.tgt_in, lengths=b.lengths)
     top = [e for e in prof.events() if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")]
     return sum(e.name.startswith("aten::") for e in top)

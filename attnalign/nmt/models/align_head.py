@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .attention import Attention
+from .recurrent import run_recurrent
 
 
 class AlignHead(nn.Module):
@@ -39,9 +39,7 @@ class AlignHead(nn.Module):
         """Weights [B, T, S]; ``lengths``: ``tgt_mask``'s row sums [B] on the CPU, if the caller has them."""
         B, T, _ = tgt_emb.shape
         lengths = tgt_mask.sum(1).cpu() if lengths is None else lengths
-        packed = pack_padded_sequence(tgt_emb, lengths, batch_first=True, enforce_sorted=False)
-        ctx, _ = self.context(packed)
-        ctx, _ = pad_packed_sequence(ctx, batch_first=True, total_length=T)  # [B, T, 2D]
+        ctx, _ = run_recurrent(self.context, tgt_emb, lengths)  # [B, T, 2D]
         nxt = torch.cat([ctx[:, 1:], ctx.new_zeros(B, 1, ctx.size(-1))], 1)  # row t <- token t + 1
         q = torch.tanh(self.query(self.drop(torch.cat([states, nxt], -1))))  # [B, T, D]
         return self.attn.weights(q, src_mask, self.attn.precompute(memory))

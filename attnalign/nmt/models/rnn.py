@@ -16,13 +16,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..configs import RNNConfig
 from ..vocab import PAD_ID
 from .align_head import AlignHead
 from .attention import Attention
 from .output import ModelOutput
+from .recurrent import run_recurrent
 
 
 class RNNModel(nn.Module):
@@ -58,10 +58,7 @@ class RNNModel(nn.Module):
         the mask's row sums [B] on the CPU, where the caller has them (else read from the device, which
         waits for it)."""
         lengths = src_mask.sum(1).cpu() if src_lengths is None else src_lengths
-        packed = pack_padded_sequence(self.drop(self.src_emb(src)), lengths, batch_first=True,
-                                      enforce_sorted=False)
-        out, final = self.encoder(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # [B, S, 2H]
+        out, final = run_recurrent(self.encoder, self.drop(self.src_emb(src)), lengths)  # [B, S, 2H]
         if isinstance(final, tuple):  # LSTM: (h, c)
             final = final[0]
         last = torch.cat([final[-2], final[-1]], dim=-1)  # top layer, both directions: [B, 2H]
@@ -80,7 +77,7 @@ class RNNModel(nn.Module):
         if self.bahdanau:
             return self._decode_bahdanau(emb, memory, src_mask, proj, state, steps, tgt_len)
         if not self.cfg.input_feeding:  # the whole target in one RNN call, attention in parallel
-            h, _ = self.decoder(emb, state)
+            h, _ = run_recurrent(self.decoder, emb, None, state)
             ctx, weights = self.attn(h, memory, src_mask, proj, steps, tgt_len)
             return self.drop(torch.tanh(self.combine(torch.cat([h, ctx], -1)))), weights
         if self.cfg.cell == "gru" and self.cfg.dec_layers == 1:

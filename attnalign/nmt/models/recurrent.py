@@ -1,0 +1,130 @@
+"""Running a recurrent layer over padded sequences: ``torch.nn.GRU`` / ``LSTM`` through packed sequences,
+or, for a GRU trained on a CPU, the same function with a backward pass written out.
+
+Why: on a CPU, autograd through ``nn.GRU``'s step loop gives every step's slice of the input a gradient
+of the whole sequence's size, zero-filled and summed (quadratic in the length), and multiplies the
+recurrent weights' gradient one step at a time. :class:`_GRURecurrence` keeps what the backward pass
+needs, runs both directions of a bidirectional layer in one loop (one batched product a step), and forms
+the weights' gradient in one product over all steps. The parameters are the module's own, so a model
+trained either way loads and runs either way. On CUDA (cuDNN) and without gradients the module runs
+itself.
+
+Shapes: input ``[B, T, E]``; ``lengths`` ``[B]`` on the CPU (None: every row is T long); the output
+``[B, T, D * H]`` (D directions, padding exactly 0) and the final states ``[layers * D, B, H]`` (for an
+LSTM the pair (h, c)), as ``nn.GRU`` gives them with ``batch_first=True``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.autograd.function import once_differentiable
+from torch.nn import functional as F
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+def run_recurrent(rnn: nn.RNNBase, x: torch.Tensor, lengths: torch.Tensor | None = None, h0=None):
+    """``rnn`` (``batch_first``) over ``x`` [B, T, E]: output [B, T, D * H] and the final states."""
+    if _written_out(rnn, x):
+        return _gru(rnn, x, lengths, h0)
+    if lengths is None:
+        return rnn(x, h0)
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out, final = rnn(packed, h0)
+    return pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0], final
+
+
+def _written_out(rnn: nn.RNNBase, x: torch.Tensor) -> bool:
+    return (isinstance(rnn, nn.GRU) and x.device.type == "cpu" and torch.is_grad_enabled()
+            and not torch.is_autocast_enabled("cpu") and rnn.bias and rnn.batch_first)
+
+
+def _gru(rnn: nn.GRU, x: torch.Tensor, lengths: torch.Tensor | None, h0: torch.Tensor | None):
+    B, T, _ = x.shape
+    D, H = 2 if rnn.bidirectional else 1, rnn.hidden_size
+    if lengths is None:
+        mask = None
+    else:  # [T, D, B, 1] in each direction's order of steps: the reverse one reads the time axis backwards
+        steps = torch.arange(T).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
+        mask = torch.stack([steps, steps.flip(0)][:D], 1).unsqueeze(-1).to(x.device, x.dtype)
+    finals = []
+    for layer in range(rnn.num_layers):
+        if layer and rnn.dropout and rnn.training:
+            x = F.dropout(x, rnn.dropout, True)
+        sfx = [f"_l{layer}", f"_l{layer}_reverse"][:D]
+        w_ih = torch.stack([getattr(rnn, "weight_ih" + s) for s in sfx])  # [D, 3H, E]
+        b_ih = torch.stack([getattr(rnn, "bias_ih" + s) for s in sfx])  # [D, 3H]
+        w_hh = torch.stack([getattr(rnn, "weight_hh" + s) for s in sfx])  # [D, 3H, H]
+        b_hh = torch.stack([getattr(rnn, "bias_hh" + s) for s in sfx])  # [D, 3H]
+        gi = torch.einsum("bte,dge->tdbg", x, w_ih) + b_ih.unsqueeze(1)  # [T, D, B, 3H]
+        if D == 2:
+            gi = torch.stack([gi[:, 0], gi[:, 1].flip(0)], 1)
+        start = x.new_zeros(D, B, H) if h0 is None else h0[layer * D:(layer + 1) * D]
+        hs, last = _GRURecurrence.apply(gi.contiguous(), start, w_hh, b_hh, mask)  # [T, D, B, H], [D, B, H]
+        if D == 2:
+            hs = torch.stack([hs[:, 0], hs[:, 1].flip(0)], 1)
+        if mask is not None:
+            hs = hs * mask[:, 0:1]  # padding exactly 0, as packed sequences give it
+        x = hs.permute(2, 0, 1, 3).reshape(B, T, D * H)
+        finals.append(last)
+    return x, torch.cat(finals, 0)
+
+
+class _GRURecurrence(torch.autograd.Function):
+    """A GRU's recurrence over precomputed input gates, D directions in lockstep.
+
+    gi [T, D, B, 3H] (gates r, z, n of W_ih x + b_ih, step k of direction d at [k, d]); h0 [D, B, H];
+    w_hh [D, 3H, H]; b_hh [D, 3H]; mask [T, D, B, 1] (1 where step k of direction d is real: a padded
+    step keeps the state) or None. Returns every step's state [T, D, B, H] and the last [D, B, H].
+    A step is a few operations on [D, B, H] tensors written into buffers kept for the backward pass,
+    whose step-local derivatives are then formed for all steps at once, outside its loop.
+    """
+
+    @staticmethod
+    def forward(ctx, gi, h0, w_hh, b_hh, mask):
+        T, D, B, G = gi.shape
+        H = G // 3
+        w_t, bias = w_hh.transpose(1, 2).contiguous(), b_hh.unsqueeze(1)  # [D, H, 3H], [D, 1, 3H]
+        gh = gi.new_empty(T, D, B, G)  # W_hh h + b_hh, each step
+        rz = gi.new_empty(T, D, B, 2 * H)
+        n = gi.new_empty(T, D, B, H)
+        hs = gi.new_empty(T, D, B, H)
+        h = h0
+        for k in range(T):
+            torch.baddbmm(bias, h, w_t, out=gh[k])
+            torch.sigmoid(torch.add(gi[k, ..., :2 * H], gh[k, ..., :2 * H]), out=rz[k])
+            torch.tanh(torch.addcmul(gi[k, ..., 2 * H:], rz[k, ..., :H], gh[k, ..., 2 * H:]), out=n[k])
+            new = torch.lerp(n[k], h, rz[k, ..., H:])  # (1 - z) n + z h
+            h = new if mask is None else torch.lerp(h, new, mask[k])
+            hs[k] = h
+        ctx.save_for_backward(h0, hs, gh, rz, n, w_hh, mask)
+        return hs, h
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, d_hs, d_last):
+        h0, hs, gh, rz, n, w_hh, mask = ctx.saved_tensors
+        T, D, B, H = hs.shape
+        r, z = rz[..., :H], rz[..., H:]
+        prev = torch.cat([h0.unsqueeze(0), hs[:-1]])  # the state each step reads
+        m = 1 if mask is None else mask
+        # with u the gradient of the state a step writes: d a_n = u m (1 - z)(1 - n^2), d a_r = d a_n
+        # gh_n r (1 - r), d a_z = u m (h_prev - n) z (1 - z); the state read gets u (1 - m (1 - z)) + W_hh^T
+        # times the recurrent gates' gradient, whose n part is d a_n r
+        d_an = m * (1 - z) * (1 - n * n)
+        d_ar = d_an * gh[..., 2 * H:] * r * (1 - r)
+        d_az = m * (prev - n) * z * (1 - z)
+        to_gi = torch.stack([d_ar, d_az, d_an], 3)  # [T, D, B, 3, H]
+        to_gh = torch.stack([d_ar, d_az, d_an * r], 3)
+        keep = 1 - m * (1 - z)
+        u = hs.new_empty(T, D, B, H)
+        d_gh = hs.new_empty(T, D, B, 3, H)
+        dh = d_last
+        for k in range(T - 1, -1, -1):
+            torch.add(dh, d_hs[k], out=u[k])
+            torch.mul(u[k].unsqueeze(2), to_gh[k], out=d_gh[k])
+            dh = torch.baddbmm(u[k] * keep[k], d_gh[k].view(D, B, 3 * H), w_hh)
+        d_gi = (u.unsqueeze(3) * to_gi).view(T, D, B, 3 * H)
+        flat_gh = d_gh.view(T, D, B, 3 * H).transpose(0, 1).reshape(D, T * B, 3 * H)
+        d_w = torch.bmm(flat_gh.transpose(1, 2), prev.transpose(0, 1).reshape(D, T * B, H))  # [D, 3H, H]
+        return d_gi, dh, d_w, flat_gh.sum(1), None
