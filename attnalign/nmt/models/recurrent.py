@@ -106,25 +106,26 @@ class _GRURecurrence(torch.autograd.Function):
         h0, hs, gh, rz, n, w_hh, mask = ctx.saved_tensors
         T, D, B, H = hs.shape
         r, z = rz[..., :H], rz[..., H:]
-        prev = torch.cat([h0.unsqueeze(0), hs[:-1]])  # the state each step reads
+        prev = torch.cat([h0.unsqueeze(1), hs.transpose(0, 1)[:, :-1]], 1)  # states read: [D, T, B, H]
         m = 1 if mask is None else mask
         # with u the gradient of the state a step writes: d a_n = u m (1 - z)(1 - n^2), d a_r = d a_n
         # gh_n r (1 - r), d a_z = u m (h_prev - n) z (1 - z); the state read gets u (1 - m (1 - z)) + W_hh^T
         # times the recurrent gates' gradient, whose n part is d a_n r
         d_an = m * (1 - z) * (1 - n * n)
-        d_ar = d_an * gh[..., 2 * H:] * r * (1 - r)
-        d_az = m * (prev - n) * z * (1 - z)
-        to_gi = torch.stack([d_ar, d_az, d_an], 3)  # [T, D, B, 3, H]
-        to_gh = torch.stack([d_ar, d_az, d_an * r], 3)
+        d_az = m * (prev.transpose(0, 1) - n) * z * (1 - z)
+        to_gh = torch.stack([d_an * gh[..., 2 * H:] * r * (1 - r), d_az, d_an * r], 3)  # [T, D, B, 3, H]
         keep = 1 - m * (1 - z)
         u = hs.new_empty(T, D, B, H)
-        d_gh = hs.new_empty(T, D, B, 3, H)
+        d_gh = hs.new_empty(D, T, B, 3, H)
         dh = d_last
         for k in range(T - 1, -1, -1):
             torch.add(dh, d_hs[k], out=u[k])
-            torch.mul(u[k].unsqueeze(2), to_gh[k], out=d_gh[k])
-            dh = torch.baddbmm(u[k] * keep[k], d_gh[k].view(D, B, 3 * H), w_hh)
-        d_gi = (u.unsqueeze(3) * to_gi).view(T, D, B, 3 * H)
-        flat_gh = d_gh.view(T, D, B, 3 * H).transpose(0, 1).reshape(D, T * B, 3 * H)
-        d_w = torch.bmm(flat_gh.transpose(1, 2), prev.transpose(0, 1).reshape(D, T * B, H))  # [D, 3H, H]
-        return d_gi, dh, d_w, flat_gh.sum(1), None
+            step = d_gh[:, k]
+            torch.mul(u[k].unsqueeze(2), to_gh[k], out=step)
+            dh = torch.baddbmm(u[k] * keep[k], step.view(D, B, 3 * H), w_hh)
+        flat_gh = d_gh.view(D, T * B, 3 * H)
+        d_w = torch.bmm(flat_gh.transpose(1, 2), prev.reshape(D, T * B, H))  # [D, 3H, H]
+        d_b = flat_gh.sum(1)
+        d_gi = d_gh.transpose(0, 1).contiguous()  # [T, D, B, 3, H] (d_gh itself when D is 1)
+        torch.mul(u, d_an, out=d_gi[:, :, :, 2])  # the input gates' n part is d a_n, not d a_n r
+        return d_gi.view(T, D, B, 3 * H), dh, d_w, d_b, None
