@@ -187,7 +187,7 @@ def test_preset_options_given_options_win():
     assert (o.network.direction, o.teacher.guide, o.schedule.epochs, o.data.subword) == \
         ("both", "auto", 2, 4000)
     assert preset_options("align", subword=0).data.subword == 0  # 0: the student reads whole words
-    assert o.network.config == {"align_head": True, "dropout": 0.0, "hidden": 8, "emb_dim": 128,
+    assert o.network.config == {"align_head": True, "dropout": 0.0, "hidden": 8, "emb_dim": 96,
                                 "translation": False, "input_feeding": False}
     assert o.network.gpu == {"emb_dim": 256, "translation": True}  # the typed --hidden wins there too
     assert preset_options("align", direction="forward", guide=None).network.direction == "forward"
@@ -219,7 +219,7 @@ def test_the_benchmarked_configuration_is_the_preset():
     cpu, gpu = align.for_device("cpu", 10**6), align.for_device("cuda", 10**6, memory=80 * 2**30)
     typed = cpu.network.typed()
     assert (typed.hidden, typed.emb_dim, typed.translation, typed.input_feeding, cpu.schedule.lr) == (
-        128, 128, False, False, 8e-3)
+        96, 96, False, False, 8e-3)
     old = quality.CONFIGS["agree-fert-head-sp-e5-b2k-d0"]
     wide = {"hidden": 256, "emb_dim": 256, "translation": True}
     assert old.network.typed() == replace(typed, **wide, input_feeding=True)

@@ -53,7 +53,7 @@ def test_batch_tokens_auto_on_a_gpu_by_hand():
 
 
 def test_the_preset_on_a_gpu_trains_its_own_network():
-    """``--preset align`` trains the frontier's student on a CPU (128 wide, no translation, no input
+    """``--preset align`` trains the frontier's student on a CPU (96 wide, no translation, no input
     feeding) and the network measured on a CUDA GPU there (256 wide, translating), each option the user
     gives winning on both; the options that ran (what config.json records) hold the network as it was
     built, nothing left to resolve."""
@@ -61,7 +61,7 @@ def test_the_preset_on_a_gpu_trains_its_own_network():
     cpu = preset_options("align").for_device("cpu", 2_400_000)
     g, c = gpu.network.typed(), cpu.network.typed()
     assert (g.hidden, g.emb_dim, g.translation, g.input_feeding) == (256, 256, True, False)
-    assert (c.hidden, c.emb_dim, c.translation, c.input_feeding) == (128, 128, False, False)
+    assert (c.hidden, c.emb_dim, c.translation, c.input_feeding) == (96, 96, False, False)
     assert gpu.network.gpu == cpu.network.gpu == gpu.schedule.gpu == cpu.schedule.gpu == {}
     given = preset_options("align", input_feeding=True, hidden=64)
     on_gpu = given.for_device("cuda", 2_400_000, memory=80 * GIB).network.config

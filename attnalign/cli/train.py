@@ -105,7 +105,7 @@ def _switch(name: str):
 
 def preset_default(key: str, words=lambda v: f"{v:g}") -> str:
     """What ``--preset align`` (and align-fast) sets an option to, on a CPU and on a CUDA GPU, for
-    ``--help``: ``128 with --preset align or align-fast (256 on a CUDA GPU)``."""
+    ``--help``: ``96 with --preset align or align-fast (256 on a CUDA GPU)``."""
     gpu = {**_ALIGN.get("gpu_network", {}), **_ALIGN.get("gpu_schedule", {})}
     on_gpu = f" ({words(gpu[key])} on a CUDA GPU)" if key in gpu else ""
     return f"{words(_ALIGN[key])} with --preset align or align-fast{on_gpu}"
