@@ -221,6 +221,9 @@ def test_ctrl_c_stops_both_sampler_threads_at_once(tmp_path):
     script.write_text('''
 import os, signal, threading, time
 from attnalign.statistical import fertility, gibbs, kernels
+
+# Ctrl-C as a terminal delivers it, whatever this process inherited (a job started with & ignores SIGINT)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from attnalign.statistical.ids import IdCorpus
 
 kernels.set_threads(2)
