@@ -14,7 +14,8 @@ lower-cased, then the 10,000 training pairs); larger sizes bench/scale.py's (the
 ones, then the first N raw Hansards pairs). Each row: seconds and peak memory of each stage (a fresh
 process each, its children counted), AER on the 447 test sentences with its 95% interval (1,000
 bootstrap resamples of the sentences), and on the 37 trial sentences, which choose between variants;
-a model is trained once for its options (kept under bench/work/frontier, named by them) and read by
+a model is trained once for its options and the package's code (kept under bench/work/frontier, named by
+both) and read by
 every variant that aligns it another way;
 the default output's difference to the ``--baseline`` variant's, and to the teacher alone's and
 eflomal's where they ran, by the paired bootstrap. ``--peers``:
@@ -147,6 +148,16 @@ def stage(out: dict, name: str, r: dict) -> None:
     out[f"{name}_s"], out[f"{name}_peak_mb"] = round(r["seconds"], 1), round(r["peak_rss_mb"])
 
 
+@functools.cache
+def code_version() -> str:
+    """A hash of the attnalign package's source files (what a trained model depends on)."""
+    h = hashlib.sha256()
+    for path in sorted((ROOT / "attnalign").rglob("*")):
+        if path.suffix in (".py", ".toml"):
+            h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def trained(n: int, extra: list[str], threads: int | None) -> tuple[Path, dict]:
     """The model ``train --preset align`` with ``extra`` makes on corpus ``n``, and its stage's seconds and
     memory: trained once (a seed fixes it), kept under a name made of its options, so that variants
@@ -154,9 +165,11 @@ def trained(n: int, extra: list[str], threads: int | None) -> tuple[Path, dict]:
     from attnalign.training.config_file import preset_values
 
     src, tgt = corpus(n)
-    # the preset's values are part of the name: a model of another preset is not read as this one's
+    # the preset's values and the code are part of the name: a model of another preset, or one trained
+    # before a change to the code, is not read as this one's
     preset = json.dumps(preset_values("align"), sort_keys=True)
-    key = hashlib.sha256(shlex.join(["--threads", str(threads), *extra, preset]).encode()).hexdigest()[:10]
+    key = hashlib.sha256(shlex.join(["--threads", str(threads), *extra, preset, code_version()]).encode()
+                         ).hexdigest()[:10]
     model = WORK / f"{n}-model-{key}"
     stats = model / "frontier-train.json"
     if stats.is_file():
