@@ -313,3 +313,76 @@ def test_pred_errors(tmp_path, lines, args, says, code):
     r = invoke("plot", "sentence", "--pred", bad, "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
                "--terminal", *args)
     assert r.exit_code == code and says in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_thumbnail_draws_each_mark_in_its_cell():
+    """The thumbnail's cells, by hand: a right link's cell holds a green circle, a wrong link's a red
+    cross, a missed sure gold link a black square's edge, a possible one a grey dash; other cells the
+    colour map's shade of their weight; the EOS column after a rule."""
+    import matplotlib
+
+    from attnalign.eval import thumbnail as th
+
+    gold = Alignment(frozenset({(0, 0), (1, 2)}), frozenset({(0, 0), (1, 2), (2, 1)}))
+    p = diag_panel(gold=gold, eos=np.array([0.0, 0.0, 0.5, 1.0]))
+    p.links = [(0, 0), (3, 2)]  # right; wrong
+    img, (x0, y0) = th._panel_image(p, th.CELL, "")
+    c = th.CELL
+
+    def pixel(i, j, dx=0.5, dy=0.5):
+        return img.getpixel((int(x0 + (i + dx) * c), int(y0 + (j + dy) * c)))
+
+    assert pixel(0, 0) == th.RIGHT and pixel(3, 2) == th.WRONG
+    lo = 0.05 * c  # a gold square's edge, inside its cell
+    assert pixel(1, 2, dx=0.5, dy=lo / c + 0.01) == th.INK  # missed sure: its top edge
+    assert pixel(2, 1, dx=(lo + 1) / c, dy=lo / c + 0.01) == th.POSSIBLE  # possible: the first dash
+    blues = matplotlib.colormaps["Blues"]
+    assert pixel(1, 0) == tuple(blues(0.02, bytes=True)[:3])  # weight 0.02, no mark
+    assert pixel(4, 3) == tuple(blues(1.0, bytes=True)[:3])  # the EOS column's weight 1
+    assert img.getpixel((int(x0 + 4 * c), int(y0 + c / 2))) == th.RULE
+
+
+def test_a_long_pair_s_thumbnail_is_bounded_and_its_words_are_text(tmp_path):
+    """A 300-word pair stays under MAX_PIXELS a side and a few hundred KB; control characters and bytes
+    that are not UTF-8 are drawn as escapes; the file is a palette PNG."""
+    from PIL import Image
+
+    from attnalign.eval.plot import MAX_PIXELS
+    from attnalign.eval.thumbnail import save_thumbnail
+
+    n = 300
+    words = [f"w{k}" for k in range(n - 2)] + ["bell\x07", "caf\udce9"]
+    diagonal = [(k, k) for k in range(n)]
+    p = Panel(np.eye(n), words, words, diagonal, gold=Alignment.from_links(diagonal), title="t\x1b[2J")
+    save_thumbnail([p], tmp_path / "long.png")
+    with Image.open(tmp_path / "long.png") as img:
+        assert max(img.size) <= MAX_PIXELS and img.mode == "P"
+    assert (tmp_path / "long.png").stat().st_size < 1 << 20
+
+
+@pytest.mark.parametrize(("args", "says"), [(["-o", "x.svg"], "draws a PNG"), (["--terminal"], "draws a PNG"),
+                                            (["-o", "x.png", "--width", "3"], "fixed size")])
+def test_thumbnail_errors(models, tmp_path, args, says):
+    args = [tmp_path / a if a.startswith("x.") else a for a in args]
+    r = invoke("plot", "sentence", "--model", models / "rnn", "--src", "a b", "--tgt", "c d", "--thumbnail",
+               *args)
+    assert r.exit_code == 2 and says in r.stderr, r.stderr
+
+
+def test_cli_thumbnail_is_the_pairs_panels_drawn_quickly(models, tmp_path):
+    """plot sentence --thumbnail writes the thumbnail of the panels -o would draw, with the title given."""
+    from PIL import Image
+
+    out = tmp_path / "t.png"
+    r = invoke("plot", "sentence", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt",
+               SAMPLE / "test.fr", "--index", 4, "--gold", SAMPLE / "test.gold.pharaoh", "--thumbnail",
+               "--eos", "-o", out)
+    assert r.exit_code == 0, r.stderr
+    with Image.open(out) as img:
+        rgb = np.asarray(img.convert("RGB")).astype(int)
+    assert ((rgb[..., 1] - rgb[..., 0] > 80) & (rgb[..., 2] < 120)).sum() > 20  # green circles: right links
+    r = invoke("plot", "sentence", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt",
+               SAMPLE / "test.fr", "--index", 4, "--thumbnail", "--title", "", "-o", tmp_path / "u.png")
+    assert r.exit_code == 0, r.stderr
+    with Image.open(tmp_path / "u.png") as untitled:
+        assert untitled.height < img.height  # no title lines, no score line

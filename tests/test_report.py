@@ -98,6 +98,22 @@ def test_report_errors(models, tmp_path):
     assert r.exit_code == 2 and "--model" in r.stderr
 
 
+def captions_draw_their_pictures(page: str, out, tmp_path) -> list[tuple[str, list[str]]]:
+    """Run each gallery caption's ``plot sentence`` command and check that it draws its picture's very
+    bytes; the pictures' names with their commands' words."""
+    found = re.findall(r'<img src="((?:worst|best)_\d\.png)".*?<code>(attnalign plot sentence [^<]*)</code>',
+                       page, re.S)
+    pictures = []
+    for img, cmd in found:
+        words = shlex.split(html.unescape(cmd))[1:]
+        again = [*words[:words.index("-o") + 1], str(tmp_path / "again.png"), *words[words.index("-o") + 2:]]
+        r = invoke(*again)
+        assert r.exit_code == 0, r.stderr
+        assert (tmp_path / "again.png").read_bytes() == (out / img).read_bytes(), (img, cmd)
+        pictures.append((img, words))
+    return pictures
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["rnn", "saved"])
 def test_gallery_pictures_are_what_their_caption_commands_draw(models, tmp_path, kind):
@@ -113,16 +129,9 @@ def test_gallery_pictures_are_what_their_caption_commands_draw(models, tmp_path,
     r = invoke("report", *source, "--gold", SAMPLE / "test.gold.pharaoh", "-o", out, "--gallery", "2")
     assert r.exit_code == 0, r.stderr
     page = (out / "index.html").read_text()
-    found = re.findall(r'<img src="((?:worst|best)_\d\.png)".*?<code>(attnalign plot sentence [^<]*)</code>',
-                       page, re.S)
-    assert [img for img, _ in found] == ["worst_1.png", "worst_2.png", "best_1.png", "best_2.png"]
-    for img, cmd in found:
-        words = shlex.split(html.unescape(cmd))[1:]
-        assert "--eos" in words
-        words[words.index("-o") + 1] = str(tmp_path / "again.png")
-        again = invoke(*words)
-        assert again.exit_code == 0, again.stderr
-        assert (tmp_path / "again.png").read_bytes() == (out / img).read_bytes(), (img, cmd)
+    pictures = captions_draw_their_pictures(page, out, tmp_path)
+    assert [img for img, _ in pictures] == ["worst_1.png", "worst_2.png", "best_1.png", "best_2.png"]
+    assert all("--eos" in words and "--thumbnail" not in words for _, words in pictures)
     # the words that lose their gold links to EOS, counted by hand from the saved forward matrices
     lost = pd.read_csv(out / "eos_losses.csv")
     assert list(lost.columns) == ["target word", "to EOS", "gold-linked"] and "eos_losses.csv" in page
@@ -132,6 +141,27 @@ def test_gallery_pictures_are_what_their_caption_commands_draw(models, tmp_path,
     errors = per.links - per.hits_possible + per.sure - per.hits_sure
     worst = [int(k) for k in re.findall(r'alt="worst \d: index (\d+)"', page)]
     assert errors[worst[0]] == errors.max() and errors[worst[0]] >= errors[worst[1]]
+
+
+@pytest.mark.slow
+def test_a_large_gallery_is_drawn_as_thumbnails_its_captions_draw(models, tmp_path, monkeypatch):
+    """From THUMBNAIL_FIGURES figures on the gallery's pictures are thumbnails: each caption's command
+    says --thumbnail and draws the very same bytes; the matrices are left to the explorer, not repeated
+    on the page."""
+    import attnalign.report.plots as plots
+
+    monkeypatch.setattr(plots, "THUMBNAIL_FIGURES", 2)
+    out = tmp_path / "rep"
+    r = invoke("report", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+               "--gold", SAMPLE / "test.gold.pharaoh", "-o", out, "--gallery", "1")
+    assert r.exit_code == 0, r.stderr
+    page = (out / "index.html").read_text()
+    pictures = captions_draw_their_pictures(page, out, tmp_path)
+    assert [img for img, _ in pictures] == ["worst_1.png", "best_1.png"]
+    assert all("--thumbnail" in words for _, words in pictures)
+    assert '<table class="hm">' not in page and 'loading="lazy"' in page
+    explorer = (out / "explorer.html").read_text()
+    assert all(f"index {k}" in explorer for k in re.findall(r"<b>index (\d+)</b>", page))
 
 
 def test_the_attention_statistics_label_their_log_axis_in_plain_numbers():

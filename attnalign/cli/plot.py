@@ -81,6 +81,9 @@ WidthOpt = option(float | None, "--width", panel=FIGURE,
                   show_default="from the sentence length")
 FontSizeOpt = option(float | None, "--font-size", panel=FIGURE, help="Word labels in points.",
                      show_default="8, smaller where --width leaves small cells")
+ThumbnailOpt = option(bool, "--thumbnail", panel=FIGURE, help=(
+    "With -o x.png: a quick picture at a fixed size (the words, the cells, the marks and a colour bar, "
+    "drawn without matplotlib's layout), as a report's large gallery draws them."))
 TerminalOpt = option(bool, "--terminal", panel=OUTPUT, help="Draw the matrix in the terminal.")
 HtmlOpt = option(Path | None, "--html", panel=OUTPUT, help=(
     "An attention explorer: one HTML page, opened from disk, in which to hover the words and cells and "
@@ -106,7 +109,7 @@ def plot_sentence(
     teacher: TeacherOpt = Teacher.auto, teacher_weight: TeacherWeightOpt = ALIGN.teacher_weight,
     teacher_corpus: TeacherCorpusOpt = TeacherCorpus.auto,
     compare: CompareOpt = False, eos: EosOpt = False, title: TitleOpt = None, width: WidthOpt = None,
-    font_size: FontSizeOpt = None,
+    font_size: FontSizeOpt = None, thumbnail: ThumbnailOpt = False,
     output: ImageOpt = None, terminal: TerminalOpt = False, html: HtmlOpt = None, device: DeviceOpt = DEVICE,
 ) -> None:
     """Draw one pair's attention heatmap with its links, or the links of alignment files (--pred).
@@ -140,6 +143,12 @@ def plot_sentence(
                 check_writable(path, what)
         if output is not None and output.suffix.lower() not in IMAGE_TYPES:
             raise OptionError(f"unknown image type {output.suffix!r}", hint="use .png, .svg or .pdf")
+    if thumbnail and (output is None or output.suffix.lower() != ".png"):
+        raise OptionError("--thumbnail draws a PNG picture",
+                          hint="give -o FILE.png, or leave --thumbnail out")
+    if thumbnail and (width is not None or font_size is not None):
+        raise OptionError("--thumbnail is drawn at a fixed size: --width and --font-size do not apply to it",
+                          hint="leave out --thumbnail for a figure of your own size")
     grid_layers, grid_heads = layer == "all", head == "all"
     reads = model is not None or attention is not None  # else only alignment files (--pred): no torch
     options = None
@@ -167,7 +176,12 @@ def plot_sentence(
         console = out()
         for p in panels:  # colours are lost in a file or a pipe: print the weights as digits there
             console.print(terminal_view(p, plain=not console.is_terminal))
-    if output is not None:
+    if output is not None and thumbnail:
+        from ..eval.thumbnail import save_thumbnail
+
+        save_thumbnail(panels, output, style.title)
+    elif output is not None:
         figure = sentence_figure(panels, grid_layers or grid_heads, style)
         save_figure(figure, output, exact=style.width is not None)
+    if output is not None:
         err().print(f"figure written to {path_text(output)}")

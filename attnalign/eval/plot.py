@@ -344,29 +344,31 @@ def html_heatmap(p: Panel) -> str:
     the weight and the link's status. Self-contained: no script, no external file."""
     import matplotlib
 
-    cmap = matplotlib.colormaps["Blues"]
     esc = html.escape
     links = set(p.links)
-    head = "".join(f'<th class="s">{esc(w)}</th>' for w in p.src)
+    # the shades of every cell at once (a colour map called once a cell was most of a large gallery's page)
+    rgba = matplotlib.colormaps["Blues"](np.clip(np.nan_to_num(np.asarray(p.matrix, dtype=float)), 0.0, 1.0))
+    shades = [[f"{r * 255:.0f},{g * 255:.0f},{b * 255:.0f}" for r, g, b, _ in row] for row in rgba]
+    src = [esc(w) for w in p.src]
+    sure, possible = (p.gold.sure, p.gold.possible) if p.gold is not None else ((), ())
+    head = "".join(f'<th class="s">{w}</th>' for w in src)
     rows = []
     for j, tw in enumerate(p.tgt):
         cells = []
-        for i, sw in enumerate(p.src):
+        tgt = esc(tw)
+        for i, sw in enumerate(src):
             v = float(p.matrix[j, i])
-            r, g, b, _ = cmap(min(1.0, max(0.0, v)))
             status = link_status(i, j, links, p.gold)
             mark = _mark(status)
-            tip = f"{sw} → {tw}: {v:.3f}" + (f"; {status}" if status else "")
+            tip = f"{sw} → {tgt}: {v:.3f}" + (f"; {esc(status)}" if status else "")
             # classes: r/w right/wrong link (mark colour), gs/gp gold sure/possible (cell border, as the
             # PNG's squares)
             names = ["w" if status == "wrong link" else "r" if mark == "●" else "",
-                     "" if p.gold is None else "gs" if (i, j) in p.gold.sure
-                     else "gp" if (i, j) in p.gold.possible else ""]
+                     "gs" if (i, j) in sure else "gp" if (i, j) in possible else ""]
             cls = f' class="{" ".join(filter(None, names))}"' if any(names) else ""
             # a link's mark keeps its class's colour (green, red); other marks contrast with the cell
             fg = "" if names[0] else f";color:{'#fff' if v > 0.55 else '#000'}"
-            cells.append(f'<td{cls} style="background:rgb({r * 255:.0f},{g * 255:.0f},{b * 255:.0f})'
-                         f'{fg}" title="{esc(tip)}">{mark}</td>')
+            cells.append(f'<td{cls} style="background:rgb({shades[j][i]}){fg}" title="{tip}">{mark}</td>')
         rows.append(f"<tr><th>{esc(tw)}</th>{''.join(cells)}</tr>")
     legend = ("darker: more attention; ● right link, ✗ wrong link, □ missed sure link, ◇ missed possible "
               "link; gold links framed (solid: sure, dashed: possible)" if p.gold is not None else

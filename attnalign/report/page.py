@@ -111,7 +111,8 @@ def _gallery_html(best: Result, images: dict, pairs: Pairs, plot_args: str | Non
     cfg = best.config
     reading = shlex.join([*(["--layer", str(cfg.layer)] if cfg.layer is not None else []),
                           *(["--shift", str(cfg.shift)] if cfg.shift else []), "--decoder", cfg.decoder,
-                          "--sym", cfg.sym, "--teacher", "off", "--eos"])
+                          "--sym", cfg.sym, "--teacher", "off", "--eos",
+                          *(["--thumbnail"] if images.get("thumbnails") else [])])
 
     def caption(k: int) -> str:
         c, (src, tgt) = best.per_sentence[k], pairs[k]
@@ -122,13 +123,16 @@ def _gallery_html(best: Result, images: dict, pairs: Pairs, plot_args: str | Non
                 f"{100 * c.aer:.1f}, P {100 * c.precision:.1f}, R {100 * c.recall:.1f}<br>"
                 f"{html.escape(' '.join(src))}<br>{html.escape(' '.join(tgt))}</figcaption>")
 
+    def matrix(table: str) -> str:
+        return (f"<details><summary>the matrix, a cell's words, weight and link on hover</summary>"
+                f'<div class="wrap">{table}</div></details>' if table else "")
+
     return "".join(
         f"<h3>{kind} sentences</h3>"
         + "".join(
             f'<figure class="g"><a href="{images[f"{kind}_{n + 1}"]}">'
-            f'<img src="{images[f"{kind}_{n + 1}"]}" alt="{kind} {n + 1}: index {k}"></a>'
-            f"{caption(k)}<details><summary>the matrix, a cell's words, weight and link on hover</summary>"
-            f'<div class="wrap">{images[f"{kind}_{n + 1}_html"]}</div></details></figure>'
+            f'<img src="{images[f"{kind}_{n + 1}"]}" alt="{kind} {n + 1}: index {k}" loading="lazy"></a>'
+            f"{caption(k)}{matrix(images[f'{kind}_{n + 1}_html'])}</figure>"
             for n, k in enumerate(ks)
         )
         for kind, ks in images["gallery"].items()

@@ -9,6 +9,7 @@ import numpy as np
 from ..data.corpus import Pairs
 from ..eval.explorer import ExplorerSentence
 from ..eval.plot import html_heatmap, printable, save_figure
+from ..eval.thumbnail import save_thumbnail
 from ..workflows.views import sentence_figure
 from .sweep import Result
 from .tables import gallery_order
@@ -55,28 +56,36 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
     images["attention_stats"] = "attention_stats.png"
 
     images["gallery"] = gallery_order(best, pairs, gallery)
+    images["thumbnails"] = thumbnails = sum(map(len, images["gallery"].values())) >= THUMBNAIL_FIGURES
     images["explorer"] = []
     figures = []
     for kind, ks in images["gallery"].items():
         drawn, seen = draw(ks), views(ks) if views else [()] * len(ks)  # each list at once: batched
         for n, (k, p, more) in enumerate(zip(ks, drawn, seen, strict=True)):
             name = f"{kind}_{n + 1}.png"
-            figures.append((p, out / name))
+            figures.append(([p], out / name, thumbnails))
             images[f"{kind}_{n + 1}"] = name
-            images[f"{kind}_{n + 1}_html"] = html_heatmap(p)
+            # a large gallery's matrices are in the explorer alone: thousands on the page would weigh it down
+            images[f"{kind}_{n + 1}_html"] = "" if thumbnails else html_heatmap(p)
             images["explorer"].append(ExplorerSentence(k, [p, *more], gold[k], f"{kind} {n + 1}: index {k}"))
     save_sentences(figures)
     return images
 
 
-# A gallery of at least this many figures is drawn by one process per core: drawing (matplotlib's text
-# layout) is nearly all of a large gallery's time, and each figure is drawn on its own.
+# A gallery of at least this many figures is drawn by one process per core: drawing is nearly all of a
+# large gallery's time, and each figure is drawn on its own.
 PARALLEL_FIGURES = 24
+# ... and from this many on as thumbnails (plot sentence --thumbnail): a matplotlib figure's layout costs
+# tens of times a thumbnail's pixels, which a gallery of thousands could not wait for
+THUMBNAIL_FIGURES = 100
 
 
 def _save_sentence(job) -> None:
-    panel, path = job
-    save_figure(sentence_figure([panel], False), path)  # as its caption's plot sentence saves it
+    panels, path, thumbnail = job  # as its caption's plot sentence saves it
+    if thumbnail:
+        save_thumbnail(panels, path)
+    else:
+        save_figure(sentence_figure(panels, False), path)
 
 
 def _quiet_worker() -> None:
@@ -87,7 +96,8 @@ def _quiet_worker() -> None:
 
 
 def save_sentences(figures: list[tuple]) -> None:
-    """Save each ``(panel, path)`` as ``plot sentence`` saves it: in this process, or from
+    """Save each ``(panels, path, thumbnail)`` as ``plot sentence`` saves it (with ``--thumbnail`` where
+    ``thumbnail``): in this process, or from
     :data:`PARALLEL_FIGURES` figures on in one process per core (torch-free ones: the same bytes)."""
     from ..dist import usable_cores
 
@@ -102,7 +112,8 @@ def save_sentences(figures: list[tuple]) -> None:
     pool = ProcessPoolExecutor(min(cores, len(figures)), mp_context=multiprocessing.get_context("spawn"),
                                initializer=_quiet_worker)
     try:
-        for _ in pool.map(_save_sentence, figures, chunksize=4):
+        # chunks of a few: a Ctrl-C or an error stops the work soon, each process stays fed
+        for _ in pool.map(_save_sentence, figures, chunksize=max(4, len(figures) // (16 * cores))):
             pass
     finally:  # an error or Ctrl-C: the figures not yet started are dropped, the workers end
         pool.shutdown(wait=True, cancel_futures=True)

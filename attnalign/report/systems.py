@@ -28,10 +28,10 @@ from ..errors import OptionError
 from ..eval.breakdown import FREQUENT_MIN, RARE_MAX, breakdown
 from ..eval.explorer import EXPLORER_FILE, ExplorerSentence
 from ..eval.metrics import alignment_counts
-from ..eval.plot import Panel, html_heatmap, save_figure
+from ..eval.plot import Panel
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_prediction
 from ..eval.significance import LEVEL, SAMPLES, Bootstrap, signed_percent
-from ..workflows.views import sentence_figure
+from .plots import THUMBNAIL_FIGURES, save_sentences
 from .sweep import DEFAULT_OUTPUT, Config, Result
 from .tables import gallery_order, word_pairs
 
@@ -140,17 +140,20 @@ def write_systems(out: Path, systems: Sequence[Result], gold, pairs: Pairs, freq
     # several systems: where they disagree; one: its worst sentences, as the model's gallery draws them
     order = (disagreement_order(systems, pairs, gallery) if len(systems) > 1
              else gallery_order(systems[0], pairs, gallery)["worst"])
+    thumbnails, figures = len(order) >= THUMBNAIL_FIGURES, []
     for n, k in enumerate(order):
         src, tgt = list(pairs[k][0]), list(pairs[k][1])
         matrix, eos = under(k) if under is not None else (np.zeros((len(tgt), len(src))), None)
         panels = [Panel(matrix, src, tgt, r.links[k], gold[k], eos, r.config.name, {},
                         shaded=under is not None) for r in systems]
         name = f"disagree_{n + 1}.png"
-        save_figure(sentence_figure(panels, False), out / name)
-        plot = (f"attnalign plot sentence {plot_args} --index {k} -o sentence{k}.png" if plot_args else "")
-        images.append({"index": k, "png": name, "plot": plot, "html": [html_heatmap(p) for p in panels],
+        figures.append((panels, out / name, thumbnails))
+        plot = (f"attnalign plot sentence {plot_args} --index {k}{' --thumbnail' if thumbnails else ''} "
+                f"-o sentence{k}.png" if plot_args else "")
+        images.append({"index": k, "png": name, "plot": plot,
                        "words": (" ".join(src), " ".join(tgt)),
                        "explorer": ExplorerSentence(k, panels, gold[k], f"systems {n + 1}: index {k}")})
+    save_sentences(figures)
     frames["disagree"] = images
     return frames
 
@@ -204,8 +207,8 @@ def systems_html(frames: dict, html_table, readable) -> str:
         table["p"] = ["" if t is None else f"{t.p_value:.4f}" for t in tests]
     tables = breakdown_tables(frames["breakdown"])
     gallery = "".join(
-        f'<figure class="g"><a href="{g["png"]}"><img src="{g["png"]}" alt="disagreement {n + 1}: index '
-        f'{g["index"]}"></a><figcaption><b>index {g["index"]}</b> '
+        f'<figure class="g"><a href="{g["png"]}"><img src="{g["png"]}" loading="lazy" '
+        f'alt="disagreement {n + 1}: index {g["index"]}"></a><figcaption><b>index {g["index"]}</b> '
         f'(<a href="{EXPLORER_FILE}#{g["index"]}">explore</a>)'
         + (f' (<code>{html.escape(g["plot"])}</code>)' if g["plot"] else "")
         + f'<br>{html.escape(g["words"][0])}<br>{html.escape(g["words"][1])}</figcaption></figure>'
