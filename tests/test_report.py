@@ -93,6 +93,27 @@ def test_report_from_saved_attention(models, tmp_path):
     check_report(tmp_path / "rep")
 
 
+def test_a_pair_longer_than_max_length_is_drawn_in_the_gallery(models, tmp_path):
+    """align corpus skips a pair of more than --max-length tokens; the gallery draws it as its caption's
+    plot sentence does (which skips no pair), not a traceback over its missing matrix."""
+    src = (SAMPLE / "test.en").read_text().splitlines()[:2]
+    tgt = (SAMPLE / "test.fr").read_text().splitlines()[:2]
+    n = 300  # model tokens past MAX_LENGTH
+    long_src = " ".join((" ".join(src) + " ").split()[k % len(" ".join(src).split())] for k in range(n))
+    long_tgt = " ".join((" ".join(tgt) + " ").split()[k % len(" ".join(tgt).split())] for k in range(n))
+    (tmp_path / "t.en").write_text("\n".join([*src, long_src]) + "\n")
+    (tmp_path / "t.fr").write_text("\n".join([*tgt, long_tgt]) + "\n")
+    golds = [" ".join(f"{i}-{i}" for i in range(min(len(a.split()), len(b.split()))))
+             for a, b in zip([*src, long_src], [*tgt, long_tgt], strict=True)]
+    (tmp_path / "g.pharaoh").write_text("\n".join(golds) + "\n")
+    out = tmp_path / "rep"
+    r = invoke("report", "--model", models / "rnn", "--src", tmp_path / "t.en", "--tgt", tmp_path / "t.fr",
+               "--gold", tmp_path / "g.pharaoh", "-o", out, "--gallery", "3")
+    assert r.exit_code == 0, r.stderr
+    page = (out / "index.html").read_text()
+    assert re.search(r'alt="(?:worst|best) \d: index 2"', page)  # the long pair is in the gallery
+
+
 def test_report_errors(models, tmp_path):
     r = invoke("report", "--gold", SAMPLE / "test.gold.pharaoh", "-o", tmp_path / "rep")
     assert r.exit_code == 2 and "--model" in r.stderr

@@ -15,12 +15,11 @@ from ..data.fileio import path_text
 from ..decoding.policy import TUNE_FOLDS, TUNE_MIN_SENTENCES, TUNE_P
 from ..dist import world
 from ..errors import OptionError
-from ..nmt.options import DEVICE, THREADS_PER_CORE, AlignOptions
+from ..nmt.options import DEVICE, ONE_PAIR_MAX_LENGTH, THREADS_PER_CORE, AlignOptions
 from ..workflows.align_files import TuneGold, align_corpus_files, align_statistical_files, pair_json
 from ..workflows.align_files import align_sentence as align_one
 from .common import (
     INPUT,
-    ONE_PAIR_MAX_LENGTH,
     OUTPUT,
     RUNTIME,
     TEACHER,

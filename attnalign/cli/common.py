@@ -367,11 +367,6 @@ TeacherWeightOpt = option(float | None, "--teacher-weight", panel=TEACHER_PANEL,
                           show_default="see --teacher")
 
 
-# a pair typed on the command line or drawn is never skipped for its length (align corpus skips those
-# longer than --max-length)
-ONE_PAIR_MAX_LENGTH = 10**6
-
-
 def align_options(decoder, sym, threshold, layer, head, shift, *, device: str, resolve: bool = True,
                   reverse_model=None, src_lang=None, tgt_lang=None, teacher=None, teacher_corpus=None,
                   **more):

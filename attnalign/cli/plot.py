@@ -9,12 +9,11 @@ import typer
 from ..data.fileio import check_distinct, check_writable, path_text
 from ..errors import OptionError
 from ..eval.plot import FigureStyle, save_figure, terminal_view
-from ..nmt.options import DEVICE, AlignOptions
+from ..nmt.options import DEVICE, ONE_PAIR_MAX_LENGTH, AlignOptions
 from ..workflows.views import explorer_views, sentence_figure, sentence_panels
 from .common import (
     DECODING,
     INPUT,
-    ONE_PAIR_MAX_LENGTH,
     OUTPUT,
     BlendDecoderOpt,
     BlendThresholdOpt,

@@ -19,6 +19,9 @@ BATCH_TOKENS = 4000  # padded tokens per batch when attention is extracted (alig
 # padded tokens a batch may hold: far beyond any device's memory; a larger number is a typo
 MAX_BATCH_TOKENS = 10**7
 MAX_LENGTH = 250  # model tokens per side (EOS included): longer pairs are skipped in align, left out in train
+# a pair typed on the command line or drawn (plot sentence, a report's gallery) is never skipped for its
+# length
+ONE_PAIR_MAX_LENGTH = 10**6
 DEVICE = "auto"  # --device: cuda where torch sees a GPU, else cpu (nmt.device.resolve_device)
 # --threads is at most this many per core of the machine: more only slow the work down, and thousands
 # of threads crash the libraries that start them (a typing error, refused before any work)

@@ -37,7 +37,7 @@ from ..errors import OptionError
 from ..eval.explorer import EXPLORER_FILE, write_explorer
 from ..eval.plot import settings_text
 from ..eval.scoring import GoldOptions, gold_signature, read_gold, read_gold_for
-from ..nmt.options import AlignOptions, Reading
+from ..nmt.options import ONE_PAIR_MAX_LENGTH, AlignOptions, Reading
 from ..training.options import TrainOptions
 from ..workflows.views import pairs_panels, saved_panels
 from .page import REPORT_TITLE, html_table, readable, write_page, write_systems_page
@@ -246,8 +246,9 @@ def _gallery_panel(cfg: Config, model, attention, options, pairs: Pairs, gold, c
     column. With ``compare``: ``views(ks)``, each sentence's panels of ``plot sentence --compare`` (both
     directions and their symmetrizations), for the explorer."""
     if attention is None:  # the configuration the sweep scored: the student's attention, no teacher
+        # drawn as its caption's plot sentence draws it: a long pair too, which the sweep scored
         opts = replace(options, decoder=cfg.decoder, sym=cfg.sym, layer=cfg.layer, shift=cfg.shift,
-                       teacher="off")
+                       teacher="off", max_length=ONE_PAIR_MAX_LENGTH)
     else:
         opts = AlignOptions(decoder=cfg.decoder, sym=cfg.sym)
 
