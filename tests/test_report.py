@@ -98,9 +98,12 @@ def test_a_pair_longer_than_max_length_is_drawn_in_the_gallery(models, tmp_path)
     plot sentence does (which skips no pair), not a traceback over its missing matrix."""
     src = (SAMPLE / "test.en").read_text().splitlines()[:2]
     tgt = (SAMPLE / "test.fr").read_text().splitlines()[:2]
-    n = 300  # model tokens past MAX_LENGTH
-    long_src = " ".join((" ".join(src) + " ").split()[k % len(" ".join(src).split())] for k in range(n))
-    long_tgt = " ".join((" ".join(tgt) + " ").split()[k % len(" ".join(tgt).split())] for k in range(n))
+
+    def long(lines: list[str], n: int = 300) -> str:  # n words: model tokens past MAX_LENGTH
+        words = " ".join(lines).split()
+        return " ".join(words[k % len(words)] for k in range(n))
+
+    long_src, long_tgt = long(src), long(tgt)
     (tmp_path / "t.en").write_text("\n".join([*src, long_src]) + "\n")
     (tmp_path / "t.fr").write_text("\n".join([*tgt, long_tgt]) + "\n")
     golds = [" ".join(f"{i}-{i}" for i in range(min(len(a.split()), len(b.split()))))

@@ -175,12 +175,12 @@ def plot_sentence(
         console = out()
         for p in panels:  # colours are lost in a file or a pipe: print the weights as digits there
             console.print(terminal_view(p, plain=not console.is_terminal))
-    if output is not None and thumbnail:
-        from ..eval.thumbnail import save_thumbnail
-
-        save_thumbnail(panels, output, style.title)
-    elif output is not None:
-        figure = sentence_figure(panels, grid_layers or grid_heads, style)
-        save_figure(figure, output, exact=style.width is not None)
     if output is not None:
+        if thumbnail:
+            from ..eval.thumbnail import save_thumbnail
+
+            save_thumbnail(panels, output, style.title)
+        else:
+            save_figure(sentence_figure(panels, grid_layers or grid_heads, style), output,
+                        exact=style.width is not None)
         err().print(f"figure written to {path_text(output)}")

@@ -47,6 +47,9 @@ DPI = 150  # save_figure's dots per inch ...
 # stays a few MB and quick to write, not a 29-megapixel file
 MAX_PIXELS = 2400
 FONT_SIZE = 8.0  # points: word labels; printed at the figure's own size (a 3.3-inch column up to ~12 words)
+# the overlay's colours (the legend above): a right link (a link where there is no gold), a wrong one,
+# a possible gold link's square, the EOS column's rule, a local-p attention's predicted positions
+RIGHT, LINK, WRONG, POSSIBLE, RULE, POSITION = "#1a9641", "#d95f02", "#d7191c", "0.35", "0.4", "#e66101"
 LINE = 1.35  # a cell is this many label heights: labels of neighbouring rows never touch
 MIN_MATRIX = 1.9  # inches: a short pair's matrix is not smaller than this
 
@@ -113,7 +116,7 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: f
         ax.set_yticks(range(T))
         ax.set_yticklabels([printable(w) for w in p.tgt], fontsize=fs)
     if show_eos:
-        ax.axvline(S - 0.5, color="0.4", lw=1.0)
+        ax.axvline(S - 0.5, color=RULE, lw=1.0)
     gold = p.gold
     if gold is not None:
         from matplotlib import patheffects
@@ -125,19 +128,19 @@ def draw_panel(ax, p: Panel, colorbar: bool = True, compact: bool = False, fs: f
             if cells:
                 ax.add_collection(PatchCollection(
                     [Rectangle((i - 0.45, j - 0.45), 0.9, 0.9) for i, j in cells], facecolor="none",
-                    lw=1.4 if kind else 1.0, ls="-" if kind else "--", edgecolor="black" if kind else "0.35",
-                    path_effects=halo))
+                    lw=1.4 if kind else 1.0, ls="-" if kind else "--",
+                    edgecolor="black" if kind else POSSIBLE, path_effects=halo))
     hits = [(i, j) for i, j in p.links if gold is None or (i, j) in gold.possible]
     wrong = [(i, j) for i, j in p.links if gold is not None and (i, j) not in gold.possible]
     ms = max(2.0, min(7.0, 0.75 * fs))
     if hits:
-        ax.plot([i for i, _ in hits], [j for _, j in hits], "o", color="#1a9641" if gold else "#d95f02",
+        ax.plot([i for i, _ in hits], [j for _, j in hits], "o", color=RIGHT if gold else LINK,
                 ms=ms, mec="white", mew=0.6, ls="none")
     if wrong:
-        ax.plot([i for i, _ in wrong], [j for _, j in wrong], "x", color="#d7191c", ms=ms + 1, mew=1.6,
+        ax.plot([i for i, _ in wrong], [j for _, j in wrong], "x", color=WRONG, ms=ms + 1, mew=1.6,
                 ls="none")
     if p.positions is not None and len(p.positions):
-        ax.plot(p.positions, range(len(p.positions)), "--", color="#e66101", lw=1.2)
+        ax.plot(p.positions, range(len(p.positions)), "--", color=POSITION, lw=1.2)
     if title is None:
         title = p.title
         score = pair_score_text(p.links, gold)
@@ -249,12 +252,12 @@ def _legend(fig, panels: Sequence[Panel], fs: float) -> None:
     gold = any(p.gold is not None for p in panels)
     if not (gold or any(p.links for p in panels)):
         return
-    handles = [Line2D([], [], marker="o", ls="none", color="#1a9641" if gold else "#d95f02", mec="white",
+    handles = [Line2D([], [], marker="o", ls="none", color=RIGHT if gold else LINK, mec="white",
                       label="right link" if gold else "link")]
     if gold:
-        handles += [Line2D([], [], marker="x", ls="none", color="#d7191c", mew=1.6, label="wrong link"),
+        handles += [Line2D([], [], marker="x", ls="none", color=WRONG, mew=1.6, label="wrong link"),
                     Line2D([], [], marker="s", ls="none", mfc="none", mec="black", label="gold sure"),
-                    Line2D([], [], marker="s", ls="none", mfc="none", mec="0.35",
+                    Line2D([], [], marker="s", ls="none", mfc="none", mec=POSSIBLE,
                            label="gold possible (dashed)")]
     # constrained layout makes room for it; two rows of marks where one would be wider than the figure
     ncols = len(handles) if fig.get_figwidth() >= 1.1 * len(handles) * fs * 9 / 72 else 2

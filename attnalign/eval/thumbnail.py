@@ -18,6 +18,8 @@ import numpy as np
 
 from ..data.alignments import Link
 from ..data.fileio import atomic_open
+from ..errors import path_text
+from . import plot
 from .plot import MAX_PIXELS, Panel, link_status, pair_score_text, printable, wrap_title
 
 CELL = 16  # pixels a cell, at most; a long pair's cells shrink so that a side stays under MAX_PIXELS
@@ -26,9 +28,17 @@ MIN_LABELLED = 7  # cells smaller than this many pixels get no word labels (too 
 LABEL_CHARS = 24  # a longer word is cut, with an ellipsis
 PAD = 6
 BAR = 12  # the colour bar's width
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    from matplotlib.colors import to_rgb
+
+    return tuple(round(255 * c) for c in to_rgb(colour))
+
+
 WHITE, INK = (255, 255, 255), (0, 0, 0)
-RIGHT, LINK, WRONG = (26, 150, 65), (217, 95, 2), (215, 25, 28)  # as the heatmap's marks
-POSSIBLE, RULE, POSITION = (89, 89, 89), (102, 102, 102), (230, 97, 1)
+RIGHT, LINK, WRONG, POSSIBLE, RULE, POSITION = map(  # the heatmap's marks
+    _rgb, (plot.RIGHT, plot.LINK, plot.WRONG, plot.POSSIBLE, plot.RULE, plot.POSITION))
 
 
 @cache
@@ -46,16 +56,14 @@ def _blues():
     return matplotlib.colormaps["Blues"]  # a copy each time it is looked up: once
 
 
+def _shown(text: str) -> str:
+    """User text as drawn: control characters and bytes that are not UTF-8 as escapes, never raw."""
+    return path_text(printable(text))
+
+
 def _label(word: str) -> str:
-    word = printable(word).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    word = _shown(word)
     return word if len(word) <= LABEL_CHARS else word[:LABEL_CHARS - 1] + "…"
-
-
-def _text(text: str) -> str:
-    """A title's lines: control characters and bytes that are not UTF-8 shown as escapes, never drawn
-    raw."""
-    return "\n".join(printable(line).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-                     for line in text.split("\n"))
 
 
 def _cell(panels: Sequence[Panel]) -> int:
@@ -199,7 +207,7 @@ def _panel_image(p: Panel, cell: int, title: str):
 
 def _title_lines(title: str, width: int) -> list[str]:
     chars = max(12, int(width / (0.6 * FONT)))
-    return wrap_title(_text(title), chars).split("\n")
+    return wrap_title("\n".join(map(_shown, title.split("\n"))), chars).split("\n")
 
 
 def _legend(gold: bool, links: bool):
@@ -295,7 +303,7 @@ def save_thumbnail(panels: Sequence[Panel], path: str | os.PathLike, title: str 
     """:func:`thumbnail` as a PNG, written atomically."""
     from PIL import Image
 
-    # one palette holds every colour drawn: a third of the bytes, quicker to write
+    # one palette holds every colour drawn: under half the bytes, quicker to write
     image = thumbnail(panels, title).quantize(palette=_palette(), dither=Image.Dither.NONE)
     with atomic_open(path, "wb") as f:
         image.save(f, format="png")

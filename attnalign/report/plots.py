@@ -56,7 +56,7 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
     images["attention_stats"] = "attention_stats.png"
 
     images["gallery"] = gallery_order(best, pairs, gallery)
-    images["thumbnails"] = thumbnails = sum(map(len, images["gallery"].values())) >= THUMBNAIL_FIGURES
+    images["thumbnails"] = thumbnails = as_thumbnails(sum(map(len, images["gallery"].values())))
     images["explorer"] = []
     figures = []
     for kind, ks in images["gallery"].items():
@@ -78,6 +78,11 @@ PARALLEL_FIGURES = 24
 # ... and from this many on as thumbnails (plot sentence --thumbnail): a matplotlib figure's layout costs
 # tens of times a thumbnail's pixels, which a gallery of thousands could not wait for
 THUMBNAIL_FIGURES = 100
+
+
+def as_thumbnails(figures: int) -> bool:
+    """Whether a gallery of ``figures`` pictures is drawn as thumbnails."""
+    return figures >= THUMBNAIL_FIGURES
 
 
 def _save_sentence(job) -> None:

@@ -31,7 +31,7 @@ from ..eval.metrics import alignment_counts
 from ..eval.plot import Panel
 from ..eval.scoring import GoldOptions, ScoreReport, SystemScore, read_prediction
 from ..eval.significance import LEVEL, SAMPLES, Bootstrap, signed_percent
-from .plots import THUMBNAIL_FIGURES, save_sentences
+from .plots import as_thumbnails, save_sentences
 from .sweep import DEFAULT_OUTPUT, Config, Result
 from .tables import gallery_order, word_pairs
 
@@ -140,7 +140,7 @@ def write_systems(out: Path, systems: Sequence[Result], gold, pairs: Pairs, freq
     # several systems: where they disagree; one: its worst sentences, as the model's gallery draws them
     order = (disagreement_order(systems, pairs, gallery) if len(systems) > 1
              else gallery_order(systems[0], pairs, gallery)["worst"])
-    thumbnails, figures = len(order) >= THUMBNAIL_FIGURES, []
+    thumbnails, figures = as_thumbnails(len(order)), []
     for n, k in enumerate(order):
         src, tgt = list(pairs[k][0]), list(pairs[k][1])
         matrix, eos = under(k) if under is not None else (np.zeros((len(tgt), len(src))), None)
