@@ -31,9 +31,11 @@ BAR = 12  # the colour bar's width
 
 
 def _rgb(colour: str) -> tuple[int, int, int]:
-    from matplotlib.colors import to_rgb
-
-    return tuple(round(255 * c) for c in to_rgb(colour))
+    """A matplotlib colour of the two forms the heatmap uses, "#rrggbb" or a grey level "0.35", as bytes
+    (by hand: importing matplotlib here would load it with the package, where only a drawing needs it)."""
+    if colour.startswith("#"):
+        return tuple(int(colour[k:k + 2], 16) for k in (1, 3, 5))
+    return (round(255 * float(colour)),) * 3
 
 
 WHITE, INK = (255, 255, 255), (0, 0, 0)
