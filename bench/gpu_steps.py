@@ -78,7 +78,7 @@ def configure(run, network: str, batch_tokens: int, precision: str) -> None:
     model_type, changes = NETWORKS[network]
     run.base_config = getattr(run, "base_config", run.options.network.config)  # the preset's
     base = {k: v for k, v in run.base_config.items() if k in network_keys(model_type)}
-    network = replace(run.options.network, model_type=model_type, config={**base, **changes})
+    network = replace(run.options.network, model_type=model_type).with_config({**base, **changes})
     opts = replace(run.options, network=network).updated(batch_tokens=batch_tokens, precision=precision)
     run.options, run.model_config = opts, asdict(network.typed())
     torch.manual_seed(1)

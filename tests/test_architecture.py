@@ -173,9 +173,8 @@ def test_train_options_are_stated_once():
     defaults = TrainOptions().flat()
     params = inspect.signature(train).parameters
     for name in set(params) & set(defaults):
-        if params[name].default is not None and name != "model_type":
+        if params[name].default is not None:
             assert params[name].default == defaults[name], name
-    assert params["model_type"].default.value == defaults["model_type"]
     assert {"hidden", "layers", "guide_model", "precision"} <= set(params) & set(FLAT_NAMES)
     r = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "300"})
     text = " ".join(r.output.split())
@@ -213,6 +212,25 @@ def test_the_command_line_keeps_its_options_and_defaults():
 
     expected = json.loads((PACKAGE.parent / "tests" / "data" / "cli_options.json").read_text())
     assert cli_options() == expected
+
+
+def test_every_declared_option_is_a_flag_of_train_in_its_sections_panel():
+    # adding an option is one field: its declaration makes train's flag, in the panel of its section
+    import typer
+
+    from attnalign.cli import app
+    from attnalign.flags import declared
+    from attnalign.nmt.configs import NETWORKS
+    from attnalign.statistical.options import TeacherOptions
+    from attnalign.training.options import SECTIONS
+
+    command = typer.main.get_command(app).commands["train"]
+    panels = {p.name: p.rich_help_panel for p in command.params}
+    owners = [*SECTIONS.items(), *(("network", cls) for cls in NETWORKS.values())]
+    expected = {name: section.capitalize() for section, cls in owners for name in declared(cls)}
+    expected |= {f"guide_{name}": "Teacher" for name in declared(TeacherOptions)}
+    assert {name: panels.get(name) for name in expected} == expected
+    assert panels["layers"] == "Network"
 
 
 def test_help_text_is_never_read_as_markup():

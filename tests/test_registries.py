@@ -54,7 +54,7 @@ def test_a_gold_format_registered_later_is_read_by_the_cli_and_the_api(arrows, t
     # sure 2, possible 3, predicted 4 of which 3 possible and 2 sure: AER = 1 - (3 + 2) / (4 + 2)
     assert report.systems[0].total.aer == pytest.approx(1 - 5 / 6)
     assert f"{100 * (1 - 5 / 6):.2f}" in r.stdout
-    assert "arrows: a line of i>j links" in invoke("score", "--help", terminal_width=200).stdout
+    assert "arrows: a line of i>j links" in invoke("score", "--help", env={"COLUMNS": "300"}).stdout
     bad = invoke("score", gold, pred, "--gold-format", "arrowz")
     assert bad.exit_code == 2 and "'arrows'" in bad.stderr
 
@@ -70,4 +70,4 @@ def test_an_attention_score_registered_later_trains_through_the_cli_and_the_api(
                                                           batch_tokens=300))
     (p,) = aa.Aligner(tmp_path / "api", aa.AlignOptions(sym="none")).align_pairs(pairs[:1])
     assert p.matrix.shape == (len(pairs[0][1]), len(pairs[0][0]))
-    assert "scaled (q^T k / sqrt(d))" in invoke("train", "--help", terminal_width=200).stdout
+    assert "scaled (q^T k / sqrt(d))" in invoke("train", "--help", env={"COLUMNS": "300"}).stdout

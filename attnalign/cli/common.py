@@ -51,12 +51,14 @@ from ..errors import (
     out_of_memory,
 )
 from ..eval.scoring import GoldOptions
-from ..nmt.options import THREADS_PER_CORE, AlignOptions
+from ..flags import flag_of
+from ..nmt.options import DEVICE_HELP, THREADS_HELP, AlignOptions
 from ..nmt.readouts import READOUTS
 from ..statistical.options import DEFAULT as TEACHER
-from ..statistical.options import POSTERIOR_THRESHOLD
 from ..statistical.options import SYMS as TEACHER_SYMS
+from ..statistical.options import TeacherOptions
 from ..statistical.registry import MODELS as TEACHER_MODELS
+from ..training.options import Data, Network
 from .lines import say
 
 
@@ -241,9 +243,9 @@ TgtOpt = option(Path | None, "--tgt", panel=INPUT, help="Target side, line-paral
 CorpusOpt = option(Path | None, "--corpus", panel=INPUT,
                    help="One file of 'source ||| target' (or TAB-separated) pairs.")
 EncodingOpt = option(str, "--encoding", panel=INPUT, help="Encoding of the input files.")
-LowercaseOpt = option(bool, "--lowercase", panel=INPUT, help="Lower-case the text.")
+LowercaseOpt = option(bool, "--lowercase", panel=INPUT, help=flag_of(Data, "lowercase").text())
 ModelLowercaseOpt = option(bool | None, "--lowercase/--no-lowercase", panel=INPUT,
-                           help="Lower-case the text.", show_default="as the model was trained")
+                           help=flag_of(Data, "lowercase").text(), show_default="as the model was trained")
 GoldOpt = option(Path | None, "--gold", panel=INPUT, help="Score against this gold at the end.")
 AUTO_FORMAT = "auto"  # --gold-format / --pred-format: detected from the first line
 
@@ -272,19 +274,16 @@ OptionalModelOpt = option(Path | None, "--model", panel=MODEL, help=MODEL_HELP)
 ReverseModelOpt = option(Path | None, "--reverse-model", panel=MODEL, help=(
     "Hugging Face models: the target-to-source model (directory or hf:NAME), so that both directions can be "
     "symmetrized."))
-SrcLangOpt = option(str | None, "--src-lang", panel=MODEL,
-                    help="Multilingual Hugging Face models (M2M-100, NLLB): the source language code.")
-TgtLangOpt = option(str | None, "--tgt-lang", panel=MODEL,
-                    help="Multilingual Hugging Face models: the target language code.")
+SrcLangOpt = option(str | None, "--src-lang", panel=MODEL, help=flag_of(Network, "src_lang").text())
+TgtLangOpt = option(str | None, "--tgt-lang", panel=MODEL, help=flag_of(Network, "tgt_lang").text())
 
 # Output.
 OutputOpt = option(Path | None, "--output", "-o", panel=OUTPUT, help="Pharaoh output file; - for stdout.",
                    show_default="stdout")
 
 # Runtime.
-DeviceOpt = option(str, "--device", panel=RUNTIME, help="auto, cpu or cuda.")
-ThreadsOpt = option(int | None, "--threads", panel=RUNTIME,
-                    help=f"CPU threads for torch; at most {THREADS_PER_CORE} per core of the machine.")
+DeviceOpt = option(str, "--device", panel=RUNTIME, help=DEVICE_HELP)
+ThreadsOpt = option(int | None, "--threads", panel=RUNTIME, help=THREADS_HELP)
 QuietOpt = option(bool, "--quiet", panel=RUNTIME, help="No progress display.")
 
 
@@ -387,38 +386,21 @@ def align_options(decoder, sym, threshold, layer, head, shift, *, device: str, r
                         src_lang=src_lang, tgt_lang=tgt_lang, **more)
 
 
-# The statistical teacher: the same options, with the same help, for `align statistical` (--aligner,
-# --sym, --prefix, --identical, --samplers) and `train` (--guide-model, --guide-sym, --guide-prefix,
-# --guide-identical, --guide-samplers).
+# The statistical teacher's options, with the help TeacherOptions declares: `align statistical`'s
+# (--aligner, --sym, --prefix, --identical, --samplers, --seed) here; train's --guide-* are made from the
+# same declarations (cli/train.py).
 TeacherModel = choices("TeacherModel", TEACHER_MODELS)
 TeacherSym = choices("TeacherSym", TEACHER_SYMS)
-ALIGNERS_HELP = ("The statistical aligner: hmm-agree+fertility (the union of two models' confident links: "
-                 "hmm-agree's posterior links and those of fertility; takes posterior only), hmm-agree (two "
-                 "HMMs trained jointly by agreement), fertility (Bayesian HMMs with fertility, "
-                 "Gibbs-sampled, "
-                 "like eflomal), hmm, or ibm2 (fast_align's model).")
-SYM_HELP = (f"How its directions combine: posterior (links both directions give a posterior of at least "
-            f"{POSTERIOR_THRESHOLD}) or a symmetrization of the two directions' Viterbi links.")
-PREFIX_HELP = ("The statistical models see every word cut to its first N characters, pooling a word's "
-               "inflected forms; 0: whole words.")
-IDENTICAL_HELP = ("Extra counts for identical source and target words (names, numbers, cognates) in every "
-                  "EM step; 0: no such prior.")
-SAMPLERS_HELP = ("Independent Gibbs chains of the fertility HMMs per direction, their counts pooled: the "
-                 "links vary less with the sampler's draws, for that many times the sampling time.")
-SEED_HELP = ("The fertility sampler's first seed (the EM models do not sample): another seed shows how much "
-             "the links vary with the sampler's draws.")
-GUIDE = "--guide auto: "
-AlignerOpt = option(TeacherModel, "--aligner", panel=TEACHER_PANEL, help=ALIGNERS_HELP)
-StatSymOpt = option(TeacherSym, "--sym", panel=TEACHER_PANEL, help=SYM_HELP)
-PrefixOpt = option(int, "--prefix", panel=TEACHER_PANEL, min=0, help=PREFIX_HELP)
-IdenticalOpt = option(float, "--identical", panel=TEACHER_PANEL, min=0.0, help=IDENTICAL_HELP)
-SamplersOpt = option(int, "--samplers", panel=TEACHER_PANEL, help=SAMPLERS_HELP)
-StatSeedOpt = option(int, "--seed", panel=TEACHER_PANEL, help=SEED_HELP)
-GuideModelOpt = option(TeacherModel, "--guide-model", panel=TEACHER_PANEL, help=GUIDE + ALIGNERS_HELP)
-GuideSymOpt = option(TeacherSym, "--guide-sym", panel=TEACHER_PANEL, help=GUIDE + SYM_HELP)
-GuidePrefixOpt = option(int, "--guide-prefix", panel=TEACHER_PANEL, min=0, help=GUIDE + PREFIX_HELP)
-GuideIdenticalOpt = option(float, "--guide-identical", panel=TEACHER_PANEL, min=0.0,
-                           help=GUIDE + IDENTICAL_HELP)
-GuideSamplersOpt = option(int, "--guide-samplers", panel=TEACHER_PANEL, help=GUIDE + SAMPLERS_HELP)
-GuideSeedOpt = option(int, "--guide-seed", panel=TEACHER_PANEL, help=GUIDE + SEED_HELP)
+
+
+def _teacher(kind, flag: str, name: str, **kw):
+    return option(kind, flag, panel=TEACHER_PANEL, help=flag_of(TeacherOptions, name).text(), **kw)
+
+
+AlignerOpt = _teacher(TeacherModel, "--aligner", "model")
+StatSymOpt = _teacher(TeacherSym, "--sym", "sym")
+PrefixOpt = _teacher(int, "--prefix", "prefix", min=0)
+IdenticalOpt = _teacher(float, "--identical", "identical", min=0.0)
+SamplersOpt = _teacher(int, "--samplers", "samplers")
+StatSeedOpt = _teacher(int, "--seed", "seed")
 TEACHER_MODEL, TEACHER_SYM = TeacherModel(TEACHER.model), TeacherSym(TEACHER.sym)

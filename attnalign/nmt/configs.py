@@ -1,5 +1,7 @@
 """The networks' configurations: every option of the RNN and the Transformer with its default, stated
-once and torch-free (the CLI's help reads them; :mod:`.models` builds the networks from them)."""
+once and torch-free, each that ``train`` takes on its command line with its help
+(:func:`~attnalign.flags.opt`; an option both types have is declared on the RNN's); :mod:`.models`
+builds the networks from them."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from dataclasses import dataclass
 
 from ..data.npz import machine_memory
 from ..errors import OptionError, require
+from ..flags import opt
 from .scores import SCORES
 
 ATTENTION_SPANS = ("global", "local-m", "local-p")  # Luong et al. 2015's global and local attention
@@ -43,20 +46,39 @@ def check_translation(cfg) -> None:
 class RNNConfig:
     """Fully determines the network (with the two vocabulary sizes)."""
 
-    emb_dim: int = 256
-    hidden: int = 256
-    enc_layers: int = 1
+    emb_dim: int = opt(256, "RNN embedding size.")
+    hidden: int = opt(256, "RNN hidden size.")
+    enc_layers: int = 1  # both given as train's --layers
     dec_layers: int = 1
-    cell: str = "gru"  # gru | lstm
-    attention: str = "general"  # a name of nmt.scores.SCORES, read when checked
-    dropout: float = 0.2
-    input_feeding: bool = True  # Luong's decoder only: Bahdanau's reads the context as its input
+    cell: str = opt("gru", f"RNN cell: {' or '.join(CELLS)}.")
+    attention: str = opt("general", lambda: "RNN attention score: " + "; ".join(
+        f"{s.name} ({s.help})" for s in SCORES.values()) + ".", choices=lambda: list(SCORES))
+    dropout: float = opt(0.2, "Dropout.")
+    # Luong's decoder only: Bahdanau's reads the context as its input
+    input_feeding: bool = opt(True, (
+        "RNN (Luong's decoder): feed each step's attentional vector into the next step, one step at a "
+        "time; without, the decoder reads the whole target in one recurrent call and attends to every "
+        "step at once (far fewer operations an update)."), flag="--input-feeding/--no-input-feeding")
     tie_embeddings: bool = False
-    align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
-    attention_span: str = "global"  # global | local-m | local-p (models.attention)
-    window: int = 10  # D: a local attention's window is [p_t - D, p_t + D]
-    decoder_style: str = "luong"  # luong: attend with the new state h_t; bahdanau: with s_{t-1}
-    translation: bool = True  # the output layer and its loss; off: the alignment head alone learns
+    # an extra attention for alignment, trained by guidance (see align_head)
+    align_head: bool = opt(False, (
+        "Add an alignment head (sees the whole target sentence; trained by --guide only) and align with "
+        "it."), flag="--align-head/--no-align-head")
+    attention_span: str = opt("global", (  # models.attention
+        "RNN attention over every source word (global), or a window of them (Luong's local attention): "
+        "local-m centres it on the target step scaled to the source length, local-p on a position the "
+        "model predicts, with a Gaussian weighting (sigma = window / 2); the alignment read is its weights "
+        "renormalised over the source."), choices=ATTENTION_SPANS)
+    window: int = opt(10, "A local attention's half-width D: it sees the source words within D of its "
+                          "centre.")  # [p_t - D, p_t + D]
+    decoder_style: str = opt("luong", (  # luong: attend with the new state h_t; bahdanau: with s_{t-1}
+        "RNN decoder: luong attends with its new state (after reading the target word before); bahdanau "
+        "with its previous state, and reads the context as its input (no input feeding)."),
+        choices=DECODER_STYLES)
+    translation: bool = opt(True, (  # off: the alignment head alone learns
+        "Learn to translate (the output layer over the target vocabulary and its loss); without, only the "
+        "alignment head learns, from --guide: an update without the vocabulary's products."),
+        flag="--translation/--no-translation")
 
     def check(self, fits: bool = True) -> RNNConfig:
         """Raise an OptionError naming the ``train`` option that is out of range; with ``fits``, also
@@ -91,12 +113,12 @@ class RNNConfig:
 class TransformerConfig:
     """Fully determines the network (with the two vocabulary sizes)."""
 
-    d_model: int = 256
-    heads: int = 4
+    d_model: int = opt(256, "Transformer width.")
+    heads: int = opt(4, "Transformer heads.")
     enc_layers: int = 3
     dec_layers: int = 3
     ff_dim: int = 1024
-    dropout: float = 0.1
+    dropout: float = 0.1  # the command line's options of the RNN's name are declared there
     max_len: int = 512
     align_head: bool = False  # an extra attention for alignment, trained by guidance (see align_head)
     translation: bool = True  # the output layer and its loss; off: the alignment head alone learns

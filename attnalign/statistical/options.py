@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, fields
 
 from ..decoding.symmetrize import LINK_METHODS
 from ..errors import OptionError
+from ..flags import opt
 from .registry import COMBINED, MODELS
 from .settings import MAX_SAMPLERS
 
@@ -45,12 +46,23 @@ class TeacherOptions:
     sample take 1 only. ``seed``: the first chain's seed (the sampler's links differ by seed; the EM
     models are deterministic)."""
 
-    model: str = COMBINED
-    sym: str = "posterior"
-    prefix: int = 5
-    identical: float = 1.0
-    samplers: int = 1
-    seed: int = 1
+    model: str = opt(COMBINED, (
+        "The statistical aligner: hmm-agree+fertility (the union of two models' confident links: "
+        "hmm-agree's posterior links and those of fertility; takes posterior only), hmm-agree (two HMMs "
+        "trained jointly by agreement), fertility (Bayesian HMMs with fertility, Gibbs-sampled, like "
+        "eflomal), hmm, or ibm2 (fast_align's model)."), choices=lambda: list(MODELS))
+    sym: str = opt("posterior", (
+        f"How its directions combine: posterior (links both directions give a posterior of at least "
+        f"{POSTERIOR_THRESHOLD}) or a symmetrization of the two directions' Viterbi links."), choices=SYMS)
+    prefix: int = opt(5, "The statistical models see every word cut to its first N characters, pooling a "
+                         "word's inflected forms; 0: whole words.")
+    identical: float = opt(1.0, "Extra counts for identical source and target words (names, numbers, "
+                                "cognates) in every EM step; 0: no such prior.")
+    samplers: int = opt(1, "Independent Gibbs chains of the fertility HMMs per direction, their counts "
+                           "pooled: the links vary less with the sampler's draws, for that many times the "
+                           "sampling time.")
+    seed: int = opt(1, "The fertility sampler's first seed (the EM models do not sample): another seed "
+                       "shows how much the links vary with the sampler's draws.")
 
     @classmethod
     def from_saved(cls, train_options: dict) -> TeacherOptions:

@@ -35,6 +35,7 @@ from ..nmt.configs import NETWORKS
 from ..statistical.options import TeacherOptions, check_choices
 from .options import (
     GPU_TABLES,
+    NETWORK_OPTIONS,
     SECTIONS,
     WHERE,
     Network,
@@ -55,13 +56,8 @@ MAX_BYTES = 1 << 20  # a configuration file names a few dozen options
 
 def _hints() -> dict[str, object]:
     """Each flat name's type, from its dataclass's annotation."""
-    owners = {"aligner": TeacherOptions, **SECTIONS}
-    hints = {}
-    for name, (section, key) in WHERE.items():
-        classes = list(NETWORKS.values()) if section == "config" else [owners[section]]
-        for cls in classes:
-            if key in {f.name for f in fields(cls)}:
-                hints[name] = typing.get_type_hints(cls)[key]
+    owners = {"aligner": TeacherOptions, "config": Network, **SECTIONS}
+    hints = {name: typing.get_type_hints(owners[section])[key] for name, (section, key) in WHERE.items()}
     return {**hints, "layers": int}
 
 
@@ -189,7 +185,7 @@ def _check_network(model_type: str | None, config: dict) -> None:
     types = [model_type] if model_type in NETWORKS else [t for t in NETWORKS
                                                           if set(config) <= network_keys(t)]
     if types:  # an option the type lacks: "does not apply", from Network.typed
-        Network(model_type=types[0], config=config).typed().check(fits=False)
+        Network(model_type=types[0]).with_config(config).typed().check(fits=False)
 
 
 _KINDS = {int: "a whole number", float: "a number", str: "text in quotes", bool: "true or false",
@@ -257,7 +253,7 @@ def layered_options(name: str | None, from_file: dict, given: dict) -> TrainOpti
     own_type = values.get("model_type", Network.model_type)
     model_type = {**from_file, **given}.get("model_type", own_type)
     if model_type != own_type:
-        network = {f.name for cls in NETWORKS.values() for f in fields(cls)} | {"layers"}
+        network = {*NETWORK_OPTIONS, "layers"}
         values = {k: v for k, v in values.items() if k not in network or k in network_keys(model_type)}
     return TrainOptions.of(**layered(layered(values, from_file), given))
 
@@ -287,7 +283,7 @@ def config_text(options: TrainOptions, network: dict | None = None, comment: str
     for name in SECTIONS:
         part = getattr(options, name)
         table = {k: v for k, v in asdict(part).items()
-                 if v is not None and k not in ("config", "gpu", "aligner")}
+                 if v is not None and k not in ("gpu", "aligner") and k not in NETWORK_OPTIONS}
         if isinstance(part, Network):
             table |= network if network is not None else part.config
         if getattr(part, "gpu", None):
@@ -337,7 +333,7 @@ def config_listing(options: TrainOptions, preset: str | None = None, given: set[
         lines.append(line)
         if header and table in SECTIONS:
             part = getattr(options, table)
-            unset = [f.name for f in fields(part) if f.name not in ("config", "gpu", "aligner")
-                     and getattr(part, f.name) is None]
+            unset = [f.name for f in fields(part) if f.name not in ("gpu", "aligner")
+                     and f.name not in NETWORK_OPTIONS and getattr(part, f.name) is None]
             lines += [f"# {k}: not set" for k in unset]
     return "\n".join(lines) + "\n"

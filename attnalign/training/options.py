@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
+from pathlib import Path
 
 from ..errors import OptionError, require
+from ..flags import Flag, declared, opt
 from ..nmt.configs import NETWORKS, RNNConfig
-from ..nmt.options import MAX_BATCH_TOKENS, MAX_LENGTH, check_threads
+from ..nmt.options import DEVICE_HELP, MAX_BATCH_TOKENS, MAX_LENGTH, THREADS_HELP, check_threads
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import TeacherOptions
 
@@ -100,6 +102,14 @@ def warmup_steps(warmup: int, total: int) -> int:
     return min(warmup, int(total * WARMUP_SHARE))
 
 
+NO_GUIDE = "none"  # --guide none: no guide, where a preset (or a file) names one
+
+
+def parse_guide(text: str | None) -> str | None:
+    """``--guide`` as given: ``auto``, a file of links, or ``none`` (None: no guide)."""
+    return None if text == NO_GUIDE else text
+
+
 def flag(name: str) -> str:
     """An option's command-line flag from its name: ``batch_tokens`` -> ``--batch-tokens``."""
     return "--" + name.replace("_", "-")
@@ -109,12 +119,14 @@ def flag(name: str) -> str:
 class Data:
     """``[data]``: what the networks read of each sentence."""
 
-    lowercase: bool = False
-    min_freq: int = 1  # words seen fewer times are <unk>
-    max_vocab: int | None = None
-    subword: int | None = None  # sentencepiece vocabulary size per side; None or 0: words
-    subword_type: str = "unigram"  # unigram | bpe
-    max_length: int = MAX_LENGTH  # model tokens per side (EOS included); longer pairs are left out
+    lowercase: bool = opt(False, "Lower-case the text.")
+    min_freq: int = opt(1, "Words seen fewer times are <unk>.")
+    max_vocab: int | None = opt(None, "Largest vocabulary per side.")
+    subword: int | None = opt(None, "Sentencepiece vocabulary size per side; 0: whole words.",
+                              shown="whole words")
+    subword_type: str = opt("unigram", "unigram or bpe.")
+    max_length: int = opt(MAX_LENGTH, (  # model tokens per side (EOS included)
+        "Training pairs longer than this many model tokens on either side are left out, with a warning."))
 
     def check(self) -> None:
         if self.subword is not None and (not isinstance(self.subword, int) or self.subword < 0):
@@ -126,22 +138,53 @@ class Data:
         require("--subword-type", self.subword_type, choices=("unigram", "bpe"))
 
 
-@dataclass(frozen=True)
-class Network:
-    """``[network]``: which networks, in which directions. ``config``: the network options given
-    (the others take the ``NETWORKS`` config's defaults: :meth:`typed`); ``gpu``: options a run on a
-    CUDA GPU takes instead (a preset's ``[network.gpu]``; :meth:`TrainOptions.for_device` applies them,
-    then empties this, so that the record holds the network that ran). ``init_from``: fine-tune a
-    pretrained Hugging Face model instead (training/finetune.py)."""
+def _network_options() -> dict:
+    """Every network type's options (nmt/configs.py), each once: name -> the field that declares it
+    first (its type, and its command-line form where it has one)."""
+    options: dict = {}
+    for cls in NETWORKS.values():
+        for f in fields(cls):
+            options.setdefault(f.name, f)
+    return options
 
-    model_type: str = "rnn"
-    direction: str = "forward"  # forward | reverse | both
-    config: dict = field(default_factory=dict)
+
+NETWORK_OPTIONS = _network_options()
+
+
+@dataclass(frozen=True)
+class _Network:
+    """``[network]``: which networks, in which directions, and (the fields :class:`Network` adds, one
+    for each of :data:`NETWORK_OPTIONS`, typed as its network config declares it) the network's own
+    options, None where not given: the type's default (:meth:`typed`); :attr:`config` holds those
+    given. ``gpu``: options a run on a CUDA GPU takes instead (a preset's ``[network.gpu]``;
+    :meth:`TrainOptions.for_device` applies them, then empties this, so that the record holds the
+    network that ran). ``init_from``: fine-tune a pretrained Hugging Face model instead
+    (training/finetune.py)."""
+
+    model_type: str = opt("rnn", "Network.", choices=tuple(NETWORKS))
+    direction: str = opt("forward", "Train src->tgt, tgt->src or both.", choices=DIRECTION_CHOICES)
     gpu: dict = field(default_factory=dict)
-    init_from: str | None = None  # the source-to-target model: a save_pretrained directory or hf:NAME
-    reverse_init_from: str | None = None  # the target-to-source model (--direction both)
-    src_lang: str | None = None  # language codes of a multilingual model
-    tgt_lang: str | None = None
+    init_from: str | None = opt(None, (  # the source-to-target model
+        "Fine-tune this pretrained Hugging Face translation model (a save_pretrained directory or hf:NAME) "
+        "instead of training a new network: one cross-attention head learns the guide (needs --guide)."),
+        kind=Path)
+    reverse_init_from: str | None = opt(None, "With --init-from and --direction both: the target-to-source "
+                                              "model.", kind=Path)
+    src_lang: str | None = opt(None, "Multilingual Hugging Face models (M2M-100, NLLB): the source "
+                                     "language code.")
+    tgt_lang: str | None = opt(None, "Multilingual Hugging Face models: the target language code.")
+
+    @property
+    def config(self) -> dict:
+        """The network options given, by name (those not None)."""
+        return {k: getattr(self, k) for k in NETWORK_OPTIONS if getattr(self, k) is not None}
+
+    def with_config(self, config: dict):
+        """This network with exactly ``config``'s network options given (the others None)."""
+        unknown = sorted(set(config) - set(NETWORK_OPTIONS))
+        if unknown:
+            raise OptionError(f"no network has the option{'s' * (len(unknown) > 1)} {', '.join(unknown)}")
+        return replace(self, **{**dict.fromkeys(NETWORK_OPTIONS), **config})
 
     def typed(self):
         """The network's ``RNNConfig`` / ``TransformerConfig`` with every default filled in."""
@@ -175,7 +218,13 @@ class Network:
         if not self.gpu:
             return self
         wanted = {k: v for k, v in self.gpu.items() if k in network_keys(self.model_type)} if cuda else {}
-        return replace(self, config={**self.config, **wanted}, gpu={})
+        return replace(self, **wanted, gpu={})
+
+
+Network = make_dataclass(
+    "Network", [(name, f"{f.type} | None", field(default=None, metadata=f.metadata))
+                for name, f in NETWORK_OPTIONS.items()], bases=(_Network,), frozen=True)
+Network.__module__, Network.__doc__ = __name__, _Network.__doc__
 
 
 def network_keys(model_type: str) -> set[str]:
@@ -188,16 +237,25 @@ class Schedule:
     """``[schedule]``: how long and how fast the networks learn. ``gpu``: options a run on a CUDA GPU
     takes instead (a preset's ``[schedule.gpu]``, applied as ``[network.gpu]`` is: :meth:`on`)."""
 
-    epochs: int | float | str = "auto"  # passes over the data, or "auto" (epochs_for)
+    epochs: int | float | str = opt("auto", (  # epochs_for
+        f"Passes over the training data: a number (1.5 ends halfway through the second) or auto: "
+        f"{EPOCHS} for up to {EPOCHS_FULL_PAIRS:,} pairs, {EPOCHS} x sqrt({EPOCHS_FULL_PAIRS:,} / pairs) "
+        f"for more (a preset may set other passes: --print-config shows them)."),
+        parse=parse_epochs, kind=str)
     auto_epochs: int = EPOCHS  # the passes "auto" makes over a corpus of up to auto_full_pairs pairs
     auto_full_pairs: int = EPOCHS_FULL_PAIRS
-    max_steps: int | None = None
-    batch_tokens: int | str = 1000  # or "auto": sized for the device (TrainOptions.for_device)
-    lr: float | None = None  # None: the network type's BASE_LR
-    warmup: int = 200
-    clip: float = 1.0
-    label_smoothing: float = 0.1
-    seed: int = 1
+    max_steps: int | None = opt(None, "Stop after this many updates.")
+    batch_tokens: int | str = opt(1000, (  # TrainOptions.for_device sizes "auto"
+        f"Padded tokens per batch, or auto: {CPU_BATCH_TOKENS:,} on a CPU; on a CUDA GPU a "
+        f"{GPU_UPDATES_PER_PASS}th of the corpus's words, {CPU_BATCH_TOKENS:,} to {GPU_BATCH_TOKENS:,}, at "
+        f"--lr x sqrt(tokens / {CPU_BATCH_TOKENS:,}), and --epochs auto's full passes up to "
+        f"{EPOCHS_FULL_PAIRS_GPU:,} pairs."), parse=parse_batch_tokens, kind=str)
+    lr: float | None = opt(None, "Peak learning rate.",  # None: the network type's BASE_LR
+                           shown=", ".join(f"{k} {v:g}" for k, v in BASE_LR.items()))
+    warmup: int = opt(200, f"Warm-up steps (at most {WARMUP_SHARE:.0%} of training).")
+    clip: float = opt(1.0, "Gradient norm clipping.")
+    label_smoothing: float = opt(0.1, "Label smoothing of the NMT loss.")
+    seed: int = opt(1, "Same seed, data and device: same model.")
     gpu: dict = field(default_factory=dict)
 
     def on(self, cuda: bool) -> Schedule:
@@ -231,10 +289,18 @@ class Teacher:
     teacher-guided one (training/loop.py), each going on from the round before for
     ``self_train_epochs`` passes where that is given, else trained from scratch."""
 
-    guide: str | None = None
-    guide_weight: float = 1.0  # weight of the guided-alignment loss
-    self_train: int = 0
-    self_train_epochs: int | float | None = None
+    guide: str | None = opt(None, (
+        "Guided alignment: 'auto' (the built-in statistical aligner, see --guide-model and --guide-sym), a "
+        "Pharaoh file of links for the training corpus, or 'none' (no guide, where a preset names one; "
+        "give ./none for a file of that name)."), parse=parse_guide)
+    guide_weight: float = opt(1.0, "Weight of the guide loss.")
+    self_train: int = opt(0, (
+        "Rounds of self-training after the teacher-guided one: the student trained again (from scratch, or "
+        "see --self-train-epochs), guided by the links align corpus writes with the last round's model and "
+        "its teacher (needs --guide auto; each round costs a training)."))
+    self_train_epochs: int | float | None = opt(None, (
+        "With --self-train: each round goes on from the last round's model for this many passes (1.5 ends "
+        "halfway through the second) instead of training a new student for --epochs."), kind=float)
     aligner: TeacherOptions = TEACHER
 
     def check(self) -> None:
@@ -263,11 +329,15 @@ class Runtime:
     """``[runtime]``: where and how the run computes. A run's result does not depend on ``threads``
     or ``save_every``."""
 
-    device: str = "auto"
-    threads: int | None = None
-    precision: str = "fp32"  # fp32 | bf16 (torch.autocast; docs/benchmarks.md says why fp32)
-    parallel_directions: str = "auto"  # both directions at once, a process each (training/parallel.py)
-    save_every: int | None = None  # steps between resumable checkpoints inside an epoch
+    device: str = opt("auto", DEVICE_HELP)
+    threads: int | None = opt(None, THREADS_HELP)
+    precision: str = opt("fp32", (  # torch.autocast; docs/benchmarks.md says why fp32
+        "Arithmetic of training: fp32, or bf16 (the network's products in bfloat16 under autocast)."))
+    parallel_directions: str = opt("auto", (  # training/parallel.py
+        "auto, on or off: with --direction both, train the two directions at once, each in a process of "
+        f"its own with half of --threads (auto: for {PARALLEL_MIN_PAIRS:,} pairs or more on a CUDA GPU, "
+        "which both processes share, or on a CPU with 2 threads or more; not under torchrun)."))
+    save_every: int | None = opt(None, "Resumable checkpoint every N steps.")  # inside an epoch
 
     def check(self) -> None:
         require("--precision", self.precision, choices=PRECISIONS)
@@ -279,16 +349,7 @@ class Runtime:
 SECTIONS = {"data": Data, "network": Network, "schedule": Schedule, "teacher": Teacher, "runtime": Runtime}
 # the network options the command line gives as one: --layers sets both stacks
 LAYERS = ("enc_layers", "dec_layers")
-NO_GUIDE = "none"  # --guide none: no guide, where a preset (or a file) names one
-
-
-def parse_guide(text: str | None) -> str | None:
-    """``--guide`` as given: ``auto``, a file of links, or ``none`` (None: no guide)."""
-    return None if text == NO_GUIDE else text
-
-
-# text the command line reads
-PARSED = {"epochs": parse_epochs, "batch_tokens": parse_batch_tokens, "guide": parse_guide}
+LAYERS_FLAG = Flag("Encoder and decoder layers.")
 
 
 def expand_layers(flat: dict) -> dict:
@@ -305,11 +366,10 @@ def _where() -> dict[str, tuple[str, str]]:
     """Each flat option name (the command line's, without dashes) -> its section and field; the
     teacher's aligner's as ``guide_*``."""
     parts = [(f.name, (section, f.name)) for section, cls in SECTIONS.items() for f in fields(cls)
-             if (section, f.name) not in {("network", "config"), ("network", "gpu"), ("schedule", "gpu"),
-                                                              ("teacher", "aligner")}]
+             if (section, f.name) not in {("network", "gpu"), ("schedule", "gpu"), ("teacher", "aligner")}
+             and not (section == "network" and f.name in NETWORK_OPTIONS)]
     parts += [(f"guide_{f.name}", ("aligner", f.name)) for f in fields(TeacherOptions)]
-    network = dict.fromkeys(f.name for cls in NETWORKS.values() for f in fields(cls))  # shared names once
-    parts += [(k, ("config", k)) for k in network]
+    parts += [(k, ("config", k)) for k in NETWORK_OPTIONS]
     names = [name for name, _ in parts]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:  # a name in two places would be read from one of them only
@@ -318,6 +378,17 @@ def _where() -> dict[str, tuple[str, str]]:
 
 
 WHERE = _where()
+
+
+def _parsers() -> dict:
+    """Each flat name's parse of what the command line (or a hand-written call) gives, where its field
+    declares one."""
+    owners = [(section, cls) for section, cls in SECTIONS.items()] + [("guide_", TeacherOptions)]
+    return {(f"guide_{name}" if section == "guide_" else name): how.parse for section, cls in owners
+            for name, how in declared(cls).items() if how.parse is not None}
+
+
+PARSED = _parsers()
 # each section's options a CUDA GPU runs instead, by flat name: [network.gpu], [schedule.gpu]
 GPU_TABLES = {"gpu_network": "network", "gpu_schedule": "schedule"}
 FLAT_NAMES = (*WHERE, "layers", *GPU_TABLES)
@@ -356,7 +427,7 @@ class TrainOptions:
         for name, value in given.items():
             section, key = WHERE[name]
             parts.setdefault(section, {})[key] = value
-        network = replace(self.network, config={**self.network.config, **parts.pop("config", {})}, gpu=gpu)
+        network = replace(self.network, **parts.pop("config", {}), gpu=gpu)
         teacher = replace(self.teacher, aligner=replace(self.teacher.aligner, **parts.pop("aligner", {})))
         own = {"network": network, "teacher": teacher, "schedule": replace(self.schedule, gpu=gpu_schedule)}
         return TrainOptions(**{name: replace(own.get(name, getattr(self, name)), **parts.get(name, {}))
@@ -452,7 +523,7 @@ class TrainOptions:
         saved = {"max_length": 10**9, "parallel_directions": "off", **saved}
         simple = {k: v for k, v in saved.items() if WHERE.get(k, ("", ""))[0] in SECTIONS}
         options = cls.of(**simple)
-        network = replace(options.network, config=dict(saved.get("model_config") or {}),
+        network = replace(options.network.with_config(dict(saved.get("model_config") or {})),
                           gpu=dict(saved.get("gpu_network") or {}))
         schedule = replace(options.schedule, gpu=dict(saved.get("gpu_schedule") or {}))
         teacher = replace(options.teacher, aligner=TeacherOptions.from_saved(saved))
