@@ -44,8 +44,8 @@ import common  # noqa: E402
 from combine import THRESHOLDS  # noqa: E402
 from scale import N_TEST, RESULTS, WORK, links_aer, trial_files  # noqa: E402
 
-from attnalign.combine import Followed, blend, combine_fitted  # noqa: E402
-from attnalign.data.corpus import read_corpus  # noqa: E402
+from attnalign.combine import blend, combine_fitted  # noqa: E402
+from attnalign.data.corpus import Corpus, read_corpus  # noqa: E402
 from attnalign.decoding import relative_links, teacher_decoding, threshold_links  # noqa: E402
 from attnalign.decoding.policy import TUNE_FLOORS  # noqa: E402
 from attnalign.nmt.aligner import Aligner, AlignOptions  # noqa: E402
@@ -113,7 +113,7 @@ def main() -> None:
     student = Aligner(model, AlignOptions(teacher="off", device="cpu"))
 
     def teacher_of(extra):  # align corpus's teacher, fitted on the corpus followed by the extra pairs
-        aligned = pairs if extra is None else Followed(pairs, extra)
+        aligned = pairs if extra is None else Corpus(pairs, extra)
         return combine_fitted(Aligner(model, AlignOptions(teacher="on", device="cpu")), aligned).teacher
 
     teachers = {"test": teacher_of(None)}

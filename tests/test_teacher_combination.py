@@ -248,7 +248,7 @@ def test_teacher_corpus_adds_the_model_training_corpus(recorded, tmp_path):
     test = open_corpus(SAMPLE / "test.en", SAMPLE / "test.fr")
     found = gather_teacher(m, meta, test, "auto", teacher_options(meta))
     assert (found.facts.training, found.facts.added) == (len(pairs), len(test))
-    assert len(found.joined.learned) == len(pairs)
+    assert found.joined.learned == len(found.joined.training) == len(pairs)
     assert gather_teacher(m, meta, test, "aligned", teacher_options(meta)).joined is None
     base = ["align", "corpus", "--model", str(m), "--src", str(SAMPLE / "test.en"), "--tgt",
             str(SAMPLE / "test.fr"), "--quiet", "--teacher", "on"]
@@ -447,11 +447,29 @@ def test_the_teacher_learns_the_training_pairs_once_and_the_new_ones_as_given(re
 
 
 def test_joined_index_by_hand():
-    from attnalign.combine import joined_index
+    from attnalign.data.corpus import joined_index
 
     # learned: keys 5, 6, 5; aligned: 6, 9, 9, 5, 4, 5, 5 (the third 5 takes the last one learned)
     assert joined_index([6, 9, 9, 5, 4, 5, 5], [5, 6, 5]) == ([1, 2, 4], [1, 3, 4, 0, 5, 2, 2])
     assert joined_index([2, 2, 3], []) == ([0, 1, 2], [0, 1, 2])
+
+
+def test_a_corpus_joins_its_teachers_training_corpus_by_hand():
+    from attnalign.data.corpus import Corpus
+
+    a, b, c = (["a"], ["x"]), (["b"], ["y"]), (["c"], ["z"])
+    training = [a, b]
+    aligned = Corpus([c, a], [c])  # a corpus followed by a gold's own text: one corpus, read twice
+    assert len(aligned) == 3 and list(aligned) == list(aligned) == [c, a, c]
+    joined = aligned.join(training)
+    # the training pairs first (a pair they hold is not added again), then the new pairs as they come (a
+    # text's own repeat is evidence); each aligned pair's place in the joined corpus
+    assert list(joined) == [a, b, c, c] and joined.index == [2, 0, 3]
+    assert (joined.learned, joined.added, joined.training) == (2, 2, training)
+    assert list(joined.keys()) == [*Corpus(training).keys(), *Corpus([c, c]).keys()]
+    alone = aligned.join()
+    assert list(alone) == [c, a, c] and alone.index is None and (alone.learned, alone.training) == (0, None)
+    assert Corpus([a, b]).fingerprint() == Corpus([a], [b]).fingerprint() != Corpus([b, a]).fingerprint()
 
 
 def test_report_default_output_is_what_align_corpus_writes_for_the_corpus(tmp_path):

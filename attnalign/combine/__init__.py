@@ -14,13 +14,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..data.corpus import Pairs
+from ..data.corpus import Corpus, Pairs
 from ..decoding.policy import AUTO, Decoding, TeacherPlan, choose_decoding
 from ..nmt.aligner import Aligner
 from .blend import Combined, blend
-from .corpus import Followed, JoinedCorpus, TeacherView, joined_index
 from .teacher import find_teacher, fit_teacher, gather_teacher, guided, teacher_options
 from .tune import Tuning, kept_blend, kept_tuning, save_tuning, tune_blend
+from .views import TeacherView
 
 
 def combined_aligner(aligner: Aligner, model: str | os.PathLike, pairs: Pairs, teacher: str = AUTO,
@@ -56,13 +56,13 @@ def combine_fitted(aligner: Aligner, pairs: Pairs, extra: Pairs | None = None,
     ``extra`` (the model's training corpus) and the pairs of ``pairs`` it does not hold, going on from
     ``kept`` (counts, and their pairs) if given: what ``align corpus --teacher on`` does, whatever the
     model directory keeps (for studies and tests)."""
-    corpus = JoinedCorpus(pairs, extra)
+    corpus = Corpus(pairs).join(extra)
     view = fit_teacher(corpus, teacher_options(aligner.meta), kept)
-    plan = TeacherPlan("train", training=len(corpus.learned), added=len(corpus.added),
+    plan = TeacherPlan("train", training=corpus.learned, added=corpus.added,
                        going_on=kept[1] if kept else 0)
     return Combined(aligner, view, plan, run_decoding(aligner, plan))
 
 
-__all__ = ["Combined", "Followed", "JoinedCorpus", "TeacherView", "Tuning", "blend", "combine_fitted",
-           "combined_aligner", "find_teacher", "fit_teacher", "gather_teacher", "guided", "joined_index",
+__all__ = ["Combined", "TeacherView", "Tuning", "blend", "combine_fitted",
+           "combined_aligner", "find_teacher", "fit_teacher", "gather_teacher", "guided",
            "kept_blend", "kept_tuning", "run_decoding", "save_tuning", "teacher_options", "tune_blend"]

@@ -12,7 +12,7 @@ from ..decoding import SYMMETRIZATIONS
 from ..decoding.policy import Decoding, TeacherPlan
 from ..errors import AttnAlignError, OptionError
 from ..nmt.aligner import AlignedPair, Aligner, read_links
-from .corpus import TeacherView
+from .views import TeacherView
 
 
 def blend(student: np.ndarray, teacher: np.ndarray, weight: float) -> np.ndarray:

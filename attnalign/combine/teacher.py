@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 from .. import dist
-from ..data.corpus import Pairs, is_piped, open_corpus, pair_keys, pairs_fingerprint
+from ..data.corpus import Corpus, Pairs, is_piped, joined_index, open_corpus, pairs_fingerprint
 from ..data.fileio import check_distinct, path_text
 from ..decoding.policy import (
     NO_TEACHER,
@@ -26,7 +26,7 @@ from ..errors import AttnAlignError, OptionError, warn
 from ..statistical import SoftTeacher, teacher_file
 from ..statistical.options import DEFAULT, TeacherOptions
 from ..statistical.progress import reporting
-from .corpus import JoinedCorpus, Stacked, TeacherView, joined_index
+from .views import Stacked, TeacherView
 
 
 def guided(meta: dict) -> bool:
@@ -49,7 +49,7 @@ class TeacherSources:
     facts: TeacherFacts
     kept: TeacherView | None = None
     counts: tuple[dict, int] | None = None
-    joined: JoinedCorpus | None = None
+    joined: Corpus | None = None
     held: tuple | None = None  # the kept teacher, the positions of the pairs it lacks, every pair's index
 
 
@@ -88,8 +88,8 @@ def gather_teacher(model, meta: dict, pairs: Pairs, corpus: str, options: Teache
     if not same:
         problem = f"the model's training corpus ({training.name}) has changed since training"
         return TeacherSources(replace(facts, problem=problem), counts=counts, held=held)
-    joined = JoinedCorpus(pairs, training)
-    return TeacherSources(replace(facts, training=len(training), added=len(joined.added)), counts=counts,
+    joined = Corpus(pairs).join(training)
+    return TeacherSources(replace(facts, training=len(training), added=joined.added), counts=counts,
                           joined=joined)
 
 
@@ -102,7 +102,7 @@ def _kept_view(model, pairs: Pairs, options: dict, fingerprint: str | None) -> t
     are the whole training corpus."""
     saved = teacher_file.load_keyed(model, options, fingerprint)
     if saved is not None:
-        added, index = joined_index(pair_keys(pairs), saved.keys)
+        added, index = joined_index(Corpus(pairs).keys(), saved.keys)
         return (None, (saved, added, index)) if added else (TeacherView(saved, index), None)
     old = teacher_file.load_matching(model, options, len(pairs), lambda: pairs_fingerprint(pairs))
     return (None if old is None else TeacherView(old)), None
@@ -130,20 +130,20 @@ def find_teacher(model: str | os.PathLike, meta: dict, pairs: Pairs, teacher: st
     if plan.source != "train":
         return plan, sources.kept if plan.source == "kept" else None
     if plan.training:
-        extra = sources.joined.learned
+        extra = sources.joined.training
         check_distinct(outputs or {}, {"the training corpus": extra.src_path or extra.corpus_path,
                                        "the training corpus's target side": extra.tgt_path})
     if plan.going_on and sources.held is not None:  # the pairs the kept counts hold count once
         saved, added, index = sources.held
         wanted = set(added)
         lacking = [p for k, p in enumerate(pairs) if k in wanted]  # a corpus may be read, not indexed
-        fitted = fit_teacher(JoinedCorpus(lacking), options, sources.counts, progress)
+        fitted = fit_teacher(Corpus(lacking), options, sources.counts, progress)
         return plan, TeacherView(Stacked(saved, fitted.teacher), index)
-    corpus = sources.joined if plan.training else JoinedCorpus(pairs)
+    corpus = sources.joined if plan.training else Corpus(pairs)
     return plan, fit_teacher(corpus, options, sources.counts if plan.going_on else None, progress)
 
 
-def fit_teacher(corpus: JoinedCorpus, options: TeacherOptions = DEFAULT, kept: tuple[dict, int] | None = None,
+def fit_teacher(corpus: Corpus, options: TeacherOptions = DEFAULT, kept: tuple[dict, int] | None = None,
                 progress: Callable[[str, str, int, int], None] | None = None) -> TeacherView:
     """A statistical teacher of ``options`` trained on ``corpus``, going on from ``kept`` (counts, and the
     pairs they were learned from; :func:`attnalign.statistical.teacher_file.load_kept`) if given, read

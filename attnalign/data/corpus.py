@@ -20,6 +20,7 @@ import re
 import stat
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -308,8 +309,84 @@ def split_pair(line: str, path: Path, lineno: int) -> tuple[str, str]:
     )
 
 
+class Corpus:
+    """Pairs ``(src_tokens, tgt_tokens)`` in order, sized, read again on every iteration: its ``parts``
+    (an opened corpus file, pairs in memory, another corpus) one after the other. The one corpus type
+    of aligning: the pairs being aligned (a file, or a file followed by a gold's own text), the
+    teacher's corpus (:meth:`join`), and what names their pairs (:meth:`keys`, :meth:`fingerprint`).
+    ``learned``: how many of the first pairs are the training corpus a teacher's corpus starts with
+    (0: none; :attr:`training` is it); ``index[k]``: where pair k of the pairs being aligned stands in
+    this corpus (None: at k)."""
+
+    learned: int = 0
+    index: list[int] | None = None
+
+    def __init__(self, *parts, learned: int = 0, index: list[int] | None = None):
+        self.parts, self.learned, self.index = parts, learned, index
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def __iter__(self) -> Iterator[tuple[Tokens, Tokens]]:
+        for part in self.parts:
+            yield from part
+
+    @property
+    def added(self) -> int:
+        """The pairs after the training corpus: all of them where there is none."""
+        return len(self) - self.learned
+
+    @property
+    def training(self):
+        """The training corpus a teacher's corpus starts with (None: none)."""
+        return self.parts[0] if self.learned else None
+
+    def keys(self) -> np.ndarray:
+        """Each pair's key, ``[n]`` uint64 (:func:`pair_keys`)."""
+        return pair_keys(self)
+
+    def fingerprint(self, gold=None) -> str:
+        """A hash of the pairs' tokens and of ``gold``'s links (:func:`pairs_fingerprint`)."""
+        return pairs_fingerprint(self, gold)
+
+    def join(self, training=None) -> Corpus:
+        """The teacher's corpus for aligning these pairs: ``training`` (the model's training corpus as
+        train read it) followed by the pairs of this corpus it does not hold, each pair once
+        (:func:`joined_index`), with ``index``; without ``training``, these pairs."""
+        if training is None:
+            return Corpus(self)
+        added, index = joined_index(self.keys(), pair_keys(training))
+        wanted = set(added)
+        return Corpus(training, [p for k, p in enumerate(self) if k in wanted], learned=len(training),
+                      index=index)
+
+
+def joined_index(aligned: Sequence[int], learned: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Where the pairs being aligned (keys ``aligned``) stand in the teacher's corpus when they join a
+    corpus of pairs keyed ``learned`` (the model's training corpus): a pair ``learned`` holds is not
+    added again (its n-th occurrence in ``aligned`` is its n-th in ``learned``, or the last there), the
+    others are added after ``learned`` as they come (a text's own repeats are evidence, as in any
+    corpus). Returns the positions in ``aligned`` of the pairs added, and each aligned pair's position in
+    the joined corpus."""
+    occurrences: dict[int, list[int]] = {}
+    for k, key in enumerate(learned):
+        occurrences.setdefault(int(key), []).append(k)
+    seen: Counter = Counter()
+    added: list[int] = []
+    index = []
+    for k, key in enumerate(map(int, aligned)):
+        at = occurrences.get(key)
+        if at is None:
+            index.append(len(learned) + len(added))
+            added.append(k)
+        else:
+            index.append(at[min(seen[key], len(at) - 1)])
+            seen[key] += 1
+    return added, index
+
+
 @dataclass
-class ParallelCorpus:
+class ParallelCorpus(Corpus):
     """A lazily read parallel corpus; iterating yields ``(src_tokens, tgt_tokens)`` in file order.
 
     Open it with :func:`open_corpus`, which validates the files. Each iteration re-reads the files.

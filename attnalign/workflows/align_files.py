@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..data.alignments import Alignment, format_pharaoh_line
 from ..data.attnfile import AttentionWriter
-from ..data.corpus import open_corpus, tokenize
+from ..data.corpus import Corpus, open_corpus, tokenize
 from ..data.fileio import atomic_open, check_distinct, check_writable, is_stdio
 from ..decoding.policy import check_tunable
 from ..dist import world
@@ -172,14 +172,14 @@ def _tuned(aligner, options: AlignOptions, model, pairs, text, golds, name: str,
     """The aligner combined with its teacher, the blend chosen on ``golds`` (named ``name``) of ``text``
     (None: of the first lines of ``pairs``; else the teacher reads ``text`` after ``pairs``), and the
     :class:`~attnalign.combine.Tuning`, kept in the model directory."""
-    from ..combine import Combined, Followed, combined_aligner, save_tuning, tune_blend
+    from ..combine import Combined, combined_aligner, save_tuning, tune_blend
     from ..nmt.checkpoint import is_hf_model
 
     check_tunable(options.decoding)
     if is_hf_model(model):
         raise OptionError("--tune-gold keeps its choice in an attnalign model directory", path=model,
                           hint="fine-tune it with attnalign train --init-from, or leave --tune-gold out")
-    combined, _ = combined_aligner(aligner, model, pairs if text is None else Followed(pairs, text),
+    combined, _ = combined_aligner(aligner, model, pairs if text is None else Corpus(pairs, text),
                                    options.teacher, options.teacher_corpus, outputs, progress, kept=False)
     if not isinstance(combined, Combined):
         raise OptionError("--tune-gold chooses how the student is blended with its teacher, and this run has "
