@@ -26,6 +26,7 @@ DEVICE = "auto"  # --device: cuda where torch sees a GPU, else cpu (nmt.device.r
 # --threads is at most this many per core of the machine: more only slow the work down, and thousands
 # of threads crash the libraries that start them (a typing error, refused before any work)
 THREADS_PER_CORE = 4
+SUBWORD_TYPES = ("unigram", "bpe")  # train --subword-type: sentencepiece's models
 DEVICE_HELP = "auto, cpu or cuda."  # --device, of every command that runs a network
 THREADS_HELP = f"CPU threads for torch; at most {THREADS_PER_CORE} per core of the machine."
 # pairs a gradient readout (saliency) extracts at once, below chunk_size: its chunks take seconds, not

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 import torch
 
 from ..errors import AttnAlignError
+from .options import SUBWORD_TYPES
 
 
 class Segmenter:
@@ -81,8 +82,8 @@ def train_segmenter(sentences: Iterable[Sequence[str]], vocab_size: int, model_t
     import sentencepiece as spm
 
     text = [" ".join(s) for s in sentences if s]
-    if model_type not in ("unigram", "bpe"):
-        raise AttnAlignError(f"unknown subword type {model_type!r}; choose unigram or bpe")
+    if model_type not in SUBWORD_TYPES:
+        raise AttnAlignError(f"unknown subword type {model_type!r}; choose {' or '.join(SUBWORD_TYPES)}")
     buf = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(

@@ -19,9 +19,16 @@ from dataclasses import asdict, dataclass, field, fields, make_dataclass, replac
 from pathlib import Path
 
 from ..errors import OptionError, require
-from ..flags import Flag, declared, opt
+from ..flags import KEY, Flag, declared, opt
 from ..nmt.configs import NETWORKS, RNNConfig
-from ..nmt.options import DEVICE_HELP, MAX_BATCH_TOKENS, MAX_LENGTH, THREADS_HELP, check_threads
+from ..nmt.options import (
+    DEVICE_HELP,
+    MAX_BATCH_TOKENS,
+    MAX_LENGTH,
+    SUBWORD_TYPES,
+    THREADS_HELP,
+    check_threads,
+)
 from ..statistical.options import DEFAULT as TEACHER
 from ..statistical.options import TeacherOptions
 
@@ -115,6 +122,12 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def said(name: str) -> str:
+    """A network option as an error names it: its flag, ``--[no-]x`` for a switch."""
+    how = NETWORK_OPTIONS[name].metadata.get(KEY)
+    return f"--[no-]{name.replace('_', '-')}" if how is not None and "/" in (how.flag or "") else flag(name)
+
+
 @dataclass(frozen=True)
 class Data:
     """``[data]``: what the networks read of each sentence."""
@@ -124,7 +137,7 @@ class Data:
     max_vocab: int | None = opt(None, "Largest vocabulary per side.")
     subword: int | None = opt(None, "Sentencepiece vocabulary size per side; 0: whole words.",
                               shown="whole words")
-    subword_type: str = opt("unigram", "unigram or bpe.")
+    subword_type: str = opt("unigram", f"{' or '.join(SUBWORD_TYPES)}.")
     max_length: int = opt(MAX_LENGTH, (  # model tokens per side (EOS included)
         "Training pairs longer than this many model tokens on either side are left out, with a warning."))
 
@@ -135,7 +148,7 @@ class Data:
         require("--min-freq", self.min_freq, low=1)
         require("--max-length", self.max_length, low=1)
         require("--max-vocab", self.max_vocab, low=1, optional=True)
-        require("--subword-type", self.subword_type, choices=("unigram", "bpe"))
+        require("--subword-type", self.subword_type, choices=SUBWORD_TYPES)
 
 
 def _network_options() -> dict:
@@ -191,7 +204,7 @@ class _Network:
         require("--model-type", self.model_type, choices=tuple(NETWORKS))
         wrong = sorted(set(self.config) - network_keys(self.model_type))
         if wrong:
-            names = [f"--[no-]{w.replace('_', '-')}" if w == "input_feeding" else flag(w) for w in wrong]
+            names = [said(w) for w in wrong]
             raise OptionError(f"{', '.join(names)} {'does' if len(names) == 1 else 'do'} not apply to "
                               f"--model-type {self.model_type}")
         return NETWORKS[self.model_type](**self.config)
