@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import sys
 import typing
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, replace
 from pathlib import Path
 
 import typer
@@ -85,9 +85,8 @@ def _preset_words(name: str, switch: str | None = None) -> str:
 
 def _network_default(name: str, switch: str | None) -> str:
     """A network option's default by network type: ``rnn 0.2, transformer 0.1``, or the one type's."""
-    values = {t: f.default for t, cls in NETWORKS.items() for f in fields(cls) if f.name == name}
-    if name == "layers":
-        values = {t: f.default for t, cls in NETWORKS.items() for f in fields(cls) if f.name == LAYERS[0]}
+    key = LAYERS[0] if name == "layers" else name  # --layers: both stacks, whose defaults are equal
+    values = {t: f.default for t, cls in NETWORKS.items() for f in fields(cls) if f.name == key}
     if len(set(values.values())) == 1:
         return _words(next(iter(values.values())), switch)
     return ", ".join(f"{t} {_words(v, switch)}" for t, v in values.items())
@@ -106,8 +105,7 @@ def _declarations():
         if section == "teacher":
             hints = typing.get_type_hints(TeacherOptions)
             for name, how in declared(TeacherOptions).items():
-                guide = Flag(f"--guide auto: {how.text()}", **{k: getattr(how, k) for k in (
-                    "parse", "kind", "choices", "shown")})
+                guide = replace(how, help=f"--guide auto: {how.text()}")
                 yield f"guide_{name}", section, guide, hints[name], getattr(TeacherOptions(), name)
 
 
@@ -137,7 +135,7 @@ def _parameter(name: str, section: str, how: Flag, hint, default) -> inspect.Par
 
 
 def with_sections(fn):
-    """``fn`` (taking ``**options``) with a parameter for every option of the run's configuration, in
+    """``fn`` (taking ``**sections``) with a parameter for every option of the run's configuration, in
     a help panel per section named as its table, after its own options (its ``--quiet`` last, in the
     runtime panel), so that Typer makes them options of the command."""
     own = [p for p in inspect.signature(fn, eval_str=True).parameters.values()

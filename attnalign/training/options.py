@@ -396,7 +396,7 @@ WHERE = _where()
 def _parsers() -> dict:
     """Each flat name's parse of what the command line (or a hand-written call) gives, where its field
     declares one."""
-    owners = [(section, cls) for section, cls in SECTIONS.items()] + [("guide_", TeacherOptions)]
+    owners = [*SECTIONS.items(), ("guide_", TeacherOptions)]
     return {(f"guide_{name}" if section == "guide_" else name): how.parse for section, cls in owners
             for name, how in declared(cls).items() if how.parse is not None}
 
