@@ -59,11 +59,14 @@ def _rnn(**kw):
     return RNNModel(RNNConfig(hidden=12, emb_dim=6, **kw), 20, 20).eval()
 
 
+@pytest.mark.parametrize("frozen", [False, True], ids=["weights-with-gradients", "weights-frozen"])
 @pytest.mark.parametrize("kw", [{}, {"input_feeding": False}, {"align_head": True}])
-def test_saliency_is_the_derivative_of_log_p_as_each_embedding_scales(kw):
+def test_saliency_is_the_derivative_of_log_p_as_each_embedding_scales(kw, frozen):
     # gradient x input of word j for target step t is d/da log p(y_t) with e_j scaled by a, at a = 1:
-    # a finite difference of the model run on each pair alone checks the batched backward passes
+    # a finite difference of the model run on each pair alone checks the batched backward passes, with
+    # the weights' gradients formed and (as extraction runs it) not formed
     model = _rnn(**kw).double()  # in float64, so that the finite difference is exact to 1e-6
+    model.requires_grad_(not frozen)
     src, tgt = [[3, 4, 5, 6], [7, 8]], [[9, 10, 11], [12, 13, 14, 15, 16]]
     b = make_batch([0, 1], src, tgt)
     with torch.enable_grad():
@@ -119,6 +122,18 @@ def test_every_readout_gives_rows_of_one_over_words(models, pairs, readout):
         for (s, t), (m, eos) in zip(pairs[:6], mats, strict=True):
             assert m.shape == (len(t), len(s)) and (m >= 0).all()
             np.testing.assert_allclose(m.sum(1) + eos, 1, atol=1e-5)
+
+
+def test_a_saliency_extraction_leaves_the_weights_as_it_found_them(models, pairs):
+    # the extraction differentiates with respect to the input only: no weight gets a gradient, and the
+    # weights that required one still do (a model trained on after a readout trains every weight)
+    lm = load_model(models / "rnn", "forward")
+    lm.model.tgt_emb.requires_grad_(False)
+    wanted = {name: p.requires_grad for name, p in lm.model.named_parameters()}
+    corpus_attention(lm, pairs[:4], AttentionSpec(readout="saliency"))
+    assert {name: p.requires_grad for name, p in lm.model.named_parameters()} == wanted
+    assert any(wanted.values()) and not all(wanted.values())
+    assert all(p.grad is None for p in lm.model.parameters())
 
 
 def test_readouts_differ_and_repeat(models, pairs):
@@ -207,3 +222,16 @@ def test_saliency_needs_the_translation_output(tmp_path):
                                                  translation=False), guide=diagonal)
     one_error(invoke("align", "sentence", "--model", tmp_path / "m", "--src", "a b", "--tgt", "c d",
                      "--readout", "saliency"), 2, "translation")
+
+
+def test_a_gradient_readout_on_a_cpu_reads_smaller_batches_unless_told():
+    from attnalign.nmt.extract import batch_tokens_for
+    from attnalign.nmt.options import BATCH_TOKENS, GRADIENT_BATCH_TOKENS
+
+    saliency, attention = AttentionSpec(readout="saliency"), AttentionSpec()
+    assert GRADIENT_BATCH_TOKENS < BATCH_TOKENS
+    assert batch_tokens_for(saliency, "cpu") == GRADIENT_BATCH_TOKENS
+    assert batch_tokens_for(attention, "cpu") == BATCH_TOKENS
+    assert batch_tokens_for(saliency, "cuda:0") == BATCH_TOKENS  # a GPU gains from large batches
+    # a --batch-tokens given is kept
+    assert batch_tokens_for(saliency, "cpu", 7) == batch_tokens_for(attention, "cpu", 7) == 7

@@ -15,7 +15,14 @@ from ..data.fileio import path_text
 from ..decoding.policy import TUNE_FOLDS, TUNE_MIN_SENTENCES, TUNE_P
 from ..dist import world
 from ..errors import OptionError
-from ..nmt.options import DEVICE, ONE_PAIR_MAX_LENGTH, THREADS_PER_CORE, AlignOptions
+from ..nmt.options import (
+    BATCH_TOKENS,
+    DEVICE,
+    GRADIENT_BATCH_TOKENS,
+    ONE_PAIR_MAX_LENGTH,
+    THREADS_PER_CORE,
+    AlignOptions,
+)
 from ..workflows.align_files import TuneGold, align_corpus_files, align_statistical_files, pair_json
 from ..workflows.align_files import align_sentence as align_one
 from .common import (
@@ -82,7 +89,9 @@ ScoresOpt = option(bool, "--scores", panel=OUTPUT, help="Write links as i-j:weig
 JsonLinesOpt = option(bool, "--json-lines", panel=OUTPUT, help="One JSON object per pair instead of Pharaoh.")
 SaveAttentionOpt = option(Path | None, "--save-attention", panel=OUTPUT,
                           help="Save every soft matrix to this .npz file.")
-BatchTokensOpt = option(int, "--batch-tokens", panel=RUNTIME, help="Padded tokens per batch.")
+BatchTokensOpt = option(int | None, "--batch-tokens", panel=RUNTIME, help="Padded tokens per batch.",
+                        show_default=f"{BATCH_TOKENS}; {GRADIENT_BATCH_TOKENS} for --readout saliency on a "
+                                     "CPU")
 StatThreadsOpt = option(int | None, "--threads", panel=RUNTIME,
                         help=f"CPU cores for its compiled loops; at most {THREADS_PER_CORE} per core.",
                         show_default="every core")

@@ -18,7 +18,7 @@ import torch
 from ..errors import OptionError
 from .batching import bucket_batches, make_batch
 from .device import flushed_denormals
-from .options import BATCH_TOKENS
+from .options import BATCH_TOKENS, GRADIENT_BATCH_TOKENS
 from .readouts import AttentionSpec, readout
 from .subword import Segmenter
 from .words import select_rows, tokens_to_words
@@ -33,11 +33,20 @@ def model_attention(model, b, spec: AttentionSpec = AttentionSpec()) -> torch.Te
     return readout(spec.readout).read(model, b, spec)
 
 
+def batch_tokens_for(spec: AttentionSpec, device: str | torch.device, batch_tokens: int | None = None) -> int:
+    """The padded tokens a batch holds: ``batch_tokens`` where given, else :data:`BATCH_TOKENS`, or for a
+    gradient readout on a CPU :data:`GRADIENT_BATCH_TOKENS`."""
+    if batch_tokens is not None:
+        return batch_tokens
+    cpu = torch.device(device).type == "cpu"
+    return GRADIENT_BATCH_TOKENS if readout(spec.readout).gradients and cpu else BATCH_TOKENS
+
+
 def iter_attention(
     lm: LoadedModel,
     pairs: Sequence[tuple[Sequence[str], Sequence[str]]],
     spec: AttentionSpec = AttentionSpec(),
-    batch_tokens: int = BATCH_TOKENS,
+    batch_tokens: int | None = None,
     device: str | torch.device = "cpu",
 ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """Yield ``(index, matrix [T, S], eos_mass [T])`` over words for every pair, in length-bucket order.
@@ -45,7 +54,9 @@ def iter_attention(
     Subword models run on pieces; the piece matrix is cut (with ``spec.shift`` applied to pieces) and
     mapped back to words. Pairs with an empty side yield empty matrices without running the model.
     ``lm`` may also be a pretrained :class:`~attnalign.nmt.hf.HFModel`, which extracts its own way.
+    ``batch_tokens``: padded tokens a batch (None: :func:`batch_tokens_for`'s).
     """
+    batch_tokens = batch_tokens_for(spec, device, batch_tokens)
     if hasattr(lm, "iter_attention"):  # a pretrained model extracts its own way
         if spec.readout != "attention":
             raise OptionError(f"--readout {spec.readout} reads attnalign models; a pretrained model gives "
@@ -66,6 +77,11 @@ def iter_attention(
     model = lm.model
     was_training = model.training
     model.eval()
+    # a gradient readout differentiates the model with respect to its input: the weights' gradients,
+    # as many products again, are not formed (their flags are put back after)
+    frozen = [p for p in model.parameters() if p.requires_grad] if read.gradients else []
+    for p in frozen:
+        p.requires_grad_(False)
     try:
         # a gradient readout differentiates the model; the others read it without building a graph
         with torch.enable_grad() if read.gradients else torch.inference_mode():
@@ -83,6 +99,8 @@ def iter_attention(
                     yield i, m, eos
     finally:
         model.train(was_training)
+        for p in frozen:
+            p.requires_grad_(True)
 
 
 def corpus_attention(*args, **kwargs) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -16,6 +16,9 @@ from ..errors import OptionError, require
 from .readouts import READOUT, READOUTS
 
 BATCH_TOKENS = 4000  # padded tokens per batch when attention is extracted (align, plot, report)
+# ... and when a gradient readout (saliency) is, on a CPU: its backward passes, one a target position,
+# run faster over batches whose states stay in the CPU's caches (docs/benchmarks.md, "Readouts")
+GRADIENT_BATCH_TOKENS = 1000
 # padded tokens a batch may hold: far beyond any device's memory; a larger number is a typo
 MAX_BATCH_TOKENS = 10**7
 MAX_LENGTH = 250  # model tokens per side (EOS included): longer pairs are skipped in align, left out in train
@@ -57,7 +60,7 @@ class Reading:
     shift: int = 0
     readout: str = READOUT  # a name of nmt.readouts.READOUTS: what the matrix is read from
     smoothgrad: int = 0  # noisy copies the saliency readout averages (0: none)
-    batch_tokens: int = BATCH_TOKENS
+    batch_tokens: int | None = None  # None: nmt.extract.batch_tokens_for's, by the readout and device
     device: str = "cpu"
     max_length: int = MAX_LENGTH  # model tokens per side; longer pairs are skipped (empty line, warning)
     chunk_size: int = 5000  # pairs extracted at once (bounds memory)
@@ -73,7 +76,7 @@ class Reading:
         if self.smoothgrad and not READOUTS[self.readout].gradients:
             raise OptionError(f"--smoothgrad averages a gradient readout; --readout {self.readout} has none",
                               hint="add --readout saliency, or leave --smoothgrad out")
-        require("--batch-tokens", self.batch_tokens, low=1, high=MAX_BATCH_TOKENS)
+        require("--batch-tokens", self.batch_tokens, low=1, high=MAX_BATCH_TOKENS, optional=True)
         for flag, value in (("--max-length", self.max_length), ("chunk_size", self.chunk_size)):
             require(flag, value, low=1)
         return self
@@ -96,7 +99,7 @@ class AlignOptions:
     shift: int = Reading.shift
     readout: str = Reading.readout
     smoothgrad: int = Reading.smoothgrad
-    batch_tokens: int = Reading.batch_tokens
+    batch_tokens: int | None = Reading.batch_tokens
     device: str = Reading.device
     max_length: int = Reading.max_length
     chunk_size: int = Reading.chunk_size

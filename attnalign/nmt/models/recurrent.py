@@ -124,8 +124,11 @@ class _GRURecurrence(torch.autograd.Function):
             torch.mul(u[k].unsqueeze(2), to_gh[k], out=step)
             dh = torch.baddbmm(u[k] * keep[k], step.view(D, B, 3 * H), w_hh)
         flat_gh = d_gh.view(D, T * B, 3 * H)
-        d_w = torch.bmm(flat_gh.transpose(1, 2), prev.reshape(D, T * B, H))  # [D, 3H, H]
-        d_b = flat_gh.sum(1)
+        d_w = d_b = None
+        if ctx.needs_input_grad[2]:  # not when only the input's gradient is asked for (a saliency)
+            d_w = torch.bmm(flat_gh.transpose(1, 2), prev.reshape(D, T * B, H))  # [D, 3H, H]
+        if ctx.needs_input_grad[3]:
+            d_b = flat_gh.sum(1)
         d_gi = d_gh.transpose(0, 1).contiguous()  # [T, D, B, 3, H] (d_gh itself when D is 1)
         torch.mul(u, d_an, out=d_gi[:, :, :, 2])  # the input gates' n part is d a_n, not d a_n r
         return d_gi.view(T, D, B, 3 * H), dh, d_w, d_b, None
