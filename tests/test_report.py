@@ -221,3 +221,24 @@ def test_a_large_gallery_drawn_by_several_processes_is_the_same_bytes(models, tm
     assert len(names) == 6
     for name in names:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "many" / name).read_bytes(), name
+
+
+def test_the_gallery_reads_each_sentence_once_for_its_picture_and_the_explorer(models, tmp_path, monkeypatch):
+    # the picture (the links decoded with the EOS column) and the explorer's panels (both directions) are
+    # of one extraction: each gallery kind's sentences are read by one call, not one a view
+    from attnalign.nmt.aligner import Aligner
+
+    calls = []
+    extract = Aligner.extract
+
+    def counted(self, pairs, start=0):
+        calls.append(len(pairs))
+        return extract(self, pairs, start)
+
+    monkeypatch.setattr(Aligner, "extract", counted)
+    out = tmp_path / "rep"
+    r = invoke("report", "--model", models / "rnn", "--src", SAMPLE / "test.en", "--tgt", SAMPLE / "test.fr",
+               "--gold", SAMPLE / "test.gold.pharaoh", "-o", out, "--gallery", "3")
+    assert r.exit_code == 0, r.stderr
+    assert calls.count(3) == 2  # worst, then best: three sentences each, once (not once a view)
+    assert len(re.findall(r'"label"', (out / "explorer.html").read_text())) >= 6

@@ -39,7 +39,7 @@ from ..eval.plot import settings_text
 from ..eval.scoring import GoldOptions, gold_signature, read_gold, read_gold_for
 from ..nmt.options import ONE_PAIR_MAX_LENGTH, AlignOptions, Reading
 from ..training.options import TrainOptions
-from ..workflows.views import pairs_panels, saved_panels
+from ..workflows.views import gallery_panels, saved_panels
 from .page import REPORT_TITLE, html_table, readable, write_page, write_systems_page
 from .plots import write_plots
 from .sweep import Config, Result, attention_stats, default_output, model_results, saved_results
@@ -222,9 +222,7 @@ def _readings_report(out: Path, request: ReportRequest, inputs: ReportInputs) ->
     stats = attention_stats(fwd)
     draw = _gallery_panel(best.config, r.model, r.attention, r.options if r.attention is None else None,
                           pairs, gold)
-    views = _gallery_panel(best.config, r.model, r.attention, r.options if r.attention is None else None,
-                           pairs, gold, compare=True)
-    images = write_plots(out, tables, best, draw, stats, pairs, gold, layered, r.gallery, views)
+    images = write_plots(out, tables, best, draw, stats, pairs, gold, layered, r.gallery)
     compared = [default or best, *systems]  # what align corpus writes (a saved file: its best reading)
     frequency = inputs.frequency or Counter(w for s, _ in pairs for w in s)
     plot_args, compare_args = _plot_args(r)
@@ -239,12 +237,12 @@ def _readings_report(out: Path, request: ReportRequest, inputs: ReportInputs) ->
             "default_output_aer": None if default is None else default.total.aer}
 
 
-def _gallery_panel(cfg: Config, model, attention, options, pairs: Pairs, gold, compare: bool = False):
-    """``draw(ks)``: sentences ks's pictures as their captions' ``plot sentence ... --eos --index k`` draws
-    them (the same functions, so the same matrices, marks and titles; a model read once, the sentences'
-    attention in batches): the matrix the best configuration's links were decoded from, with the EOS
-    column. With ``compare``: ``views(ks)``, each sentence's panels of ``plot sentence --compare`` (both
-    directions and their symmetrizations), for the explorer."""
+def _gallery_panel(cfg: Config, model, attention, options, pairs: Pairs, gold):
+    """``draw(ks)``: for sentences ks, each one's picture as its caption's ``plot sentence ... --eos --index
+    k`` draws it (the same functions, so the same matrices, marks and titles; a model read once, the
+    sentences' attention extracted once, in batches): the matrix the best configuration's links were
+    decoded from, with the EOS column; and beside it, for the explorer, the panels of ``plot sentence
+    --compare`` (both directions and their symmetrizations)."""
     if attention is None:  # the configuration the sweep scored: the student's attention, no teacher
         # drawn as its caption's plot sentence draws it: a long pair too, which the sweep scored
         opts = replace(options, decoder=cfg.decoder, sym=cfg.sym, layer=cfg.layer, shift=cfg.shift,
@@ -252,15 +250,13 @@ def _gallery_panel(cfg: Config, model, attention, options, pairs: Pairs, gold, c
     else:
         opts = AlignOptions(decoder=cfg.decoder, sym=cfg.sym)
 
-    def draw(ks: list[int]) -> list:
+    def draw(ks: list[int]) -> list[tuple]:
         if attention is None:
-            drawn = pairs_panels(model, [(list(pairs[k][0]), list(pairs[k][1])) for k in ks], opts,
-                                 [gold[k] for k in ks], show_eos=not compare, compare=compare)
-        else:
-            with AttentionFile(attention) as saved:  # opened (and checked) once for the sentences
-                drawn = [saved_panels(saved, k, opts, gold=gold[k], show_eos=not compare, compare=compare)
-                         for k in ks]
-        return drawn if compare else [p[0] for p in drawn]
+            return gallery_panels(model, [(list(pairs[k][0]), list(pairs[k][1])) for k in ks], opts,
+                                  [gold[k] for k in ks])
+        with AttentionFile(attention) as saved:  # opened (and checked) once for the sentences
+            return [(saved_panels(saved, k, opts, gold=gold[k], show_eos=True)[0],
+                     saved_panels(saved, k, opts, gold=gold[k], compare=True)) for k in ks]
 
     return draw
 

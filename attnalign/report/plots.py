@@ -16,10 +16,10 @@ from .tables import gallery_order
 
 
 def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs, gold, layered: bool,
-                gallery: int, views=None) -> dict:
+                gallery: int) -> dict:
     """The PNGs: AER by layer (Transformers), AER by length, attention statistics, the gallery; and
-    ``images["explorer"]``, the gallery's sentences for the explorer page, worst first, each with the
-    panels ``views(k)`` gives beside its picture's (None: that one alone)."""
+    ``images["explorer"]``, the gallery's sentences for the explorer page, worst first. ``draw(ks)``:
+    for each of sentences ks its picture's panel and the panels the explorer shows beside it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -60,8 +60,7 @@ def write_plots(out: Path, tables: dict, best: Result, draw, stats, pairs: Pairs
     images["explorer"] = []
     figures = []
     for kind, ks in images["gallery"].items():
-        drawn, seen = draw(ks), views(ks) if views else [()] * len(ks)  # each list at once: batched
-        for n, (k, p, more) in enumerate(zip(ks, drawn, seen, strict=True)):
+        for n, (k, (p, more)) in enumerate(zip(ks, draw(ks), strict=True)):  # each list at once: batched
             name = f"{kind}_{n + 1}.png"
             figures.append(([p], out / name, thumbnails))
             images[f"{kind}_{n + 1}"] = name

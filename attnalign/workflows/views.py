@@ -93,32 +93,66 @@ def model_panels(model_dir: str | os.PathLike, src: list[str], tgt: list[str], o
 def pairs_panels(model_dir: str | os.PathLike, pairs: list, options: AlignOptions, golds: list, *,
                  compare: bool = False, show_eos: bool = False, corpus=None, index: int = 0,
                  outputs: dict | None = None) -> list[list[Panel]]:
-    """:func:`model_panels` of many pairs at once (a report's gallery), their attention extracted in
-    batches, the model loaded once: for each of ``pairs`` (with its gold of ``golds``) the panel of its
-    links as ``align corpus`` writes them for ``corpus``, in which ``pairs`` are the lines from
-    ``index`` (None: ``pairs`` are the corpus); or, with ``compare``, the student's attention alone,
-    read both ways."""
+    """:func:`model_panels` of many pairs at once, their attention extracted in batches, the model loaded
+    once: for each of ``pairs`` (with its gold of ``golds``) the panel of its links as ``align corpus``
+    writes them for ``corpus``, in which ``pairs`` are the lines from ``index`` (None: ``pairs`` are the
+    corpus); or, with ``compare``, the student's attention alone, read both ways."""
     from ..combine import combined_aligner
-    from ..nmt.extract import predicted_positions
 
     aligner = _aligner(str(model_dir), options, _stamp(model_dir))
-    name = os.path.basename(os.path.normpath(model_dir))  # the model's folder: named last (often "model")
     if compare:
-        dec, settings = aligner.decoding, {**aligner.description, "model": name}  # "auto": without a teacher
-        return [_compare_panels(p.forward, p.eos, p.reverse, p.reverse_eos, p.src, p.tgt, g, dec, settings,
-                                show_eos) for p, g in zip(aligner.extract(pairs), golds, strict=True)]
+        return [_student_panels(aligner, p, g, model_dir, show_eos)
+                for p, g in zip(aligner.extract(pairs), golds, strict=True)]
     run, _ = combined_aligner(aligner, model_dir, pairs if corpus is None else corpus, options.teacher,
                               options.teacher_corpus, outputs)
+    return [[_links_panel(run, aligner, p, g, model_dir, show_eos)]
+            for p, g in zip(run.align_pairs(pairs, 0 if corpus is None else index), golds, strict=True)]
+
+
+def gallery_panels(model_dir: str | os.PathLike, pairs: list, options: AlignOptions, golds: list
+                   ) -> list[tuple[Panel, list[Panel]]]:
+    """A report's gallery, its attention extracted once: for each of ``pairs`` (with its gold of
+    ``golds``) the picture ``pairs_panels(..., show_eos=True)`` draws and the panels of ``compare``
+    beside it, for ``options`` without a teacher (both read the student alone)."""
+    from ..combine import run_decoding
+    from ..nmt.aligner import read_links
+
+    if options.teacher != "off":
+        raise ValueError("a gallery reads the student alone: give options with teacher='off'")
+    aligner = _aligner(str(model_dir), options, _stamp(model_dir))
+    run = aligner.with_decoding(run_decoding(aligner))  # what combined_aligner gives without a teacher
+    out = []
+    for p, g in zip(aligner.extract(pairs), golds, strict=True):
+        seen = _student_panels(aligner, p, g, model_dir, False)  # before read_links sets the pair's links
+        out.append((_links_panel(run, aligner, read_links(p, run.decoding), g, model_dir, True), seen))
+    return out
+
+
+def _student_panels(aligner, pair, gold, model_dir, show_eos: bool) -> list[Panel]:
+    """``--compare``'s panels of one extracted pair: the student's attention alone, read both ways."""
+    settings = {**aligner.description, "model": _model_name(model_dir)}
+    return _compare_panels(pair.forward, pair.eos, pair.reverse, pair.reverse_eos, pair.src, pair.tgt, gold,
+                           aligner.decoding, settings, show_eos)  # aligner.decoding: "auto" without a teacher
+
+
+def _links_panel(run, aligner, pair, gold, model_dir, show_eos: bool) -> Panel:
+    """The panel of one pair's links as ``run`` (the aligner, or it with its teacher) decoded them."""
+    from ..nmt.extract import predicted_positions
+
+    name = _model_name(model_dir)
     settings = {**run.description, "model": name}
     # what it is first
-    title = f"{_background(run.decoding, readout=options.readout)}\n{settings_line(settings)}, model {name}"
-    panels = []
-    for pair, g in zip(run.align_pairs(pairs, 0 if corpus is None else index), golds, strict=True):
-        where = predicted_positions(aligner.forward, pair.src, pair.tgt, aligner.reading.device)
-        note = "" if where is None else "\ndashed: the forward local-p attention's predicted position"
-        panels.append([Panel(pair.matrix, pair.src, pair.tgt, pair.links, g, pair.eos if show_eos else None,
-                             title + note, settings, positions=where)])
-    return panels
+    background = _background(run.decoding, readout=aligner.reading.readout)
+    title = f"{background}\n{settings_line(settings)}, model {name}"
+    where = predicted_positions(aligner.forward, pair.src, pair.tgt, aligner.reading.device)
+    note = "" if where is None else "\ndashed: the forward local-p attention's predicted position"
+    return Panel(pair.matrix, pair.src, pair.tgt, pair.links, gold, pair.eos if show_eos else None,
+                 title + note, settings, positions=where)
+
+
+def _model_name(model_dir) -> str:
+    """The model's folder, which a panel names (often "model")."""
+    return os.path.basename(os.path.normpath(model_dir))
 
 
 def _grid_panels(model_dir, src, tgt, options: AlignOptions, gold, all_layers: bool, all_heads: bool,
@@ -137,7 +171,7 @@ def _grid_panels(model_dir, src, tgt, options: AlignOptions, gold, all_layers: b
     L, H = fwd.config["dec_layers"], fwd.config["heads"]
     layers = range(L) if all_layers else [aligner.spec.layer if aligner.spec.layer is not None else -2]
     heads = range(H) if all_heads else [aligner.spec.head]
-    settings = {**aligner.description, "model": os.path.basename(os.path.normpath(model_dir)),
+    settings = {**aligner.description, "model": _model_name(model_dir),
                 "grid_cols": len(heads) if all_heads else min(4, len(layers))}
     panels = []
     for layer in layers:
