@@ -87,7 +87,7 @@ def _sweep(layer, shift: int, fwd, rev, gold, full: bool) -> list[Result]:
     return results
 
 
-def model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int):
+def model_results(model_dir, pairs: Pairs, gold, options, batch_tokens: int | None):
     """Every configuration's result; the matrices of each (layer, shift) for the analyses. ``options``:
     the :class:`~attnalign.nmt.aligner.AlignOptions` naming the device and, for a pretrained model, its
     reverse model and languages."""
