@@ -114,13 +114,13 @@ def gallery_panels(model_dir: str | os.PathLike, pairs: list, options: AlignOpti
     """A report's gallery, its attention extracted once: for each of ``pairs`` (with its gold of
     ``golds``) the picture ``pairs_panels(..., show_eos=True)`` draws and the panels of ``compare``
     beside it, for ``options`` without a teacher (both read the student alone)."""
-    from ..combine import run_decoding
+    from ..combine import combined_aligner
     from ..nmt.aligner import read_links
 
     if options.teacher != "off":
         raise ValueError("a gallery reads the student alone: give options with teacher='off'")
     aligner = _aligner(str(model_dir), options, _stamp(model_dir))
-    run = aligner.with_decoding(run_decoding(aligner))  # what combined_aligner gives without a teacher
+    run, _ = combined_aligner(aligner, model_dir, pairs, options.teacher)  # the aligner, decoding as it runs
     out = []
     for p, g in zip(aligner.extract(pairs), golds, strict=True):
         seen = _student_panels(aligner, p, g, model_dir, False)  # before read_links sets the pair's links
