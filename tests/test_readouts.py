@@ -222,6 +222,13 @@ def test_saliency_needs_the_translation_output(tmp_path):
                                                  translation=False), guide=diagonal)
     one_error(invoke("align", "sentence", "--model", tmp_path / "m", "--src", "a b", "--tgt", "c d",
                      "--readout", "saliency"), 2, "translation")
+    # its explorer (what --preset align trains on a CPU) shows the readouts it can give, without saliency
+    page = tmp_path / "pair.html"
+    r = invoke("plot", "sentence", "--model", tmp_path / "m", "--src", "a b", "--tgt", "c d", "--html", page)
+    assert r.exit_code == 0, r.output
+    data = re.search(r'<script type="application/json" id="data">(.*?)</script>', page.read_text(), re.S)
+    names = [v["name"] for v in json.loads(data.group(1))["sentences"][0]["views"]]
+    assert any("norm readout" in n for n in names) and not any("saliency" in n for n in names)
 
 
 def test_a_gradient_readout_on_a_cpu_reads_smaller_batches_unless_told():

@@ -375,7 +375,7 @@ def explorer_views(options: AlignOptions | None, panels: list[Panel], request: d
     """What ``plot sentence --html`` lets a person switch between: ``panels`` (what
     :func:`sentence_panels` gave for ``request``, its keyword arguments) and, where a model or an
     attention file is read for one matrix, both directions with their symmetrizations and, from a model,
-    the pair as each other readout reads it."""
+    the pair as each other readout it can give reads it."""
     views = list(panels)
     if options is None or request.get("compare") or request.get("all_layers") or request.get("all_heads"):
         return views
@@ -383,6 +383,9 @@ def explorer_views(options: AlignOptions | None, panels: list[Panel], request: d
     if request.get("attention") is None:
         for name in READOUTS:
             if name != options.readout:
-                views += sentence_panels(replace(options, readout=name, smoothgrad=0),
-                                         **{**request, "preds": ()})
+                try:
+                    views += sentence_panels(replace(options, readout=name, smoothgrad=0),
+                                             **{**request, "preds": ()})
+                except OptionError:  # a readout this model cannot give (saliency without a translation
+                    continue  # output) is left out; what the person asked for was drawn above
     return views
