@@ -30,7 +30,8 @@ def test_the_readme_names_commands_that_read_the_sample_model():
 
 @pytest.mark.parametrize("command", [c for c in readme_commands()
                                      if c.startswith("attnalign ") and "--model runs/sample" in c
-                                     and not c.startswith("attnalign report")])
+                                     and not c.startswith("attnalign report")],
+                         ids=lambda c: " ".join(c.split()[1:3]))
 def test_a_readme_example_runs_on_the_set_up_commands_model(command, tmp_path):
     # the report's example is left to its own tests (it takes the longest and reads nothing else)
     if not (MODEL / "forward.pt").exists():
