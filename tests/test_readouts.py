@@ -60,11 +60,13 @@ def _rnn(**kw):
 
 
 @pytest.mark.parametrize("frozen", [False, True], ids=["weights-with-gradients", "weights-frozen"])
-@pytest.mark.parametrize("kw", [{}, {"input_feeding": False}, {"align_head": True}])
+@pytest.mark.parametrize("kw", [{}, {"input_feeding": False}, {"align_head": True}, {"cell": "lstm"},
+                                {"enc_layers": 2}, {"dec_layers": 2}])
 def test_saliency_is_the_derivative_of_log_p_as_each_embedding_scales(kw, frozen):
     # gradient x input of word j for target step t is d/da log p(y_t) with e_j scaled by a, at a = 1:
-    # a finite difference of the model run on each pair alone checks the batched backward passes, with
-    # the weights' gradients formed and (as extraction runs it) not formed
+    # a finite difference of the model run on each pair alone checks the batched passes, with the
+    # weights' gradients formed and (as extraction runs it) not formed: a one-layer GRU encoder's tangents
+    # in forward mode, the others' backward passes (an LSTM, two layers)
     model = _rnn(**kw).double()  # in float64, so that the finite difference is exact to 1e-6
     model.requires_grad_(not frozen)
     src, tgt = [[3, 4, 5, 6], [7, 8]], [[9, 10, 11], [12, 13, 14, 15, 16]]

@@ -22,6 +22,9 @@ decoding, symmetrization, the teacher's blend, saved files and plots take it unc
   the embeddings with Gaussian noise (standard deviation :data:`SMOOTHGRAD_NOISE` of the spread of the
   model's source embedding values). It reads the translation's word probabilities: the layer, head and
   alignment head do not apply.
+  Where the encoder is a one-layer GRU its derivative along each source word is formed in forward mode
+  (:meth:`~.models.rnn.RNNModel.encode_tangents`), so a target position's backward pass stops at the
+  decoder; the same matrix, a fraction of the passes.
 
 To add one: a function and ``@register_readout(name, help)``.
 """
@@ -170,6 +173,10 @@ def saliency(model, b, spec: AttentionSpec):
         emb = model.src_emb(b.src).detach()  # [B, S, E]
         if spec.smoothgrad:
             emb = emb + sigma * torch.randn(emb.shape, generator=gen, device=emb.device, dtype=emb.dtype)
+        tangents = model.encode_tangents(emb, b.src_mask) if hasattr(model, "encode_tangents") else None
+        if tangents is not None:  # the encoder in forward mode: reverse passes through the decoder alone
+            total += _decoder_saliency(model, b, out, *tangents) * keep.unsqueeze(1)
+            continue
         emb.requires_grad_(True)
         hook = model.src_emb.register_forward_hook(lambda module, args, result, emb=emb: emb)
         try:
@@ -181,3 +188,25 @@ def saliency(model, b, spec: AttentionSpec):
             (grad,) = torch.autograd.grad(logp.sum(), emb, retain_graph=t < T - 1)
             total[:, t] += ((grad * emb).sum(-1) * keep).abs().detach()
     return rows_of_one(total)
+
+
+def _decoder_saliency(model, b, out, memory, h0, d_memory, d_h0):
+    """|gradient x input| [B, T, S] from the encoder's tangents along each source word (``d_memory``
+    [B, S(s), S, H], ``d_h0`` [L, B, S(s), H]): one backward pass a target position through the decoder
+    to what it reads of the encoder, contracted with the tangents (the chain rule, summed over what the
+    decoder reads)."""
+    import torch
+    from torch.nn import functional as F
+
+    memory, h0 = memory.requires_grad_(True), h0.requires_grad_(True)
+    states = model.decode_states(memory, b.src_mask, h0, b.tgt_in)  # [B, T, H]
+    g_memory, g_h0 = [], []
+    T = b.tgt_in.size(1)
+    for t in range(T):
+        logp = F.log_softmax(out(states[:, t]), -1).gather(1, b.tgt_out[:, t:t + 1])  # [B, 1]
+        gm, gh = torch.autograd.grad(logp.sum(), [memory, h0], retain_graph=t < T - 1)
+        g_memory.append(gm)
+        g_h0.append(gh)
+    sal = torch.einsum("btjh,bsjh->bts", torch.stack(g_memory, 1), d_memory)
+    sal = sal + torch.einsum("tlbh,lbsh->bts", torch.stack(g_h0), d_h0)
+    return sal.abs()

@@ -132,3 +132,60 @@ class _GRURecurrence(torch.autograd.Function):
         d_gi = d_gh.transpose(0, 1).contiguous()  # [T, D, B, 3, H] (d_gh itself when D is 1)
         torch.mul(u, d_an, out=d_gi[:, :, :, 2])  # the input gates' n part is d a_n, not d a_n r
         return d_gi.view(T, D, B, 3 * H), dh, d_w, d_b, None
+
+
+def word_tangents(rnn: nn.GRU, x: torch.Tensor, lengths: torch.Tensor | None = None):
+    """A one-layer GRU over ``x`` [B, T, E] and, in forward mode, the derivative of its states along each
+    position's own input: tangent s moves ``x[:, s]`` by itself (the direction gradient x input reads), so
+    one pass gives every source word's effect, where reverse mode needs a pass per output read.
+
+    Returns the output [B, T, D * H] and final states [D, B, H] as :func:`run_recurrent` gives them, and
+    their tangents [B, T(s), T, D * H] and [D, B, T(s), H]. Without gradients (the tangents are exact)."""
+    B, T, _ = x.shape
+    D, H = 2 if rnn.bidirectional else 1, rnn.hidden_size
+    sfx = ["_l0", "_l0_reverse"][:D]
+    w_ih = torch.stack([getattr(rnn, "weight_ih" + s) for s in sfx])  # [D, 3H, E]
+    b_ih = torch.stack([getattr(rnn, "bias_ih" + s) for s in sfx])
+    w_hh_t = torch.stack([getattr(rnn, "weight_hh" + s) for s in sfx]).transpose(1, 2)  # [D, H, 3H]
+    b_hh = torch.stack([getattr(rnn, "bias_hh" + s) for s in sfx]).unsqueeze(1)  # [D, 1, 3H]
+    proj = torch.einsum("bte,dge->tdbg", x, w_ih)  # each position's input gates, [T, D, B, 3H]
+    if D == 2:
+        proj = torch.stack([proj[:, 0], proj[:, 1].flip(0)], 1)
+    if lengths is None:
+        mask = x.new_ones(T, D, B, 1, 1)
+    else:  # as _gru's: the reverse direction reads the time axis backwards
+        steps = torch.arange(T).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
+        mask = torch.stack([steps, steps.flip(0)][:D], 1)[..., None, None].to(x.device, x.dtype)
+    # each direction's tangents in its own order of steps (the reverse one's tangent i moves position
+    # T - 1 - i): tangent i starts at step i, so step k moves the first k + 1 alone
+    h = x.new_zeros(D, B, H)
+    dh = x.new_zeros(D, B, T, H)
+    hs, dhs = x.new_empty(T, D, B, H), x.new_zeros(T, D, B, T, H)
+    for k in range(T):
+        m = mask[k]  # [D, B, 1, 1]
+        gi = proj[k] + b_ih.unsqueeze(1)  # [D, B, 3H]
+        gh = torch.baddbmm(b_hh, h, w_hh_t)
+        rz = torch.sigmoid(gi[..., :2 * H] + gh[..., :2 * H])
+        r, z = rz[..., :H], rz[..., H:]
+        n = torch.tanh(gi[..., 2 * H:] + r * gh[..., 2 * H:])
+        new = torch.lerp(n, h, z)
+        a = dh[:, :, :k + 1]  # the tangents under way, [D, B, k + 1, H]
+        d_gi = x.new_zeros(D, B, k + 1, 3 * H)
+        d_gi[:, :, k] = proj[k]  # this step's input moves only the tangent of the position it reads
+        d_gh = torch.bmm(a.reshape(D, B * (k + 1), H), w_hh_t).view(D, B, k + 1, 3 * H)
+        r_, z_, n_, gh_n = r.unsqueeze(2), z.unsqueeze(2), n.unsqueeze(2), gh[..., 2 * H:].unsqueeze(2)
+        d_rz = rz.unsqueeze(2) * (1 - rz.unsqueeze(2)) * (d_gi[..., :2 * H] + d_gh[..., :2 * H])
+        dr, dz = d_rz[..., :H], d_rz[..., H:]
+        dn = (1 - n_ * n_) * (d_gi[..., 2 * H:] + dr * gh_n + r_ * d_gh[..., 2 * H:])
+        d_new = (1 - z_) * dn + (h.unsqueeze(2) - n_) * dz + z_ * a  # of (1 - z) n + z h
+        h = torch.lerp(h, new, m[..., 0])  # a padded step keeps the state
+        dh[:, :, :k + 1] = torch.lerp(a, d_new, m)
+        hs[k], dhs[k, :, :, :k + 1] = h, dh[:, :, :k + 1]
+    if D == 2:  # the reverse direction back in the order of positions, its steps and its tangents
+        hs = torch.stack([hs[:, 0], hs[:, 1].flip(0)], 1)
+        dhs = torch.stack([dhs[:, 0], dhs[:, 1].flip(0).flip(2)], 1)
+        dh = torch.stack([dh[0], dh[1].flip(1)])
+    keep = mask[:, 0, :, 0]  # [T, B, 1]: padding exactly 0, as packed sequences give it
+    out = (hs * keep.unsqueeze(1)).permute(2, 0, 1, 3).reshape(B, T, D * H)
+    d_out = (dhs * keep.unsqueeze(1).unsqueeze(-1)).permute(2, 3, 0, 1, 4).reshape(B, T, T, D * H)
+    return out, h, d_out, dh

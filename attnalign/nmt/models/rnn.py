@@ -22,7 +22,7 @@ from ..vocab import PAD_ID
 from .align_head import AlignHead
 from .attention import Attention
 from .output import ModelOutput
-from .recurrent import run_recurrent
+from .recurrent import run_recurrent, word_tangents
 
 
 class RNNModel(nn.Module):
@@ -65,6 +65,32 @@ class RNNModel(nn.Module):
         B, H = src.size(0), self.cfg.hidden
         h0 = torch.tanh(self.bridge(last)).view(B, self.cfg.dec_layers, H).transpose(0, 1).contiguous()
         return self.enc_to_mem(out), h0
+
+    def encode_tangents(self, emb: torch.Tensor, src_mask: torch.Tensor):
+        """The encoder over source embeddings ``emb`` [B, S, E] (as :meth:`encode`, without dropout) and,
+        in forward mode, the derivative of what it gives along each source word's own embedding: memory
+        [B, S, H], initial decoder state [dec_layers, B, H], and their tangents [B, S(s), S, H] and
+        [dec_layers, B, S(s), H]. None where the encoder is not a one-layer GRU (the caller then
+        differentiates in reverse mode)."""
+        if self.cfg.cell != "gru" or self.cfg.enc_layers != 1:
+            return None
+        with torch.no_grad():
+            out, final, d_out, d_final = word_tangents(self.encoder, emb, src_mask.sum(1).cpu())
+            B, S, H = emb.size(0), emb.size(1), self.cfg.hidden
+            w_mem, w_bridge = self.enc_to_mem.weight, self.bridge.weight
+            d_memory = F.linear(d_out, w_mem)  # [B, S(s), S, H]
+            last = torch.cat([final[-2], final[-1]], dim=-1)  # [B, 2H]
+            h0 = torch.tanh(self.bridge(last))  # [B, L * H]
+            d_last = torch.cat([d_final[-2], d_final[-1]], dim=-1)  # [B, S(s), 2H]
+            d_h0 = (1 - h0 * h0).unsqueeze(1) * F.linear(d_last, w_bridge)  # [B, S(s), L * H]
+            L = self.cfg.dec_layers
+            h0 = h0.view(B, L, H).transpose(0, 1).contiguous()
+            d_h0 = d_h0.view(B, S, L, H).permute(2, 0, 1, 3)
+            return self.enc_to_mem(out), h0, d_memory, d_h0
+
+    def decode_states(self, memory, src_mask, h0, tgt_in) -> torch.Tensor:
+        """The attentional vectors [B, T, H] of a teacher-forced decoding from ``memory`` and ``h0``."""
+        return self._decode(memory, src_mask, h0, tgt_in)[0]
 
     def _decode(self, memory, src_mask, h0, tgt_in) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher-forced decoding: attentional vectors [B, T, H] and attention [B, T, S]."""
