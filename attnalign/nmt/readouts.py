@@ -155,7 +155,6 @@ def norm(model, b, spec: AttentionSpec):
                               "(Ding et al. 2019); --smoothgrad N averages N noisy copies", gradients=True)
 def saliency(model, b, spec: AttentionSpec):
     import torch
-    from torch.nn import functional as F
 
     from .models.attention import rows_of_one
 
@@ -183,11 +182,22 @@ def saliency(model, b, spec: AttentionSpec):
             states = model.states(b.src, b.src_mask, b.tgt_in)  # [B, T, D]
         finally:
             hook.remove()
-        for t in range(T):  # one backward pass per step, over the whole batch: the pairs are independent
-            logp = F.log_softmax(out(states[:, t]), -1).gather(1, b.tgt_out[:, t:t + 1])  # [B, 1]
-            (grad,) = torch.autograd.grad(logp.sum(), emb, retain_graph=t < T - 1)
+        for t, (grad,) in enumerate(_position_gradients(out, states, b, [emb])):
             total[:, t] += ((grad * emb).sum(-1) * keep).abs().detach()
     return rows_of_one(total)
+
+
+def _position_gradients(out, states, b, inputs):
+    """For each target position t, the gradients of log p(``tgt_out[:, t]``) with respect to ``inputs``:
+    one backward pass a position, over the whole batch (its pairs are independent). ``states``: the
+    attentional vectors [B, T, H] that ``out`` reads."""
+    import torch
+    from torch.nn import functional as F
+
+    T = states.size(1)
+    for t in range(T):
+        logp = F.log_softmax(out(states[:, t]), -1).gather(1, b.tgt_out[:, t:t + 1])  # [B, 1]
+        yield torch.autograd.grad(logp.sum(), inputs, retain_graph=t < T - 1)
 
 
 def _decoder_saliency(model, b, out, memory, h0, d_memory, d_h0):
@@ -196,17 +206,10 @@ def _decoder_saliency(model, b, out, memory, h0, d_memory, d_h0):
     to what it reads of the encoder, contracted with the tangents (the chain rule, summed over what the
     decoder reads)."""
     import torch
-    from torch.nn import functional as F
 
     memory, h0 = memory.requires_grad_(True), h0.requires_grad_(True)
     states = model.decode_states(memory, b.src_mask, h0, b.tgt_in)  # [B, T, H]
-    g_memory, g_h0 = [], []
-    T = b.tgt_in.size(1)
-    for t in range(T):
-        logp = F.log_softmax(out(states[:, t]), -1).gather(1, b.tgt_out[:, t:t + 1])  # [B, 1]
-        gm, gh = torch.autograd.grad(logp.sum(), [memory, h0], retain_graph=t < T - 1)
-        g_memory.append(gm)
-        g_h0.append(gh)
+    g_memory, g_h0 = zip(*_position_gradients(out, states, b, [memory, h0]), strict=True)
     sal = torch.einsum("btjh,bsjh->bts", torch.stack(g_memory, 1), d_memory)
     sal = sal + torch.einsum("tlbh,lbsh->bts", torch.stack(g_h0), d_h0)
     return sal.abs()

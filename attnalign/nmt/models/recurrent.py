@@ -39,26 +39,39 @@ def _written_out(rnn: nn.RNNBase, x: torch.Tensor) -> bool:
             and not torch.is_autocast_enabled("cpu") and rnn.bias and rnn.batch_first)
 
 
+def _step_mask(lengths: torch.Tensor | None, x: torch.Tensor, D: int) -> torch.Tensor | None:
+    """[T, D, B, 1]: 1 where step k of direction d reads a real position (None: every one is), in each
+    direction's order of steps: the reverse one reads the time axis backwards."""
+    if lengths is None:
+        return None
+    steps = torch.arange(x.size(1)).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
+    return torch.stack([steps, steps.flip(0)][:D], 1).unsqueeze(-1).to(x.device, x.dtype)
+
+
+def _layer_weights(rnn: nn.GRU, layer: int, D: int) -> list[torch.Tensor]:
+    """Layer ``layer``'s weight_ih [D, 3H, E], bias_ih [D, 3H], weight_hh [D, 3H, H], bias_hh [D, 3H],
+    its D directions stacked."""
+    sfx = [f"_l{layer}", f"_l{layer}_reverse"][:D]
+    return [torch.stack([getattr(rnn, name + s) for s in sfx])
+            for name in ("weight_ih", "bias_ih", "weight_hh", "bias_hh")]
+
+
+def _input_gates(x: torch.Tensor, w_ih: torch.Tensor) -> torch.Tensor:
+    """W_ih x of every position, [T, D, B, 3H], in each direction's order of steps (no bias)."""
+    gi = torch.einsum("bte,dge->tdbg", x, w_ih)
+    return torch.stack([gi[:, 0], gi[:, 1].flip(0)], 1) if gi.size(1) == 2 else gi
+
+
 def _gru(rnn: nn.GRU, x: torch.Tensor, lengths: torch.Tensor | None, h0: torch.Tensor | None):
     B, T, _ = x.shape
     D, H = 2 if rnn.bidirectional else 1, rnn.hidden_size
-    if lengths is None:
-        mask = None
-    else:  # [T, D, B, 1] in each direction's order of steps: the reverse one reads the time axis backwards
-        steps = torch.arange(T).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
-        mask = torch.stack([steps, steps.flip(0)][:D], 1).unsqueeze(-1).to(x.device, x.dtype)
+    mask = _step_mask(lengths, x, D)
     finals = []
     for layer in range(rnn.num_layers):
         if layer and rnn.dropout and rnn.training:
             x = F.dropout(x, rnn.dropout, True)
-        sfx = [f"_l{layer}", f"_l{layer}_reverse"][:D]
-        w_ih = torch.stack([getattr(rnn, "weight_ih" + s) for s in sfx])  # [D, 3H, E]
-        b_ih = torch.stack([getattr(rnn, "bias_ih" + s) for s in sfx])  # [D, 3H]
-        w_hh = torch.stack([getattr(rnn, "weight_hh" + s) for s in sfx])  # [D, 3H, H]
-        b_hh = torch.stack([getattr(rnn, "bias_hh" + s) for s in sfx])  # [D, 3H]
-        gi = torch.einsum("bte,dge->tdbg", x, w_ih) + b_ih.unsqueeze(1)  # [T, D, B, 3H]
-        if D == 2:
-            gi = torch.stack([gi[:, 0], gi[:, 1].flip(0)], 1)
+        w_ih, b_ih, w_hh, b_hh = _layer_weights(rnn, layer, D)
+        gi = _input_gates(x, w_ih) + b_ih.unsqueeze(1)  # [T, D, B, 3H]
         start = x.new_zeros(D, B, H) if h0 is None else h0[layer * D:(layer + 1) * D]
         hs, last = _GRURecurrence.apply(gi.contiguous(), start, w_hh, b_hh, mask)  # [T, D, B, H], [D, B, H]
         if D == 2:
@@ -143,19 +156,11 @@ def word_tangents(rnn: nn.GRU, x: torch.Tensor, lengths: torch.Tensor | None = N
     their tangents [B, T(s), T, D * H] and [D, B, T(s), H]. Without gradients (the tangents are exact)."""
     B, T, _ = x.shape
     D, H = 2 if rnn.bidirectional else 1, rnn.hidden_size
-    sfx = ["_l0", "_l0_reverse"][:D]
-    w_ih = torch.stack([getattr(rnn, "weight_ih" + s) for s in sfx])  # [D, 3H, E]
-    b_ih = torch.stack([getattr(rnn, "bias_ih" + s) for s in sfx])
-    w_hh_t = torch.stack([getattr(rnn, "weight_hh" + s) for s in sfx]).transpose(1, 2)  # [D, H, 3H]
-    b_hh = torch.stack([getattr(rnn, "bias_hh" + s) for s in sfx]).unsqueeze(1)  # [D, 1, 3H]
-    proj = torch.einsum("bte,dge->tdbg", x, w_ih)  # each position's input gates, [T, D, B, 3H]
-    if D == 2:
-        proj = torch.stack([proj[:, 0], proj[:, 1].flip(0)], 1)
-    if lengths is None:
-        mask = x.new_ones(T, D, B, 1, 1)
-    else:  # as _gru's: the reverse direction reads the time axis backwards
-        steps = torch.arange(T).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
-        mask = torch.stack([steps, steps.flip(0)][:D], 1)[..., None, None].to(x.device, x.dtype)
+    w_ih, b_ih, w_hh, b_hh = _layer_weights(rnn, 0, D)
+    w_hh_t, b_hh = w_hh.transpose(1, 2), b_hh.unsqueeze(1)  # [D, H, 3H], [D, 1, 3H]
+    proj = _input_gates(x, w_ih)  # [T, D, B, 3H]
+    mask = _step_mask(lengths, x, D)
+    mask = x.new_ones(T, D, B, 1, 1) if mask is None else mask.unsqueeze(-1)  # [T, D, B, 1, 1]
     # each direction's tangents in its own order of steps (the reverse one's tangent i moves position
     # T - 1 - i): tangent i starts at step i, so step k moves the first k + 1 alone
     h = x.new_zeros(D, B, H)
@@ -169,14 +174,16 @@ def word_tangents(rnn: nn.GRU, x: torch.Tensor, lengths: torch.Tensor | None = N
         r, z = rz[..., :H], rz[..., H:]
         n = torch.tanh(gi[..., 2 * H:] + r * gh[..., 2 * H:])
         new = torch.lerp(n, h, z)
-        a = dh[:, :, :k + 1]  # the tangents under way, [D, B, k + 1, H]
-        d_gi = x.new_zeros(D, B, k + 1, 3 * H)
-        d_gi[:, :, k] = proj[k]  # this step's input moves only the tangent of the position it reads
+        a = dh[:, :, :k + 1]  # the tangents under way, [D, B, k + 1, H]; tangent k is still 0
         d_gh = torch.bmm(a.reshape(D, B * (k + 1), H), w_hh_t).view(D, B, k + 1, 3 * H)
+        d_rz = d_gh[..., :2 * H]  # with this step's input, which moves only tangent k (whose d_gh is 0)
+        d_rz[:, :, k] += proj[k, ..., :2 * H]
         r_, z_, n_, gh_n = r.unsqueeze(2), z.unsqueeze(2), n.unsqueeze(2), gh[..., 2 * H:].unsqueeze(2)
-        d_rz = rz.unsqueeze(2) * (1 - rz.unsqueeze(2)) * (d_gi[..., :2 * H] + d_gh[..., :2 * H])
+        d_rz = rz.unsqueeze(2) * (1 - rz.unsqueeze(2)) * d_rz
         dr, dz = d_rz[..., :H], d_rz[..., H:]
-        dn = (1 - n_ * n_) * (d_gi[..., 2 * H:] + dr * gh_n + r_ * d_gh[..., 2 * H:])
+        d_an = dr * gh_n + r_ * d_gh[..., 2 * H:]
+        d_an[:, :, k] += proj[k, ..., 2 * H:]
+        dn = (1 - n_ * n_) * d_an
         d_new = (1 - z_) * dn + (h.unsqueeze(2) - n_) * dz + z_ * a  # of (1 - z) n + z h
         h = torch.lerp(h, new, m[..., 0])  # a padded step keeps the state
         dh[:, :, :k + 1] = torch.lerp(a, d_new, m)

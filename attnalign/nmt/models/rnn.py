@@ -61,10 +61,11 @@ class RNNModel(nn.Module):
         out, final = run_recurrent(self.encoder, self.drop(self.src_emb(src)), lengths)  # [B, S, 2H]
         if isinstance(final, tuple):  # LSTM: (h, c)
             final = final[0]
-        last = torch.cat([final[-2], final[-1]], dim=-1)  # top layer, both directions: [B, 2H]
-        B, H = src.size(0), self.cfg.hidden
-        h0 = torch.tanh(self.bridge(last)).view(B, self.cfg.dec_layers, H).transpose(0, 1).contiguous()
-        return self.enc_to_mem(out), h0
+        return self.enc_to_mem(out), self._bridged(torch.tanh(self.bridge(_top(final)))).contiguous()
+
+    def _bridged(self, h: torch.Tensor) -> torch.Tensor:
+        """``bridge``'s output [B, (S,) dec_layers * H] as decoder layers first: [dec_layers, B, (S,) H]."""
+        return h.unflatten(-1, (self.cfg.dec_layers, self.cfg.hidden)).movedim(-2, 0)
 
     def encode_tangents(self, emb: torch.Tensor, src_mask: torch.Tensor):
         """The encoder over source embeddings ``emb`` [B, S, E] (as :meth:`encode`, without dropout) and,
@@ -76,17 +77,11 @@ class RNNModel(nn.Module):
             return None
         with torch.no_grad():
             out, final, d_out, d_final = word_tangents(self.encoder, emb, src_mask.sum(1).cpu())
-            B, S, H = emb.size(0), emb.size(1), self.cfg.hidden
-            w_mem, w_bridge = self.enc_to_mem.weight, self.bridge.weight
-            d_memory = F.linear(d_out, w_mem)  # [B, S(s), S, H]
-            last = torch.cat([final[-2], final[-1]], dim=-1)  # [B, 2H]
-            h0 = torch.tanh(self.bridge(last))  # [B, L * H]
-            d_last = torch.cat([d_final[-2], d_final[-1]], dim=-1)  # [B, S(s), 2H]
-            d_h0 = (1 - h0 * h0).unsqueeze(1) * F.linear(d_last, w_bridge)  # [B, S(s), L * H]
-            L = self.cfg.dec_layers
-            h0 = h0.view(B, L, H).transpose(0, 1).contiguous()
-            d_h0 = d_h0.view(B, S, L, H).permute(2, 0, 1, 3)
-            return self.enc_to_mem(out), h0, d_memory, d_h0
+            h0 = torch.tanh(self.bridge(_top(final)))  # [B, L * H]
+            # the maps after the recurrence: enc_to_mem is linear, the bridge's tanh scales by 1 - h0^2
+            d_h0 = (1 - h0 * h0).unsqueeze(1) * F.linear(_top(d_final), self.bridge.weight)
+            return (self.enc_to_mem(out), self._bridged(h0).contiguous(),
+                    F.linear(d_out, self.enc_to_mem.weight), self._bridged(d_h0))
 
     def decode_states(self, memory, src_mask, h0, tgt_in) -> torch.Tensor:
         """The attentional vectors [B, T, H] of a teacher-forced decoding from ``memory`` and ``h0``."""
@@ -204,6 +199,12 @@ class RNNModel(nn.Module):
         H = self.cfg.hidden
         return torch.linalg.vector_norm(F.linear(self.memory(src, src_mask), self.combine.weight[:, H:]),
                                         dim=-1)
+
+
+def _top(final: torch.Tensor) -> torch.Tensor:
+    """The top layer's final states of both directions side by side: [layers * 2, B, (S,) H] ->
+    [B, (S,) 2H]."""
+    return torch.cat([final[-2], final[-1]], dim=-1)
 
 
 def _at(steps: torch.Tensor | None, t: int) -> torch.Tensor | None:
