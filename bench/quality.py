@@ -73,8 +73,10 @@ def _preset(**changes) -> TrainOptions:
 B2K = {"epochs": 3, "batch_tokens": 2000, "lr": 2e-3}  # align-fast before its dropout 0
 ALIGN, ALIGN_FAST = preset_options("align"), preset_options("align-fast")  # train --preset NAME
 # --preset align before its CPU student moved to the frontier's point (docs/benchmarks.md, "The
-# student's cost on 2 CPU cores: a frontier"): 256-wide GRUs with input feeding that also translate
-BEFORE = {"hidden": 256, "emb_dim": 256, "translation": True, "input_feeding": True, "lr": 2e-3}
+# student's cost on 2 CPU cores: a frontier"): 256-wide GRUs with input feeding that also translate,
+# guided by one sampler chain
+BEFORE = {"hidden": 256, "emb_dim": 256, "translation": True, "input_feeding": True, "lr": 2e-3,
+          "guide_samplers": 1}
 ALIGN_BEFORE, ALIGN_FAST_BEFORE = ALIGN.updated(**BEFORE), ALIGN_FAST.updated(**BEFORE)
 
 CONFIGS = {
@@ -101,7 +103,8 @@ CONFIGS = {
     "agree-fert-head-sp-e3-b2k": _preset(**B2K),
     "agree-fert-head-sp-e3-b2k-d0": ALIGN_FAST_BEFORE,
     "agree-fert-head-sp-e5-b2k-d0": ALIGN_BEFORE,
-    # --preset align and align-fast as they are: on a CPU 128-wide GRUs without translation at --lr 8e-3
+    # --preset align and align-fast as they are: on a CPU 96-wide GRUs without translation at --lr 8e-3,
+    # guided by three sampler chains
     "align": ALIGN,
     "align-fast": ALIGN_FAST,
     # the same with the two directions one after the other (train --parallel-directions off)

@@ -232,7 +232,10 @@ def test_the_benchmarked_configuration_is_the_preset():
     assert (s.epochs, s.batch_tokens, s.lr, before.network.typed().dropout) == (8, 1000, None, 0.2)
     assert before.network.typed() == replace(old.network.typed(), dropout=0.2)
     assert s == replace(old.schedule, epochs=8, auto_epochs=8, batch_tokens=1000, lr=None, gpu={})
-    assert (before.data, before.teacher, before.runtime) == (align.data, align.teacher, align.runtime)
+    assert (before.data, before.teacher, before.runtime) == (align.data, old.teacher, align.runtime)
+    # the preset's teacher pools three sampler chains; the configurations before it, one
+    assert (align.teacher.aligner.samplers, old.teacher.aligner.samplers) == (3, 1)
+    assert old.teacher == replace(align.teacher, aligner=replace(align.teacher.aligner, samplers=1))
 
 
 def test_cli_preset_reaches_the_model(tmp_path):

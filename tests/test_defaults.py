@@ -21,8 +21,8 @@ from attnalign.workflows.views import sentence_panels
 # AER (%) a little above what the defaults reach on sample_data (README, "Reliability"); a change that
 # makes them worse than this fails.
 TEACHER_FLOOR = 3.5  # align statistical's default
-PRESET_FLOOR = 3.1  # the README set-up command's model alone (--teacher off)
-COMBINED_FLOOR = 3.4  # the set-up command's output: that model with its teacher on test + training pairs
+PRESET_FLOOR = 3.4  # the README set-up command's model alone (--teacher off)
+COMBINED_FLOOR = 2.9  # the set-up command's output: that model with its teacher on test + training pairs
 
 
 def test_the_default_teacher_on_the_sample_data():
