@@ -125,7 +125,7 @@ def test_train_toml_trains_the_same_model_again(tmp_path):
     assert r.exit_code == 0, r.output
     other = tmp_path / "other.toml"
     other.write_text("[schedule]\nseed = 6\n")
-    one_error(invoke("train", "--model", tmp_path / "m", "--resume", "--config", other), 2, "--seed differ")
+    one_error(invoke("train", "--model", tmp_path / "m", "--resume", "--config", other), 2, "--seed differs")
 
 
 @pytest.mark.parametrize("text, code, needles", [

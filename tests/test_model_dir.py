@@ -159,6 +159,22 @@ def test_resume_refuses_options_that_differ_from_the_runs(texts, tmp_path):
     assert snapshot(tmp_path / "m") != before  # the accepted resume trained on
 
 
+def test_resume_names_what_a_preset_sets_otherwise_than_the_run(texts, tmp_path):
+    # a preset's values count as given on a resume; where they differ from the run's (the preset changed
+    # between versions, or the run began without it) the error says the preset set them, not the user
+    src, tgt = texts
+    m = _interrupted(tmp_path / "m", src, tgt)
+    before = snapshot(m)
+    r = invoke("train", "--model", m, "--resume", "--preset", "align")
+    one_error(r, 2, "--preset align sets", "guide_samplers", "hidden", "otherwise than the run began")
+    assert "leave --preset out to resume" in r.output
+    assert "from the run's" not in r.output  # nothing was typed otherwise
+    r = invoke("train", "--model", m, "--resume", "--preset", "align", "--hidden", "16", "--lr", "0.9")
+    one_error(r, 2, "--lr differs from the run's; --preset align sets", "leave them and --preset out")
+    assert "hidden" not in r.stderr  # typed, as the run has it: the preset's value does not count
+    assert snapshot(m) == before
+
+
 def test_a_direction_from_another_run_is_refused(texts, tmp_path):
     src, tgt = texts
     args = ["--src", src, "--tgt", tgt, "--epochs", "1", "--hidden", "16", "--emb-dim", "8", "--quiet",

@@ -10,6 +10,7 @@ import os
 from collections.abc import Collection
 from dataclasses import asdict
 from pathlib import Path
+from typing import NoReturn
 
 from ..data.alignments import GUIDE_ROLE, read_alignments
 from ..data.corpus import is_piped, read_corpus
@@ -67,12 +68,10 @@ def train_files(
             gold_options = GoldOptions(**saved["gold_options"])
         run = saved_options(Path(model))
         network = run_config(Path(model)).get("model_config") or {}
-        names = set(typed) | set(preset_values(preset) if preset else {})  # a preset's count as typed
-        if wrong := resume_conflicts(options, run, network, names):
-            flags = ", ".join(flag(w) for w in wrong)
-            raise OptionError(f"--resume continues the run with its own options; {flags} differ from the "
-                              "run's", path=model,
-                              hint="leave them out to resume, or start a new run with --overwrite")
+        from_preset = set(preset_values(preset)) - set(typed) if preset else set()  # they count as typed
+        if wrong := resume_conflicts(options, run, network, set(typed) | from_preset):
+            _refuse_resume(model, [w for w in wrong if w not in from_preset],
+                           [w for w in wrong if w in from_preset], preset)
         options = run
     elif overwrite:
         guide, network = options.teacher.guide, options.network
@@ -102,6 +101,24 @@ def train_files(
               for k, v in files.items()}
     return train(pairs, model, options, dev=dev, guide=guide_links, overwrite=overwrite, resume=resume,
                  reporter=reporter, files={**record, "gold_options": asdict(gold_options)})
+
+
+def _refuse_resume(model, typed: list[str], from_preset: list[str], preset: str | None) -> NoReturn:
+    """The error of a ``--resume`` given options other than the run's: those typed, and those the
+    preset named beside it sets (a preset may change between versions, or the run began without it)."""
+    said = []
+    if typed:
+        said.append(f"{', '.join(flag(w) for w in typed)} {'differs' if len(typed) == 1 else 'differ'} from "
+                    "the run's")
+    if from_preset:
+        said.append(f"--preset {preset} sets {', '.join(from_preset)} (its file's keys) otherwise than the "
+                    "run began (the preset has changed since, or the run did not start from it)")
+    hint = "leave them out to resume, or start a new run with --overwrite"
+    if from_preset:
+        hint = (f"leave {'them and ' if typed else ''}--preset out to resume the run with its own options, "
+                "or start a new run with --overwrite")
+    raise OptionError(f"--resume continues the run with its own options; {'; '.join(said)}", path=model,
+                      hint=hint)
 
 
 def _check_inputs_outside(model_dir: Path, files: dict) -> None:
