@@ -110,6 +110,22 @@ def test_a_head_without_translation_learns_the_known_answer_from_the_guide_alone
         TrainOptions.of(model_type="transformer", translation=False).check()
 
 
+def test_the_head_alone_learns_the_known_answer_without_a_decoder(tmp_path):
+    """--head-only: no decoder, no translation attention, no bridge; the head's query reads the target's
+    own context, and it learns the shuffle task from its guide; every readout reads the head."""
+    head, other = shuffle_aers(tmp_path / "m", guided=True, translation=False, head_only=True)
+    assert head < 0.05 and other == head  # --layer 0 has no other attention to read: the head
+    lm = load_model(tmp_path / "m", "forward")
+    keys = lm.model.state_dict()
+    assert not any(k.split(".")[0] in ("decoder", "attn", "combine", "bridge", "out") for k in keys)
+    assert lm.model.align_head.query.in_features == 2 * RNN_TINY["hidden"]  # its context, no states
+    b = make_batch([0], [[4, 5]], [[6, 7]])
+    with pytest.raises(AttnAlignError, match="no decoder"):  # a library call that asks for the decoder
+        lm.model.attention(b.src, b.src_mask, b.tgt_in)
+    with pytest.raises(AttnAlignError, match="--head-only leaves out the decoder"):
+        TrainOptions.of(align_head=True, head_only=True).check()
+
+
 @pytest.fixture(scope="module")
 def head_model(tmp_path_factory):
     from attnalign.data.corpus import read_corpus

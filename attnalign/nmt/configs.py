@@ -79,6 +79,10 @@ class RNNConfig:
         "Learn to translate (the output layer over the target vocabulary and its loss); without, only the "
         "alignment head learns, from --guide: an update without the vocabulary's products."),
         flag="--translation/--no-translation")
+    head_only: bool = opt(False, (  # the decoder, without translation, only feeds the head's query
+        "RNN without --translation: the alignment head over the encoder alone, its query reading the "
+        "target's own context, without the decoder and its attention (one recurrent layer fewer an "
+        "update)."), flag="--head-only/--no-head-only")
 
     def check(self, fits: bool = True) -> RNNConfig:
         """Raise an OptionError naming the ``train`` option that is out of range; with ``fits``, also
@@ -97,6 +101,9 @@ class RNNConfig:
             self.input_feeding = False
         require("--dropout", self.dropout, low=0, high=1, high_open=True)
         check_translation(self)
+        if self.head_only and self.translation:
+            raise OptionError("--head-only leaves out the decoder that translates",
+                              hint="give it with --no-translation --align-head, or leave --head-only out")
         if fits:
             check_fits(self.min_params())
         return self
@@ -106,6 +113,7 @@ class RNNConfig:
         g, h, e = (4 if self.cell == "lstm" else 3), self.hidden, self.emb_dim
         enc = sum(2 * g * h * ((e if k == 0 else 2 * h) + h) for k in range(self.enc_layers))
         dec = sum(g * h * ((e + h if k == 0 else h) + h) for k in range(self.dec_layers))
+        dec = 0 if self.head_only else dec
         return enc + dec + 2 * h * h
 
 

@@ -94,7 +94,8 @@ def uses_align_head(model, spec: AttentionSpec) -> bool:
     if spec.layer == "align" and not has:
         raise OptionError("this model has no alignment head (--layer align)",
                           hint="train it with --align-head --guide auto, or leave --layer out")
-    return spec.layer == "align" or (spec.layer is None and has)
+    alone = getattr(getattr(model, "cfg", None), "head_only", False)  # no other attention to read
+    return spec.layer == "align" or (spec.layer is None and has) or alone
 
 
 def default_layer(n_layers: int) -> int:

@@ -11,7 +11,8 @@ while sharing the encoder (and the target embeddings) with the translation model
 
 Shapes: memory ``[B, S, D]``, src_mask ``[B, S]``, decoder states ``[B, T, D]`` (row t: the step that
 predicts ``tgt_out[:, t]``), target input embeddings ``[B, T, E]`` of ``tgt_in`` (BOS + target),
-tgt_mask ``[B, T]``; the result is ``[B, T, S]``, rows summing to 1, padding exactly 0. Row t aligns
+tgt_mask ``[B, T]``; a head of a network without a decoder (``--head-only``) reads no decoder states,
+only its target context; the result is ``[B, T, S]``, rows summing to 1, padding exactly 0. Row t aligns
 ``tgt_out[:, t] = tgt_in[:, t + 1]``; the last row (EOS) has no target word and sees zeros.
 """
 
@@ -25,21 +26,25 @@ from .recurrent import run_recurrent
 
 
 class AlignHead(nn.Module):
-    def __init__(self, emb_dim: int, dim: int, attention: str = "general", dropout: float = 0.0):
+    def __init__(self, emb_dim: int, dim: int, attention: str = "general", dropout: float = 0.0,
+                 reads_states: bool = True):
         super().__init__()
         self.dim = dim
         self.context = nn.GRU(emb_dim, dim, batch_first=True, bidirectional=True)
-        self.query = nn.Linear(3 * dim, dim)
+        # without decoder states (a network of the head alone) the query reads the target's context only
+        self.query = nn.Linear((3 if reads_states else 2) * dim, dim)
         self.attn = Attention(attention, dim)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, memory: torch.Tensor, src_mask: torch.Tensor, states: torch.Tensor,
+    def forward(self, memory: torch.Tensor, src_mask: torch.Tensor, states: torch.Tensor | None,
                 tgt_emb: torch.Tensor, tgt_mask: torch.Tensor, lengths: torch.Tensor | None = None
                 ) -> torch.Tensor:
-        """Weights [B, T, S]; ``lengths``: ``tgt_mask``'s row sums [B] on the CPU, if the caller has them."""
+        """Weights [B, T, S]; ``states`` None for a head without them; ``lengths``: ``tgt_mask``'s row
+        sums [B] on the CPU, if the caller has them."""
         B, T, _ = tgt_emb.shape
         lengths = tgt_mask.sum(1).cpu() if lengths is None else lengths
         ctx, _ = run_recurrent(self.context, tgt_emb, lengths)  # [B, T, 2D]
         nxt = torch.cat([ctx[:, 1:], ctx.new_zeros(B, 1, ctx.size(-1))], 1)  # row t <- token t + 1
-        q = torch.tanh(self.query(self.drop(torch.cat([states, nxt], -1))))  # [B, T, D]
+        read = nxt if states is None else torch.cat([states, nxt], -1)
+        q = torch.tanh(self.query(self.drop(read)))  # [B, T, D]
         return self.attn.weights(q, src_mask, self.attn.precompute(memory))

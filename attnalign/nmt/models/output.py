@@ -9,9 +9,10 @@ import torch
 
 class ModelOutput(NamedTuple):
     """``logits [B, T, V]`` (None for a network that does not learn to translate: ``translation``
-    off); ``attention``: ``[B, T, S]`` (RNN) or ``[B, layers, heads, T, S]``
-    (Transformer cross-attention); ``align``: the alignment head's ``[B, T, S]``, None without one."""
+    off); ``attention``: ``[B, T, S]`` (RNN; None for the alignment head alone, ``head_only``) or
+    ``[B, layers, heads, T, S]`` (Transformer cross-attention); ``align``: the alignment head's
+    ``[B, T, S]``, None without one."""
 
     logits: torch.Tensor | None
-    attention: torch.Tensor
+    attention: torch.Tensor | None
     align: torch.Tensor | None

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ...errors import OptionError
 from ..configs import RNNConfig
 from ..vocab import PAD_ID
 from .align_head import AlignHead
@@ -39,18 +40,20 @@ class RNNModel(nn.Module):
         self.encoder = rnn(E, H, cfg.enc_layers, batch_first=True, bidirectional=True,
                            dropout=cfg.dropout if cfg.enc_layers > 1 else 0.0)
         self.enc_to_mem = nn.Linear(2 * H, H)  # encoder states -> attention keys/values [B, S, H]
-        self.bridge = nn.Linear(2 * H, cfg.dec_layers * H)  # final encoder state -> initial decoder state
         self.bahdanau = cfg.decoder_style == "bahdanau"
-        fed = cfg.input_feeding or self.bahdanau  # Bahdanau's input holds the context
-        self.decoder = rnn(E + (H if fed else 0), H, cfg.dec_layers, batch_first=True,
-                           dropout=cfg.dropout if cfg.dec_layers > 1 else 0.0)
-        self.attn = Attention(cfg.attention, H, cfg.attention_span, cfg.window)
-        self.combine = nn.Linear(2 * H, H)  # [h_t; c_t] -> attentional vector
         self.drop = nn.Dropout(cfg.dropout)
         self.out = nn.Linear(H, tgt_vocab_size) if cfg.translation else None
+        if not cfg.head_only:  # the decoder, its attention and the bridge to it
+            self.bridge = nn.Linear(2 * H, cfg.dec_layers * H)  # final encoder state -> initial decoder state
+            fed = cfg.input_feeding or self.bahdanau  # Bahdanau's input holds the context
+            self.decoder = rnn(E + (H if fed else 0), H, cfg.dec_layers, batch_first=True,
+                               dropout=cfg.dropout if cfg.dec_layers > 1 else 0.0)
+            self.attn = Attention(cfg.attention, H, cfg.attention_span, cfg.window)
+            self.combine = nn.Linear(2 * H, H)  # [h_t; c_t] -> attentional vector
         if cfg.tie_embeddings and E == H and self.out is not None:
             self.out.weight = self.tgt_emb.weight
-        self.align_head = AlignHead(E, H, cfg.attention, cfg.dropout) if cfg.align_head else None
+        self.align_head = (AlignHead(E, H, cfg.attention, cfg.dropout, reads_states=not cfg.head_only)
+                           if cfg.align_head else None)
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor, src_lengths: torch.Tensor | None = None
                ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -59,6 +62,8 @@ class RNNModel(nn.Module):
         waits for it)."""
         lengths = src_mask.sum(1).cpu() if src_lengths is None else src_lengths
         out, final = run_recurrent(self.encoder, self.drop(self.src_emb(src)), lengths)  # [B, S, 2H]
+        if self.cfg.head_only:  # no decoder to start
+            return self.enc_to_mem(out), None
         if isinstance(final, tuple):  # LSTM: (h, c)
             final = final[0]
         return self.enc_to_mem(out), self._bridged(torch.tanh(self.bridge(_top(final)))).contiguous()
@@ -73,7 +78,7 @@ class RNNModel(nn.Module):
         [B, S, H], initial decoder state [dec_layers, B, H], and their tangents [B, S(s), S, H] and
         [dec_layers, B, S(s), H]. None where the encoder is not a one-layer GRU (the caller then
         differentiates in reverse mode)."""
-        if self.cfg.cell != "gru" or self.cfg.enc_layers != 1:
+        if self.cfg.cell != "gru" or self.cfg.enc_layers != 1 or self.cfg.head_only:
             return None
         with torch.no_grad():
             out, final, d_out, d_final = word_tangents(self.encoder, emb, src_mask.sum(1).cpu())
@@ -89,6 +94,9 @@ class RNNModel(nn.Module):
 
     def _decode(self, memory, src_mask, h0, tgt_in) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher-forced decoding: attentional vectors [B, T, H] and attention [B, T, S]."""
+        if self.cfg.head_only:
+            raise OptionError("this model has no decoder (--head-only): its alignment head alone aligns",
+                              hint="leave --layer out (the head is read), and --readout saliency")
         emb = self.drop(self.tgt_emb(tgt_in))  # [B, T, E]
         proj = self.attn.precompute(memory)
         state = h0 if self.cfg.cell == "gru" else (h0, torch.zeros_like(h0))
@@ -163,6 +171,8 @@ class RNNModel(nn.Module):
         device; None: read from the masks."""
         src_lengths, tgt_lengths = lengths or (None, None)
         memory, h0 = self.encode(src, src_mask, src_lengths)
+        if self.cfg.head_only:
+            return ModelOutput(None, None, self._align(memory, src_mask, None, tgt_in, tgt_lengths))
         vec, attn = self._decode(memory, src_mask, h0, tgt_in)
         logits = None if self.out is None else self.out(vec)
         return ModelOutput(logits, attn, self._align(memory, src_mask, vec, tgt_in, tgt_lengths))
@@ -176,7 +186,7 @@ class RNNModel(nn.Module):
     def alignment(self, src, src_mask, tgt_in) -> torch.Tensor:
         """The alignment head's weights [B, T, S] (the model must have one)."""
         memory, h0 = self.encode(src, src_mask)
-        vec, _ = self._decode(memory, src_mask, h0, tgt_in)
+        vec = None if self.cfg.head_only else self._decode(memory, src_mask, h0, tgt_in)[0]
         return self._align(memory, src_mask, vec, tgt_in)
 
     def attention(self, src, src_mask, tgt_in) -> torch.Tensor:
