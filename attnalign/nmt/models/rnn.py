@@ -41,15 +41,16 @@ class RNNModel(nn.Module):
                            dropout=cfg.dropout if cfg.enc_layers > 1 else 0.0)
         self.enc_to_mem = nn.Linear(2 * H, H)  # encoder states -> attention keys/values [B, S, H]
         self.bahdanau = cfg.decoder_style == "bahdanau"
-        self.drop = nn.Dropout(cfg.dropout)
-        self.out = nn.Linear(H, tgt_vocab_size) if cfg.translation else None
-        if not cfg.head_only:  # the decoder, its attention and the bridge to it
+        # the decoder, its attention and the bridge to it, made in this order (a seed's weights stay)
+        if not cfg.head_only:
             self.bridge = nn.Linear(2 * H, cfg.dec_layers * H)  # final encoder state -> initial decoder state
             fed = cfg.input_feeding or self.bahdanau  # Bahdanau's input holds the context
             self.decoder = rnn(E + (H if fed else 0), H, cfg.dec_layers, batch_first=True,
                                dropout=cfg.dropout if cfg.dec_layers > 1 else 0.0)
             self.attn = Attention(cfg.attention, H, cfg.attention_span, cfg.window)
             self.combine = nn.Linear(2 * H, H)  # [h_t; c_t] -> attentional vector
+        self.drop = nn.Dropout(cfg.dropout)
+        self.out = nn.Linear(H, tgt_vocab_size) if cfg.translation else None
         if cfg.tie_embeddings and E == H and self.out is not None:
             self.out.weight = self.tgt_emb.weight
         self.align_head = (AlignHead(E, H, cfg.attention, cfg.dropout, reads_states=not cfg.head_only)
