@@ -12,11 +12,13 @@ called from Python or autograd, not those an operator calls inside it) and, on C
 and copies, so that a change's effect on launches is seen on a CPU before it meets a GPU. Networks:
 ``rnn`` (the preset's GPU network, 256 wide, with input feeding), ``rnn-nif`` (``--no-input-feeding``),
 ``transformer``, ``rnn-nif-nt`` / ``transformer-nt`` (``--no-translation``: the alignment head's
-objective alone), and ``rnn-cpu`` (the preset's CPU student: 128 wide, neither). Prints
+objective alone), and ``rnn-cpu`` (the preset's CPU student as the preset now gives it). Prints
 one JSON line per configuration and writes bench/results/gpu_steps.{csv,json} (``--results NAME``).
 
     python bench/gpu_steps.py --device cuda
     python bench/gpu_steps.py --device cpu --batch-tokens 2000 16000 --precisions fp32 --steps 5
+    python bench/gpu_steps.py --device cpu --networks rnn-cpu --batch-tokens 2000 --precisions fp32 \
+        --threads 1 --ops 12      # one training process's update, and where its time goes
 
 A benchmark: it prints numbers and asserts nothing.
 """
@@ -63,7 +65,7 @@ NETWORKS = {"rnn": ("rnn", WIDE), "rnn-nif": ("rnn", {**WIDE, "input_feeding": F
             # without the output layer and its loss (--no-translation): what the alignment head costs
             "rnn-nif-nt": ("rnn", {**WIDE, "input_feeding": False, "translation": False}),
             "transformer-nt": ("transformer", {"translation": False}),
-            # --preset align's student on a CPU: 128 wide, no translation, no input feeding
+            # --preset align's student on a CPU, as the preset gives it
             "rnn-cpu": ("rnn", {})}
 
 
@@ -113,6 +115,27 @@ def counts(run, group) -> dict:
         out["copies"] = sum(n.startswith("cudaMemcpy") for n in names)
         out["syncs"] = sum(n in ("cudaStreamSynchronize", "cudaDeviceSynchronize") for n in names)
     return out
+
+
+def operators(run, steps: int, top: int) -> list[dict]:
+    """The ``top`` operators by their own CPU time (not their callees') over ``steps`` updates under
+    torch.profiler: milliseconds and calls an update, and their share of the update's own time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from attnalign.training.run import Silent
+
+    groups = run._epoch_batches()
+    groups = [groups[k % len(groups)] for k in range(steps)]
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for g in groups:
+            run._update(g, Silent())
+        run._check()
+    ops = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in ops)
+    ops = sorted(ops, key=lambda e: e.self_cpu_time_total, reverse=True)[:top]
+    return [{"op": e.key, "self_ms_per_update": round(e.self_cpu_time_total / 1000 / steps, 2),
+             "calls_per_update": round(e.count / steps, 1),
+             "share": round(e.self_cpu_time_total / total, 3)} for e in ops]
 
 
 def measure(run, steps: int) -> dict:
@@ -169,16 +192,23 @@ def main() -> None:
     ap.add_argument("--batch-tokens", type=int, nargs="+", default=[2000, 8000, 32000])
     ap.add_argument("--precisions", nargs="+", default=["bf16", "fp32"])
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--threads", type=int, help="torch's CPU threads (a direction's process in training "
+                                                 "has half of the run's)")
+    ap.add_argument("--ops", type=int, default=0, metavar="K",
+                    help="also write NAME_ops.csv: each configuration's K costliest operators an update")
     ap.add_argument("--results", default="gpu_steps")
     common.add_data_option(ap)
     args = ap.parse_args()
     common.use_data(args.data)
     import torch
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("SKIPPED: torch sees no CUDA GPU", file=sys.stderr)
         return
-    rows = []
+    rows, op_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
         run = setup(args.device, Path(tmp))
         for network in args.networks:
@@ -192,6 +222,10 @@ def main() -> None:
                     print(json.dumps(row), flush=True)
                     rows.append(row)
                     common.write_rows(args.results, rows)
+                    if args.ops:
+                        keys = {k: row[k] for k in ("network", "batch_tokens", "precision")}
+                        op_rows += [{**keys, **op} for op in operators(run, args.steps, args.ops)]
+                        common.write_rows(f"{args.results}_ops", op_rows)
 
 
 if __name__ == "__main__":
