@@ -97,7 +97,8 @@ class RNNModel(nn.Module):
         """Teacher-forced decoding: attentional vectors [B, T, H] and attention [B, T, S]."""
         if self.cfg.head_only:
             raise OptionError("this model has no decoder (--head-only): its alignment head alone aligns",
-                              hint="leave --layer out (the head is read), and --readout saliency")
+                              hint="read its head: leave --layer out (--readout saliency needs a "
+                                   "translating model)")
         emb = self.drop(self.tgt_emb(tgt_in))  # [B, T, E]
         proj = self.attn.precompute(memory)
         state = h0 if self.cfg.cell == "gru" else (h0, torch.zeros_like(h0))
