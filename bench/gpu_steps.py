@@ -117,6 +117,12 @@ def counts(run, group) -> dict:
     return out
 
 
+def batches(run, n: int) -> list[list[int]]:
+    """The run's first ``n`` batches of an epoch, from its start again where it has fewer."""
+    groups = run._epoch_batches()
+    return [groups[k % len(groups)] for k in range(n)]
+
+
 def operators(run, steps: int, top: int) -> list[dict]:
     """The ``top`` operators by their own CPU time (not their callees') over ``steps`` updates under
     torch.profiler: milliseconds and calls an update, and their share of the update's own time."""
@@ -124,8 +130,7 @@ def operators(run, steps: int, top: int) -> list[dict]:
 
     from attnalign.training.run import Silent
 
-    groups = run._epoch_batches()
-    groups = [groups[k % len(groups)] for k in range(steps)]
+    groups = batches(run, steps)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for g in groups:
             run._update(g, Silent())
@@ -146,8 +151,7 @@ def measure(run, steps: int) -> dict:
     from attnalign.training.run import Silent
 
     sync = torch.cuda.synchronize if run.device.type == "cuda" else (lambda: None)
-    groups = run._epoch_batches()
-    groups = [groups[k % len(groups)] for k in range(steps + 2)]
+    groups = batches(run, steps + 2)
     for g in groups[:2]:
         run._update(g, Silent())
     run._check()

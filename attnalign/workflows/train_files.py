@@ -113,12 +113,10 @@ def _refuse_resume(model, typed: list[str], from_preset: list[str], preset: str 
     if from_preset:
         said.append(f"--preset {preset} sets {', '.join(from_preset)} (its file's keys) otherwise than the "
                     "run began (the preset has changed since, or the run did not start from it)")
-    hint = "leave them out to resume, or start a new run with --overwrite"
-    if from_preset:
-        hint = (f"leave {'them and ' if typed else ''}--preset out to resume the run with its own options, "
-                "or start a new run with --overwrite")
+    leave = (f"{'them and ' if typed else ''}--preset out to resume the run with its own options"
+             if from_preset else "them out to resume")
     raise OptionError(f"--resume continues the run with its own options; {'; '.join(said)}", path=model,
-                      hint=hint)
+                      hint=f"leave {leave}, or start a new run with --overwrite")
 
 
 def _check_inputs_outside(model_dir: Path, files: dict) -> None:
