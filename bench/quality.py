@@ -74,9 +74,9 @@ B2K = {"epochs": 3, "batch_tokens": 2000, "lr": 2e-3}  # align-fast before its d
 ALIGN, ALIGN_FAST = preset_options("align"), preset_options("align-fast")  # train --preset NAME
 # --preset align before its CPU student moved to the frontier's point (docs/benchmarks.md, "The
 # student's cost on 2 CPU cores: a frontier"): 256-wide GRUs with input feeding that also translate,
-# guided by one sampler chain
+# guided by one sampler chain, with a decoder
 BEFORE = {"hidden": 256, "emb_dim": 256, "translation": True, "input_feeding": True, "lr": 2e-3,
-          "guide_samplers": 1}
+          "guide_samplers": 1, "head_only": False}
 ALIGN_BEFORE, ALIGN_FAST_BEFORE = ALIGN.updated(**BEFORE), ALIGN_FAST.updated(**BEFORE)
 
 CONFIGS = {

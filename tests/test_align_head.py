@@ -8,7 +8,7 @@ import random
 
 import pytest
 import torch
-from helpers import SAMPLE
+from helpers import SAMPLE, write
 from typer.testing import CliRunner
 
 from attnalign.cli import app
@@ -204,12 +204,30 @@ def test_preset_options_given_options_win():
         ("both", "auto", 2, 4000)
     assert preset_options("align", subword=0).data.subword == 0  # 0: the student reads whole words
     assert o.network.config == {"align_head": True, "dropout": 0.0, "hidden": 8, "emb_dim": 96,
-                                "translation": False, "input_feeding": False}
-    assert o.network.gpu == {"emb_dim": 256, "translation": True}  # the typed --hidden wins there too
+                                "translation": False, "input_feeding": False, "head_only": True}
+    # the typed --hidden wins there too
+    assert o.network.gpu == {"emb_dim": 256, "translation": True, "head_only": False}
     assert preset_options("align", direction="forward", guide=None).network.direction == "forward"
     assert preset_options(None) == TrainOptions()
     with pytest.raises(AttnAlignError, match="unknown preset"):
         preset_options("fast")
+
+
+def test_a_presets_head_only_yields_to_translation_given_over_it(tmp_path):
+    """--preset align's CPU student has no decoder (head_only); --translation, typed or in a file, asks
+    for one: the preset's choice yields, where --head-only given with it is refused."""
+    from attnalign.training import preset_options
+
+    file = write(tmp_path / "t.toml", "[network]\ntranslation = true\n")
+    for options in (preset_options("align", translation=True), preset_options("align", config=file)):
+        typed = options.network.check()
+        assert (typed.translation, typed.head_only, typed.align_head) == (True, False, True)
+    assert preset_options("align", translation=False).network.check().head_only is True
+    assert preset_options("align", head_only=False).network.check().head_only is False
+    with pytest.raises(AttnAlignError, match="--head-only leaves out the decoder"):
+        preset_options("align", translation=True, head_only=True).network.check()
+    # another network type takes none of it
+    assert "head_only" not in preset_options("align", model_type="transformer").network.config
 
 
 def test_the_benchmarked_configuration_is_the_preset():
@@ -234,10 +252,10 @@ def test_the_benchmarked_configuration_is_the_preset():
     # on a CPU the frontier's student; on a GPU the network measured there, as before
     cpu, gpu = align.for_device("cpu", 10**6), align.for_device("cuda", 10**6, memory=80 * 2**30)
     typed = cpu.network.typed()
-    assert (typed.hidden, typed.emb_dim, typed.translation, typed.input_feeding, cpu.schedule.lr) == (
-        96, 96, False, False, 8e-3)
+    assert (typed.hidden, typed.emb_dim, typed.translation, typed.input_feeding, typed.head_only,
+            cpu.schedule.lr) == (96, 96, False, False, True, 8e-3)
     old = quality.CONFIGS["agree-fert-head-sp-e5-b2k-d0"]
-    wide = {"hidden": 256, "emb_dim": 256, "translation": True}
+    wide = {"hidden": 256, "emb_dim": 256, "translation": True, "head_only": False}
     assert old.network.typed() == replace(typed, **wide, input_feeding=True)
     assert gpu.network.typed() == replace(old.network.typed(), input_feeding=False)
     assert old.for_device("cpu", 10**6).schedule == replace(cpu.schedule, lr=2e-3)

@@ -52,8 +52,9 @@ def test_typed_options_win_over_the_file_which_wins_over_its_preset(tmp_path, se
     assert (file.network.direction, file.data.subword, file.teacher.guide) == ("both", 4000, "auto")
     # the file's input_feeding wins over the preset's [network.gpu] entry for it
     assert file.network.config == {"align_head": True, "dropout": 0.0, "hidden": 24, "emb_dim": 96,
-                                   "translation": False, "input_feeding": True}
-    assert file.network.gpu == {"emb_dim": 256, "translation": True}  # the file's hidden wins there too
+                                   "translation": False, "input_feeding": True, "head_only": True}
+    # the file's hidden wins there too
+    assert file.network.gpu == {"emb_dim": 256, "translation": True, "head_only": False}
     assert (typed.schedule.warmup, typed.schedule.epochs, typed.schedule.auto_epochs) == (9, 1.5, 3)
     assert typed.network.config["hidden"] == 32 and typed.network.config["enc_layers"] == 2
 

@@ -54,14 +54,15 @@ def test_batch_tokens_auto_on_a_gpu_by_hand():
 
 def test_the_preset_on_a_gpu_trains_its_own_network():
     """``--preset align`` trains the frontier's student on a CPU (96 wide, no translation, no input
-    feeding) and the network measured on a CUDA GPU there (256 wide, translating), each option the user
-    gives winning on both; the options that ran (what config.json records) hold the network as it was
-    built, nothing left to resolve."""
+    feeding, no decoder) and the network measured on a CUDA GPU there (256 wide, translating), each
+    option the user gives winning on both; the options that ran (what config.json records) hold the
+    network as it was built, nothing left to resolve."""
     gpu = preset_options("align").for_device("cuda", 2_400_000, memory=80 * GIB)
     cpu = preset_options("align").for_device("cpu", 2_400_000)
     g, c = gpu.network.typed(), cpu.network.typed()
-    assert (g.hidden, g.emb_dim, g.translation, g.input_feeding) == (256, 256, True, False)
-    assert (c.hidden, c.emb_dim, c.translation, c.input_feeding) == (96, 96, False, False)
+    shape = ("hidden", "emb_dim", "translation", "input_feeding", "head_only")
+    assert [getattr(g, k) for k in shape] == [256, 256, True, False, False]
+    assert [getattr(c, k) for k in shape] == [96, 96, False, False, True]
     assert gpu.network.gpu == cpu.network.gpu == gpu.schedule.gpu == cpu.schedule.gpu == {}
     given = preset_options("align", input_feeding=True, hidden=64)
     on_gpu = given.for_device("cuda", 2_400_000, memory=80 * GIB).network.config
@@ -70,7 +71,7 @@ def test_the_preset_on_a_gpu_trains_its_own_network():
     assert not {"hidden", "emb_dim", "input_feeding"} & set(transformer.network.config)  # not its options
     assert transformer.for_device("cuda", 10**6, memory=80 * GIB).network.typed().translation is True
     assert preset_flags("align").endswith("; on a CUDA GPU --hidden 256 --emb-dim 256 --translation "
-                                          "--lr 0.002")
+                                          "--no-head-only --lr 0.002")
 
 
 def test_a_schedule_of_its_own_on_a_gpu():

@@ -255,6 +255,11 @@ def layered_options(name: str | None, from_file: dict, given: dict) -> TrainOpti
     if model_type != own_type:
         network = {*NETWORK_OPTIONS, "layers"}
         values = {k: v for k, v in values.items() if k not in network or k in network_keys(model_type)}
+    # a preset's student without a decoder is its choice for a network that does not translate:
+    # --translation given over it asks for the decoder back (--head-only given with it is refused)
+    later = {**from_file, **given}
+    if later.get("translation") and "head_only" not in later:
+        values.pop("head_only", None)
     return TrainOptions.of(**layered(layered(values, from_file), given))
 
 
