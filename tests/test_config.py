@@ -228,6 +228,18 @@ def test_a_config_file_may_come_from_stdin_with_a_byte_order_mark(tmp_path, seen
                      "--config", "-", input=text), 2, "both read stdin")
 
 
+def test_translation_typed_over_the_preset_brings_the_decoder_back(tmp_path, seen):
+    base = ("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
+            "--preset", "align")
+    for extra in (["--translation"], [], ["--translation", "--head-only"]):
+        invoke(*base, *extra)
+    translating, preset = (options.network.check() for options in seen[:2])
+    assert (translating.translation, translating.head_only) == (True, False)
+    assert (preset.translation, preset.head_only) == (False, True)
+    with pytest.raises(OptionError, match="--head-only leaves out the decoder"):  # both typed
+        seen[2].network.check()
+
+
 def test_guide_none_turns_off_a_presets_guide(tmp_path, seen):
     invoke("train", "--src", SAMPLE / "dev.en", "--tgt", SAMPLE / "dev.fr", "--model", tmp_path / "m",
            "--preset", "align", "--guide", "none", "--no-align-head")

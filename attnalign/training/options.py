@@ -547,6 +547,8 @@ class TrainOptions:
 # where to write, what to show, and the threads (a run's result does not depend on them)
 RESUME_FREE = frozenset({"model", "resume", "quiet", "threads", "src", "tgt", "corpus", "dev_src", "dev_tgt",
                          "dev_gold", "encoding", "gold_format", "gold_one_based", "reverse_gold"})
+
+
 def resume_conflicts(given: TrainOptions, run: TrainOptions, network: dict, names) -> list[str]:
     """The options of ``names`` (flat names: those the user gave, and those a preset or a config file
     sets) whose values in ``given`` (the options a ``--resume`` command line makes) differ from the
