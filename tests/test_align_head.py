@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from attnalign.cli import app
 from attnalign.data.alignments import Alignment
 from attnalign.decoding.policy import choose_decoding
-from attnalign.errors import AttnAlignError
+from attnalign.errors import AttnAlignError, AttnAlignWarning
 from attnalign.eval.metrics import Counts, corpus_counts
 from attnalign.nmt.aligner import Aligner, AlignOptions
 from attnalign.nmt.batching import make_batch
@@ -122,6 +122,10 @@ def test_the_head_alone_learns_the_known_answer_without_a_decoder(tmp_path):
     b = make_batch([0], [[4, 5]], [[6, 7]])
     with pytest.raises(AttnAlignError, match="no decoder"):  # a library call that asks for the decoder
         lm.model.attention(b.src, b.src_mask, b.tgt_in)
+    # --layer 0 reads the head, says so, and decodes as the head is decoded
+    with pytest.warns(AttnAlignWarning, match="--layer 0: this model has no decoder"):
+        layer0 = Aligner(tmp_path / "m", AlignOptions(layer=0))
+    assert layer0.head and layer0.decoding == Aligner(tmp_path / "m").decoding
     with pytest.raises(AttnAlignError, match="--head-only leaves out the decoder"):
         TrainOptions.of(align_head=True, head_only=True).check()
 

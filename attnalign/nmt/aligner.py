@@ -131,7 +131,9 @@ class Aligner:
         self.spec = AttentionSpec(reading.layer, reading.head, reading.shift, reading.readout,
                                   reading.smoothgrad)
         self.both = meta["directions"] == ["forward", "reverse"]
-        head = bool(meta.get("model_config", {}).get("align_head")) and reading.layer in (None, "align")
+        network = meta.get("model_config", {})
+        alone = bool(network.get("head_only"))  # no other attention: every --layer reads the head
+        head = bool(network.get("align_head")) and (reading.layer in (None, "align") or alone)
         self.head = head  # read through an alignment head, as far as the options say
         self._decoding: Decoding | None = None
         sym = self.given.sym
@@ -170,6 +172,9 @@ class Aligner:
         if _reads_align(lm, self.spec):  # raises for --layer align without a head
             if self.reading.head != "mean":
                 warn("--head applies to Transformer layers; the alignment head is a single attention")
+            if self.head and self.reading.layer not in (None, "align"):  # a network without a decoder
+                warn(f"--layer {self.reading.layer}: this model has no decoder (--head-only); its alignment "
+                     "head, the one attention it has, aligns")
             return
         if not lm.has_layers:
             if self.reading.layer is not None or self.reading.head != "mean":
