@@ -122,10 +122,10 @@ def test_the_head_alone_learns_the_known_answer_without_a_decoder(tmp_path):
     b = make_batch([0], [[4, 5]], [[6, 7]])
     with pytest.raises(AttnAlignError, match="no decoder"):  # a library call that asks for the decoder
         lm.model.attention(b.src, b.src_mask, b.tgt_in)
-    # --layer 0 reads the head, says so, and decodes as the head is decoded
+    # --layer 0 reads the head, says so, and is decoded as a head (Aligner.head chooses the decoding)
     with pytest.warns(AttnAlignWarning, match="--layer 0: this model has no decoder"):
         layer0 = Aligner(tmp_path / "m", AlignOptions(layer=0))
-    assert layer0.head and layer0.decoding == Aligner(tmp_path / "m").decoding
+    assert layer0.head and layer0.description["layer"] == "align"
     with pytest.raises(AttnAlignError, match="--head-only leaves out the decoder"):
         TrainOptions.of(align_head=True, head_only=True).check()
 

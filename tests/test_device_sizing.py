@@ -60,9 +60,10 @@ def test_the_preset_on_a_gpu_trains_its_own_network():
     gpu = preset_options("align").for_device("cuda", 2_400_000, memory=80 * GIB)
     cpu = preset_options("align").for_device("cpu", 2_400_000)
     g, c = gpu.network.typed(), cpu.network.typed()
-    shape = ("hidden", "emb_dim", "translation", "input_feeding", "head_only")
-    assert [getattr(g, k) for k in shape] == [256, 256, True, False, False]
-    assert [getattr(c, k) for k in shape] == [96, 96, False, False, True]
+    assert (g.hidden, g.emb_dim, g.translation, g.input_feeding, g.head_only) == (
+        256, 256, True, False, False)
+    assert (c.hidden, c.emb_dim, c.translation, c.input_feeding, c.head_only) == (
+        96, 96, False, False, True)
     assert gpu.network.gpu == cpu.network.gpu == gpu.schedule.gpu == cpu.schedule.gpu == {}
     given = preset_options("align", input_feeding=True, hidden=64)
     on_gpu = given.for_device("cuda", 2_400_000, memory=80 * GIB).network.config
